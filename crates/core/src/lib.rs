@@ -1,0 +1,22 @@
+//! # latlab-core
+//!
+//! The measurement core every latlab command builds on:
+//!
+//! - [`units`]: integer time types (`Ticks`, `Nanos`, `TscRate`, instants vs durations);
+//! - [`parse`]: durations, rates and percentiles as users write them (`87.0us`, `1.5Mpps`, `p99.99`);
+//! - [`hist`]: latency histograms on HdrHistogram, exact merge, serialisation;
+//! - [`stats`]: percentile ladders, the sample-support rule, order-statistic confidence
+//!   intervals, CDF/CCDF series;
+//! - [`results`]: the versioned result file, host provenance, interval logs and CSV export.
+//!
+//! Nothing in this crate reads a clock or touches the OS: time is always passed in.
+#![deny(unsafe_code)]
+
+pub mod hist;
+pub mod parse;
+pub mod results;
+pub mod stats;
+pub mod units;
+
+pub use hist::LatencyHistogram;
+pub use units::{Nanos, NanoInstant, Ticks, TscInstant, TscRate};

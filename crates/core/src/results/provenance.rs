@@ -1,0 +1,111 @@
+//! Where and how a run was taken: the host, its clocks and the placement of the measuring
+//! threads. Everything a reader needs to judge whether a tail is the machine's or the tool's.
+//!
+//! The structs here are plain data; `latlab-sys` fills them from the running system.
+
+use serde::{Deserialize, Serialize};
+
+/// Host and run provenance, stored in every result file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The host's static facts.
+    pub host: HostInfo,
+    /// The timebase used for this run and how it was established.
+    pub timebase: Timebase,
+    /// Each measuring thread: where it ran and under which policy.
+    #[serde(default)]
+    pub threads: Vec<ThreadPlacement>,
+    /// Whether the process's memory was locked (`mlockall`) for the run.
+    #[serde(default)]
+    pub memory_locked: bool,
+    /// UTC wall-clock time at which the run started, RFC 3339.
+    pub started_utc: String,
+}
+
+/// Static facts about the host.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostInfo {
+    /// `uname -n`.
+    pub hostname: String,
+    /// `uname -s -r`, e.g. `Linux 6.8.0`.
+    pub kernel: String,
+    /// `uname -v`, the kernel build string (preemption model shows here).
+    pub kernel_version: String,
+    /// `uname -m`.
+    pub arch: String,
+    /// CPU model name from `/proc/cpuinfo`.
+    pub cpu_model: String,
+    /// Online logical CPUs.
+    pub cpus_online: u32,
+    /// Whether SMT (hyper-threading) is active; `None` when the kernel does not say.
+    pub smt_active: Option<bool>,
+    /// Current clocksource (`/sys/devices/system/clocksource/clocksource0/current_clocksource`).
+    pub clocksource: Option<String>,
+    /// cpufreq governor of each CPU that has one, e.g. `performance`; empty when none exposed.
+    #[serde(default)]
+    pub governors: Vec<String>,
+    /// The kernel command line.
+    pub cmdline: String,
+    /// `isolcpus=` from the command line, if present.
+    pub isolcpus: Option<String>,
+    /// `nohz_full=` from the command line, if present.
+    pub nohz_full: Option<String>,
+    /// The hypervisor, e.g. `KVM`, or `None` on bare metal.
+    pub virtualization: Option<String>,
+}
+
+/// Which clock timestamps came from and how its rate was established.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timebase {
+    /// `"tsc"` or `"clock_monotonic"` (the fallback).
+    pub source: String,
+    /// Why the fallback was used; `None` when the TSC is in use.
+    pub fallback_reason: Option<String>,
+    /// Facts about the TSC, whether or not it was used.
+    pub tsc: TscFacts,
+}
+
+/// TSC capabilities and rate.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TscFacts {
+    /// The CPU has a TSC readable from user space (x86_64).
+    pub present: bool,
+    /// `rdtscp` is available (TSC and CPU number in one instruction).
+    pub rdtscp: bool,
+    /// `constant_tsc`: the rate does not follow CPU frequency changes.
+    pub constant_tsc: bool,
+    /// `nonstop_tsc`: the counter runs in deep C-states.
+    pub nonstop_tsc: bool,
+    /// `tsc_known_freq`: the kernel got the rate from the CPU or hypervisor, not by calibration.
+    pub known_freq: bool,
+    /// Invariant = constant and nonstop.
+    pub invariant: bool,
+    /// The rate used for conversions, in Hz.
+    pub rate_hz: Option<u64>,
+    /// Where `rate_hz` came from, e.g. `cpuid 0x40000010`, `kernel log`, `calibration`.
+    pub rate_source: Option<String>,
+    /// The rate measured against `CLOCK_MONOTONIC_RAW`, in Hz.
+    pub calibrated_hz: Option<u64>,
+    /// The calibration window, in ns.
+    pub calibration_window_ns: Option<u64>,
+    /// Bound on the calibration's own error from the bracketing reads, in ppm.
+    pub calibration_error_ppm: Option<f64>,
+    /// Difference between the rate used and the calibrated one, in ppm (when both exist).
+    pub rate_disagreement_ppm: Option<f64>,
+}
+
+/// Where one measuring thread ran.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ThreadPlacement {
+    /// What the thread did, e.g. `clock reader`.
+    pub role: String,
+    /// The CPU it was pinned to, `None` if it was free to migrate.
+    pub pinned_cpu: Option<u32>,
+    /// CPUs it was observed on (from `rdtscp`/`getcpu`), when known.
+    #[serde(default)]
+    pub observed_cpus: Vec<u32>,
+    /// Scheduling policy, e.g. `SCHED_OTHER`, `SCHED_FIFO`.
+    pub policy: String,
+    /// Real-time priority (FIFO/RR) or nice value.
+    pub priority: i32,
+}
