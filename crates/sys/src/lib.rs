@@ -1,0 +1,74 @@
+//! # latlab-sys
+//!
+//! The quarantine for `unsafe` code and raw system calls. Every other latlab crate denies
+//! `unsafe_code`; whatever needs an instruction intrinsic (`rdtsc`, `rdtscp`, `cpuid`) or a
+//! libc call (`clock_gettime`, `sched_setaffinity`, `mlockall`, `uname`, `klogctl`, ...) lives
+//! here, behind a safe wrapper. Each `unsafe` block carries a `// SAFETY:` comment that says
+//! why it is sound.
+//!
+//! - [`tsc`]: reading the time-stamp counter, its capabilities, its rate (as the kernel tells
+//!   it and as calibrated), and [`tsc::Clock`], the timebase the measuring loops use;
+//! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
+//! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
+//! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
+//!   hypervisor) and an RFC 3339 UTC timestamp.
+//!
+//! Parsing of `/proc` and `/sys` text is kept in pure functions taking `&str`, so that it is
+//! unit-tested without the OS.
+#![allow(unsafe_code)]
+
+pub mod clocks;
+pub mod host;
+pub mod sched;
+pub mod tsc;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod cpuid {
+    //! `cpuid` behind a safe function.
+
+    /// The four registers a `cpuid` leaf returns.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) struct Regs {
+        pub(crate) eax: u32,
+        pub(crate) ebx: u32,
+        pub(crate) ecx: u32,
+        pub(crate) edx: u32,
+    }
+
+    /// Executes `cpuid` with `leaf` in EAX and 0 in ECX.
+    // Newer toolchains mark `__cpuid_count` safe; the MSRV (1.80) still needs `unsafe`.
+    #[allow(unused_unsafe)]
+    pub(crate) fn cpuid(leaf: u32) -> Regs {
+        // SAFETY: `cpuid` exists on every x86_64 CPU, has no memory effects and cannot fault
+        // for any leaf (unsupported leaves return other leaves' data, which callers guard
+        // against by checking the maximum leaf first).
+        let r = unsafe { core::arch::x86_64::__cpuid_count(leaf, 0) };
+        Regs {
+            eax: r.eax,
+            ebx: r.ebx,
+            ecx: r.ecx,
+            edx: r.edx,
+        }
+    }
+
+    /// The highest basic leaf (`cpuid 0` EAX).
+    pub(crate) fn max_basic_leaf() -> u32 {
+        cpuid(0).eax
+    }
+
+    /// Whether CPUID.1:ECX bit 31 ("running under a hypervisor") is set.
+    pub(crate) fn hypervisor_present() -> bool {
+        max_basic_leaf() >= 1 && cpuid(1).ecx & (1 << 31) != 0
+    }
+
+    /// The highest extended leaf (`cpuid 0x80000000` EAX).
+    pub(crate) fn max_extended_leaf() -> u32 {
+        cpuid(0x8000_0000).eax
+    }
+
+    /// The highest hypervisor leaf (`cpuid 0x40000000` EAX), only when a hypervisor is
+    /// present (on bare metal that leaf returns unrelated data).
+    pub(crate) fn max_hypervisor_leaf() -> Option<u32> {
+        hypervisor_present().then(|| cpuid(0x4000_0000).eax)
+    }
+}
