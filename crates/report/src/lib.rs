@@ -1,0 +1,35 @@
+//! Publication-quality latency distribution figures for latlab.
+//!
+//! This crate only draws: callers convert measurement results into
+//! [`Curve`]s (x = latency in nanoseconds, y = probability) and pick a
+//! [`PlotKind`]. Two kinds are supported:
+//!
+//! * [`PlotKind::Ccdf`] — complementary CDF on a logarithmic y axis, the
+//!   usual way to show heavy latency tails (tick labels also state the
+//!   percentile, e.g. `10⁻³ (p99.9)`);
+//! * [`PlotKind::Cdf`] — classic CDF on a linear y axis.
+//!
+//! Output is SVG or PNG ([`render`], [`render_svg_string`],
+//! [`render_panels`]). Text is laid out with a TrueType font loaded at run
+//! time (see [`PlotError::NoFont`]).
+//!
+//! ```no_run
+//! use latlab_report::{render, Curve, PlotKind, PlotSpec};
+//! use std::path::Path;
+//!
+//! let curve = Curve {
+//!     label: "clock_gettime gaps".into(),
+//!     points: vec![(20.0, 1.0), (25.0, 0.5), (1_000.0, 1e-3), (40_000.0, 1e-6)],
+//! };
+//! let spec = PlotSpec { kind: PlotKind::Ccdf, title: "gaps".into(), ..PlotSpec::default() };
+//! render(&[curve], &spec, Path::new("gaps.svg")).unwrap();
+//! ```
+#![deny(unsafe_code)]
+
+pub mod figures;
+pub mod plot;
+
+pub use plot::{
+    choose_unit, render, render_panels, render_svg_string, Curve, ImageFormat, PlotError, PlotKind,
+    PlotSpec, TimeUnit,
+};
