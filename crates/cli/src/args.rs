@@ -1,0 +1,215 @@
+//! Command-line definitions (clap derive). Only parsing and value validation live here:
+//! no system calls, no measurement. `commands` turns these into library configurations.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
+use latlab_core::units::Nanos;
+use std::path::PathBuf;
+
+const EXIT_CODES: &str = "\
+Exit codes:
+  0  success
+  1  the measurement or rendering failed at run time
+  2  bad usage or bad input (invalid flag value; unreadable, corrupt or foreign file)
+  3  not permitted (e.g. --fifo without root or CAP_SYS_NICE)";
+
+/// latlab — find out where the microseconds go on Linux hosts and networks.
+///
+/// Every measurement writes a versioned result file first (configuration, host provenance,
+/// full histograms); tables and plots are rendered from result files.
+#[derive(Debug, Parser)]
+#[command(name = "latlab", version, after_help = EXIT_CODES, propagate_version = true)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// In-host latency: clock-read baseline.
+    #[command(subcommand)]
+    Host(HostCommand),
+    /// Draw CDF/CCDF figures from result files.
+    #[command(after_help = "Examples:
+  latlab plot latlab-results/host-clocks-*.json -o clocks.svg
+  latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
+    Plot(PlotArgs),
+    /// Print the percentile table of result files, optionally as CSV; merge runs exactly.
+    #[command(after_help = "Examples:
+  latlab show run.json
+  latlab show run1.json run2.json --merge --csv merged.csv
+  latlab show run.json --percentiles 50,99.9,99.999")]
+    Show(ShowArgs),
+}
+
+/// `latlab host …`
+#[derive(Debug, Subcommand)]
+pub enum HostCommand {
+    /// Read each clock back to back and histogram the gaps between reads: the cost of
+    /// reading the time and the interruptions a busy thread sees.
+    #[command(after_help = "Examples:
+  latlab host clocks
+  latlab host clocks --duration 5s --cpu 1 --fifo 50 --plot
+  latlab host clocks --sources rdtsc,monotonic -o clocks.json --quiet
+
+Each source is read for --duration on the calling thread. Gaps are recorded in chunks of
+back-to-back reads (see docs/cli.md); the table's reads/s column is the read rate, p50 the
+cost of one read. Percentiles without 10 samples beyond them are shown as 'unsupported'.")]
+    Clocks(ClocksArgs),
+}
+
+/// Options of `latlab host clocks`.
+#[derive(Debug, Args)]
+pub struct ClocksArgs {
+    /// How long to read each source, e.g. 250ms, 2s, 1.5m.
+    #[arg(long, short = 'd', default_value = "2s", value_parser = duration_arg)]
+    pub duration: Nanos,
+    /// Clock sources, comma separated: rdtsc, rdtscp, monotonic, monotonic_raw, realtime,
+    /// gettimeofday.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "rdtsc,rdtscp,monotonic,monotonic_raw,realtime,gettimeofday"
+    )]
+    pub sources: Vec<String>,
+    /// Pin the reading thread to this CPU.
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// Run the reading thread under SCHED_FIFO at this priority (1-99; needs root or
+    /// CAP_SYS_NICE).
+    #[arg(long, value_name = "PRIO")]
+    pub fifo: Option<i32>,
+    /// Length of one interval of the time series written to the .hlog interval log.
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub interval: Nanos,
+    /// TSC calibration window (against CLOCK_MONOTONIC_RAW).
+    #[arg(long, default_value = "100ms", value_parser = duration_arg)]
+    pub calibration: Nanos,
+    /// Significant digits kept by the histograms (1-5).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub sigfig: u8,
+    /// Do not lock memory with mlockall (locking is attempted by default).
+    #[arg(long)]
+    pub no_mlock: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub plot: Option<Option<PathBuf>>,
+}
+
+/// Output options shared by measuring commands.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Result file to write (default: latlab-results/<kind>-<UTC time>.json).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Which curves `latlab plot` draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlotKindArg {
+    /// Complementary CDF on a log y-axis (the tail view).
+    Ccdf,
+    /// CDF on a linear y-axis.
+    Cdf,
+    /// CDF and CCDF side by side.
+    Both,
+}
+
+/// Options of `latlab plot`.
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// Result files; every histogram of each is drawn (see --series).
+    #[arg(required = true, value_name = "RESULT")]
+    pub results: Vec<PathBuf>,
+    /// Image to write: .svg or .png.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: PathBuf,
+    /// What to draw.
+    #[arg(long, value_enum, default_value_t = PlotKindArg::Ccdf)]
+    pub kind: PlotKindArg,
+    /// Only these series (histogram names), comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub series: Vec<String>,
+    /// Figure title.
+    #[arg(long, default_value = "")]
+    pub title: String,
+}
+
+/// Options of `latlab show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Result files.
+    #[arg(required = true, value_name = "RESULT")]
+    pub results: Vec<PathBuf>,
+    /// Percentiles to show, comma separated (default: 50,90,99,99.9,99.99,99.999,99.9999).
+    #[arg(long, short = 'p', value_delimiter = ',', value_parser = percentile_arg)]
+    pub percentiles: Vec<Percentile>,
+    /// Merge histograms of the same name across all files, exactly, before summarising.
+    #[arg(long)]
+    pub merge: bool,
+    /// Also write the table as CSV to this file ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Confidence level of the percentile intervals, in (0, 1).
+    #[arg(long, default_value_t = 0.95, value_parser = confidence_arg)]
+    pub confidence: f64,
+}
+
+fn duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn percentile_arg(s: &str) -> Result<Percentile, String> {
+    parse_percentile(s).map_err(|e| e.to_string())
+}
+
+fn confidence_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "'{s}' is not valid; expected a confidence level between 0 and 1, e.g. 0.95"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn duration_flag_parses_user_forms() {
+        let cli =
+            Cli::try_parse_from(["latlab", "host", "clocks", "--duration", "87.0us"]).unwrap();
+        let Command::Host(HostCommand::Clocks(a)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.duration, Nanos(87_000));
+        assert!(a.plot.is_none());
+        let cli = Cli::try_parse_from(["latlab", "host", "clocks", "--plot"]).unwrap();
+        let Command::Host(HostCommand::Clocks(a)) = cli.command else {
+            panic!()
+        };
+        assert_eq!(a.plot, Some(None));
+    }
+
+    #[test]
+    fn bad_duration_names_the_flag() {
+        let e = Cli::try_parse_from(["latlab", "host", "clocks", "--duration", "5xs"]).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("--duration"), "{s}");
+        assert!(s.contains("250ns, 87.0us"), "{s}");
+    }
+}

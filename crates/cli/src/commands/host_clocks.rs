@@ -1,0 +1,265 @@
+//! `latlab host clocks`: the clock-read baseline.
+
+use crate::args::ClocksArgs;
+use crate::exit::usage;
+use crate::output::{default_result_path, progress, sibling};
+use crate::table::{estimate, ns, Table};
+use anyhow::Context as _;
+use latlab_core::hist::{HistConfig, LatencyHistogram};
+use latlab_core::parse::Percentile;
+use latlab_core::results::{hlog, ResultFile, ThreadPlacement};
+use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
+use latlab_host::clocks::{self, ClockSource, ClocksConfig};
+use latlab_sys::{host, sched, tsc::Clock};
+
+pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    // Resolve and validate everything before touching the system.
+    let mut sources = Vec::new();
+    for name in &a.sources {
+        let s = ClockSource::from_name(name.trim()).ok_or_else(|| {
+            let all: Vec<&str> = ClockSource::ALL.iter().map(|s| s.name()).collect();
+            usage(format!(
+                "--sources: unknown clock source '{name}'; accepted: {}",
+                all.join(", ")
+            ))
+        })?;
+        if !sources.contains(&s) {
+            sources.push(s);
+        }
+    }
+    if a.duration.get() == 0 {
+        return Err(usage("--duration must be positive, e.g. 2s"));
+    }
+    if a.interval.get() == 0 {
+        return Err(usage("--interval must be positive, e.g. 1s"));
+    }
+    let cfg = ClocksConfig {
+        sources: sources.clone(),
+        duration: a.duration,
+        interval: a.interval,
+        hist: HistConfig {
+            sigfig: a.sigfig,
+            ..HistConfig::default()
+        },
+        ..ClocksConfig::default()
+    };
+    LatencyHistogram::new(cfg.hist).map_err(|e| usage(format!("--sigfig: {e}")))?;
+    let started_utc = host::utc_now_rfc3339();
+    let out_path = a
+        .out
+        .output
+        .clone()
+        .unwrap_or_else(|| default_result_path("host-clocks", &started_utc));
+    let plot_path = a
+        .plot
+        .as_ref()
+        .map(|p| p.clone().unwrap_or_else(|| sibling(&out_path, "svg")));
+    if let Some(p) = &plot_path {
+        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
+    }
+
+    // Set up the measuring thread (this one).
+    let (clock, timebase) = if cfg!(target_arch = "x86_64") {
+        Clock::establish(a.calibration)
+    } else {
+        Clock::establish_monotonic("not x86_64")
+    };
+    if let Some(cpu) = a.cpu {
+        sched::pin_current_thread(cpu).context("--cpu")?;
+    }
+    if let Some(prio) = a.fifo {
+        sched::set_fifo(prio).context("--fifo")?;
+    }
+    let mut warnings = Vec::new();
+    let memory_locked = if a.no_mlock {
+        false
+    } else {
+        match sched::lock_memory() {
+            Ok(()) => true,
+            Err(e) => {
+                warnings.push(format!(
+                    "memory not locked ({e}); page faults may appear as gaps"
+                ));
+                false
+            }
+        }
+    };
+
+    // Measure.
+    let mut skipped = Vec::new();
+    let runnable: Vec<ClockSource> = sources
+        .iter()
+        .copied()
+        .filter(|s| {
+            if s.is_tsc() && !clock.is_tsc() {
+                let why = timebase.fallback_reason.clone().unwrap_or_default();
+                skipped.push((*s, format!("TSC not usable: {why}")));
+                false
+            } else {
+                true
+            }
+        })
+        .collect();
+    let expected = runnable.len() as f64 * cfg.duration.get() as f64 / 1e9;
+    let pb = progress(runnable.len() as u64, expected, a.out.quiet);
+    let run_start = clock.now();
+    let mut outcomes = Vec::new();
+    for s in &runnable {
+        pb.set_message(s.name());
+        outcomes.push(
+            clocks::measure(*s, &cfg, &clock, run_start)
+                .with_context(|| format!("measuring {s}"))?,
+        );
+        pb.inc(1);
+    }
+    let run_end = clock.now();
+    pb.finish_and_clear();
+
+    // Provenance and the result file, written before anything is printed.
+    let (policy, priority) = sched::current_policy();
+    let mut observed: Vec<u32> = outcomes
+        .iter()
+        .flat_map(|o| o.cpus.iter().copied())
+        .collect();
+    observed.sort_unstable();
+    observed.dedup();
+    let thread = ThreadPlacement {
+        role: "clock reader".into(),
+        pinned_cpu: a.cpu,
+        observed_cpus: observed,
+        policy,
+        priority,
+    };
+    let provenance = host::provenance(timebase.clone(), vec![thread], memory_locked, started_utc);
+    let config = serde_json::json!({
+        "sources": sources.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        "duration_ns": cfg.duration.get(),
+        "chunk_reads": cfg.chunk_reads,
+        "interval_ns": cfg.effective_interval().get(),
+        "histogram": cfg.hist,
+        "cpu": a.cpu,
+        "fifo_priority": a.fifo,
+        "mlock": !a.no_mlock,
+        "calibration_window_ns": a.calibration.get(),
+    });
+    let mut result = ResultFile::new(clocks::RESULT_KIND, argv, config, provenance);
+    result.duration_ns = clock.delta_nanos(run_start, run_end).get();
+    clocks::fill_result(&mut result, &outcomes, &skipped);
+    result.warnings.extend(warnings);
+    trust_warnings(&mut result, a.cpu.is_some());
+    let hlog_path = sibling(&out_path, "hlog");
+    result.interval_log = hlog_path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned());
+    result.save(&out_path).context("writing the result")?;
+    let start_time =
+        std::time::SystemTime::now() - std::time::Duration::from_nanos(result.duration_ns);
+    let log = hlog::write(
+        start_time,
+        "latlab host clocks: read-to-read gaps in ns",
+        &clocks::intervals(&outcomes),
+    )?;
+    latlab_core::results::write_atomically(&hlog_path, &log).context("writing the interval log")?;
+
+    // Everything below is rendered from the file just written.
+    let saved = ResultFile::load(&out_path)?;
+    if !a.out.quiet {
+        print_table(&saved)?;
+        for w in &saved.warnings {
+            println!("warning: {w}");
+        }
+        println!("result: {}", out_path.display());
+        println!("interval log: {}", hlog_path.display());
+    }
+    if let Some(p) = plot_path {
+        latlab_report::figures::plot_files(
+            &[(out_path.clone(), saved)],
+            &[],
+            latlab_report::PlotKind::Ccdf,
+            "host clocks: gaps between consecutive reads (CCDF)",
+            &p,
+        )
+        .with_context(|| format!("drawing {}", p.display()))?;
+        if !a.out.quiet {
+            println!("plot: {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+/// Warnings about the conditions of the run that a reader must weigh.
+fn trust_warnings(result: &mut ResultFile, pinned: bool) {
+    let p = &result.provenance;
+    let mut w = Vec::new();
+    if let Some(vm) = &p.host.virtualization {
+        w.push(format!(
+            "running under a hypervisor ({vm}): VM exits and steal time appear as gaps"
+        ));
+    }
+    if !pinned {
+        w.push(
+            "the reader thread was not pinned (--cpu): migrations may appear as gaps".to_string(),
+        );
+    }
+    if let Some(reason) = &p.timebase.fallback_reason {
+        w.push(format!(
+            "timebase is CLOCK_MONOTONIC, not the TSC: {reason}"
+        ));
+    }
+    if let Some(d) = p.timebase.tsc.rate_disagreement_ppm {
+        if d.abs() > 100.0 {
+            w.push(format!(
+                "the kernel's TSC rate and the calibration disagree by {d:.0} ppm"
+            ));
+        }
+    }
+    result.warnings.extend(w);
+}
+
+fn print_table(r: &ResultFile) -> anyhow::Result<()> {
+    let data: clocks::ClocksData =
+        serde_json::from_value(r.data.clone()).context("reading the result's data")?;
+    let ladder = [
+        Percentile::LADDER[0],
+        Percentile::LADDER[2],
+        Percentile::LADDER[4],
+    ];
+    let mut t = Table::new([
+        "source", "min", "p50", "p99", "p99.99", "max", "reads/s", "samples",
+    ]);
+    for (name, facts) in &data.sources {
+        let h = r
+            .histogram(name)
+            .expect("fill_result stores one histogram per source")?;
+        let s = summarize(&h, &ladder, DEFAULT_CONFIDENCE);
+        let mut row = vec![name.clone(), ns(s.min_ns)];
+        row.extend(s.percentiles.iter().map(estimate));
+        row.push(ns(s.max_ns));
+        row.push(format!("{:.1}M", facts.reads_per_sec / 1e6));
+        row.push(s.count.to_string());
+        t.row(row);
+    }
+    print!("{}", t.render());
+    let tb = &r.provenance.timebase;
+    if let Some((_, f)) = data.sources.iter().find(|(n, _)| n == "rdtsc") {
+        let rate = tb
+            .tsc
+            .rate_hz
+            .map(|hz| format!("{:.3} MHz", hz as f64 / 1e6))
+            .unwrap_or_default();
+        let src = tb.tsc.rate_source.clone().unwrap_or_default();
+        println!(
+            "rdtsc floor: {} ns per read (median back-to-back gap; min {} ns); TSC {rate} from {src}",
+            f.read_cost_ns, f.floor_ns
+        );
+    }
+    let skipped: Vec<String> = data
+        .skipped
+        .iter()
+        .map(|(s, why)| format!("{s} ({why})"))
+        .collect();
+    if !skipped.is_empty() {
+        println!("not measured: {}", skipped.join("; "));
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! Failure reporting: one line on stderr and the documented exit code.
+
+use latlab_core::results::ResultError;
+use latlab_sys::sched::SchedError;
+use std::process::ExitCode;
+
+/// Exit code for run-time failures.
+pub const RUNTIME: u8 = 1;
+/// Exit code for bad usage or bad input.
+pub const USAGE: u8 = 2;
+/// Exit code for missing privileges.
+pub const NOT_PERMITTED: u8 = 3;
+
+/// A usage error found after parsing (e.g. a combination of flags, or a bad value in a list).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// Builds a usage error naming the flag.
+pub fn usage(msg: impl Into<String>) -> anyhow::Error {
+    UsageError(msg.into()).into()
+}
+
+/// Prints `e` as one line and returns its exit code.
+pub fn report(e: &anyhow::Error) -> ExitCode {
+    let code = classify(e);
+    // `{:#}` joins the context chain on one line: "reading x.json: x.json: empty file ..."
+    let msg = format!("{e:#}").replace('\n', " ");
+    eprintln!("latlab: error: {msg}");
+    ExitCode::from(code)
+}
+
+fn classify(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if cause.is::<UsageError>() || cause.is::<ResultError>() {
+            return USAGE;
+        }
+        if let Some(s) = cause.downcast_ref::<SchedError>() {
+            return if matches!(s, SchedError::NotPermitted { .. }) {
+                NOT_PERMITTED
+            } else {
+                USAGE
+            };
+        }
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::BrokenPipe {
+                return 0;
+            }
+        }
+    }
+    RUNTIME
+}
+
+/// Handles a clap parse failure: help and version go to stdout with exit 0; every other
+/// error becomes a single line naming the flag, with exit code 2.
+pub fn clap_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(USAGE)
+            } else {
+                ExitCode::SUCCESS
+            }
+        }
+        _ => {
+            let rendered = e.render().to_string();
+            let first = rendered
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            eprintln!("latlab: error: {first} (see --help)");
+            ExitCode::from(USAGE)
+        }
+    }
+}

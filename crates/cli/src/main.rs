@@ -1,0 +1,32 @@
+//! The `latlab` binary: parses arguments, resolves them into library configurations, calls
+//! the libraries and maps failures to documented exit codes.
+//!
+//! Exit codes (also in `latlab --help` and `docs/cli.md`):
+//! - 0: success;
+//! - 1: the measurement or rendering failed at run time;
+//! - 2: bad usage or bad input: an invalid flag value, or an unreadable, corrupt or foreign
+//!   input file;
+//! - 3: not permitted: the run needs privileges it does not have (e.g. `--fifo` without
+//!   root or CAP_SYS_NICE).
+#![deny(unsafe_code)]
+
+mod args;
+mod commands;
+mod exit;
+mod output;
+mod table;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let argv: Vec<String> = std::env::args().collect();
+    let cli = match args::Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(e) => return exit::clap_error(e),
+    };
+    match commands::run(cli, argv) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => exit::report(&e),
+    }
+}

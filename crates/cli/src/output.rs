@@ -1,0 +1,55 @@
+//! Where results go and how progress is shown.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Default directory for result files.
+pub const RESULTS_DIR: &str = "latlab-results";
+
+/// The default result path for `kind` (e.g. `host-clocks`) at UTC time `rfc3339`:
+/// `latlab-results/host-clocks-20261122T140305Z.json`.
+pub fn default_result_path(kind: &str, rfc3339: &str) -> PathBuf {
+    let stamp: String = rfc3339.chars().filter(|c| *c != '-' && *c != ':').collect();
+    Path::new(RESULTS_DIR).join(format!("{kind}-{stamp}.json"))
+}
+
+/// `path` with its extension replaced.
+pub fn sibling(path: &Path, ext: &str) -> PathBuf {
+    path.with_extension(ext)
+}
+
+/// A progress bar on stderr for `steps` steps expected to take `expected_secs`; hidden
+/// when quiet, when stderr is not a terminal, or when the whole thing takes under ~2 s.
+/// It redraws only when told (no ticking thread that would disturb a measurement).
+pub fn progress(steps: u64, expected_secs: f64, quiet: bool) -> ProgressBar {
+    if quiet || expected_secs < 2.0 || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let pb = ProgressBar::new(steps);
+    pb.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
+            .expect("static template")
+            .progress_chars("=> "),
+    );
+    pb.set_prefix("measuring");
+    pb
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_names_are_filesystem_safe() {
+        let p = default_result_path("host-clocks", "2026-11-22T14:03:05Z");
+        assert_eq!(
+            p,
+            Path::new("latlab-results/host-clocks-20261122T140305Z.json")
+        );
+        assert_eq!(
+            sibling(&p, "hlog"),
+            Path::new("latlab-results/host-clocks-20261122T140305Z.hlog")
+        );
+    }
+}
