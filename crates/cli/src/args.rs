@@ -33,7 +33,8 @@ pub enum Command {
     Host(HostCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
-  latlab plot latlab-results/host-clocks-*.json -o clocks.svg
+  latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)
+  latlab plot run.json --kind ccdf -o tail.svg                          (the tail alone, log scale)
   latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
     Plot(PlotArgs),
     /// Print the percentile table of result files, optionally as CSV; merge runs exactly.
@@ -132,7 +133,7 @@ pub struct PlotArgs {
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: PathBuf,
     /// What to draw.
-    #[arg(long, value_enum, default_value_t = PlotKindArg::Ccdf)]
+    #[arg(long, value_enum, default_value_t = PlotKindArg::Both)]
     pub kind: PlotKindArg,
     /// Only these series (histogram names), comma separated.
     #[arg(long, value_delimiter = ',')]

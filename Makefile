@@ -1,0 +1,57 @@
+# latlab — the two commands a new user runs:
+#   make demo   install what is missing, build, run the default experiment, print where the results are
+#   make test   install what the tests need, then fmt, clippy and the whole test suite
+SHELL := /bin/bash
+CARGO ?= cargo
+# fonts for PNG figures (plotters lays text out with a TrueType font)
+DEMO_PACKAGES := fonts-dejavu-core
+TEST_PACKAGES := fonts-dejavu-core
+DEMO_DIR ?= latlab-results/demo
+# pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
+DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
+
+.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench doc clean
+
+demo: deps-demo build
+	./target/release/latlab host clocks --duration 2s --cpu $(DEMO_CPU) \
+	    -o $(DEMO_DIR)/host-clocks.json --plot $(DEMO_DIR)/host-clocks-ccdf.svg
+	./target/release/latlab plot $(DEMO_DIR)/host-clocks.json --kind both \
+	    --title "latlab host clocks" -o $(DEMO_DIR)/host-clocks.png
+	@echo
+	@echo "demo results in $(DEMO_DIR)/:"
+	@echo "  result file:   $(DEMO_DIR)/host-clocks.json  (latlab show $(DEMO_DIR)/host-clocks.json)"
+	@echo "  interval log:  $(DEMO_DIR)/host-clocks.hlog"
+	@echo "  CCDF figure:   $(DEMO_DIR)/host-clocks-ccdf.svg"
+	@echo "  CDF+CCDF:      $(DEMO_DIR)/host-clocks.png"
+
+build:
+	$(CARGO) build --release --locked
+
+deps-demo:
+	@scripts/ensure-packages.sh $(DEMO_PACKAGES)
+
+deps-test:
+	@scripts/ensure-packages.sh $(TEST_PACKAGES)
+	@scripts/ensure-rust-components.sh
+
+test: deps-test fmt-check clippy unit
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+unit:
+	$(CARGO) test --workspace --locked
+
+# Criterion benchmarks of the hot path (figures in docs/benchmarks.md).
+bench:
+	$(CARGO) bench -p latlab-core --bench record -- --warm-up-time 1 --measurement-time 5
+	$(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 5
+
+doc:
+	$(CARGO) doc --workspace --no-deps
+
+clean:
+	$(CARGO) clean
