@@ -1,5 +1,6 @@
 //! Hot-path cost of recording into a latency histogram, with precomputed inputs (so the
 //! benchmark measures `record`, not a random-number generator).
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use latlab_core::hist::LatencyHistogram;

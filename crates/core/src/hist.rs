@@ -191,15 +191,19 @@ impl LatencyHistogram {
 
     /// Every non-empty bucket in ascending order as (highest equivalent value, count).
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
-        self.h
-            .iter_recorded()
-            .map(|it| (self.h.highest_equivalent(it.value_iterated_to()), it.count_at_value()))
+        self.h.iter_recorded().map(|it| {
+            (
+                self.h.highest_equivalent(it.value_iterated_to()),
+                it.count_at_value(),
+            )
+        })
     }
 
     /// Adds every value of `other` to `self`, exactly: the merged histogram is the one that
     /// would have recorded both sets of values.
     pub fn merge(&mut self, other: &LatencyHistogram) -> Result<(), HistError> {
-        if other.config.highest_ns > self.config.highest_ns && other.max() > self.config.highest_ns {
+        if other.config.highest_ns > self.config.highest_ns && other.max() > self.config.highest_ns
+        {
             return Err(HistError::Merge);
         }
         self.h.add(&other.h).map_err(|_| HistError::Merge)?;
@@ -239,7 +243,9 @@ impl LatencyHistogram {
             .deserialize(&mut bytes.as_slice())
             .map_err(|e| HistError::Decode(format!("{e:?}")))?;
         let mut out = LatencyHistogram::new(config)?;
-        out.h.add(&decoded).map_err(|_| HistError::Decode("values exceed the stated range".into()))?;
+        out.h
+            .add(&decoded)
+            .map_err(|_| HistError::Decode("values exceed the stated range".into()))?;
         out.saturated = saturated;
         Ok(out)
     }
@@ -270,7 +276,12 @@ mod tests {
 
     #[test]
     fn out_of_range_values_are_counted_not_lost() {
-        let mut h = LatencyHistogram::new(HistConfig { lowest_ns: 1, highest_ns: 1_000_000, sigfig: 3 }).unwrap();
+        let mut h = LatencyHistogram::new(HistConfig {
+            lowest_ns: 1,
+            highest_ns: 1_000_000,
+            sigfig: 3,
+        })
+        .unwrap();
         h.record(Nanos(5));
         h.record(Nanos(10_000_000));
         assert_eq!(h.count(), 2);
@@ -280,8 +291,18 @@ mod tests {
 
     #[test]
     fn bad_config_is_an_error() {
-        assert!(LatencyHistogram::new(HistConfig { lowest_ns: 0, highest_ns: 10, sigfig: 3 }).is_err());
-        assert!(LatencyHistogram::new(HistConfig { lowest_ns: 1, highest_ns: 1000, sigfig: 6 }).is_err());
+        assert!(LatencyHistogram::new(HistConfig {
+            lowest_ns: 0,
+            highest_ns: 10,
+            sigfig: 3
+        })
+        .is_err());
+        assert!(LatencyHistogram::new(HistConfig {
+            lowest_ns: 1,
+            highest_ns: 1000,
+            sigfig: 6
+        })
+        .is_err());
     }
 
     #[test]

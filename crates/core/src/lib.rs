@@ -19,4 +19,4 @@ pub mod stats;
 pub mod units;
 
 pub use hist::LatencyHistogram;
-pub use units::{Nanos, NanoInstant, Ticks, TscInstant, TscRate};
+pub use units::{NanoInstant, Nanos, Ticks, TscInstant, TscRate};

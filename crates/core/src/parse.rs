@@ -10,12 +10,14 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// The accepted duration forms, quoted in errors.
-pub const DURATION_FORMS: &str = "a number with a unit ns, us (or µs), ms, s, m or h, e.g. 250ns, 87.0us, 5.3ms, 1.5s, 3m";
+pub const DURATION_FORMS: &str =
+    "a number with a unit ns, us (or µs), ms, s, m or h, e.g. 250ns, 87.0us, 5.3ms, 1.5s, 3m";
 /// The accepted rate forms, quoted in errors.
 pub const RATE_FORMS: &str =
     "a number with a unit pps, kpps, Mpps, Gpps or bps, kbps, Mbps, Gbps, e.g. 100kpps, 1.5Mpps, 1Gbps";
 /// The accepted percentile forms, quoted in errors.
-pub const PERCENTILE_FORMS: &str = "a percentile in (0, 100], optionally prefixed with p, e.g. 50, 99.9, p99.9999";
+pub const PERCENTILE_FORMS: &str =
+    "a percentile in (0, 100], optionally prefixed with p, e.g. 50, 99.9, p99.9999";
 
 /// A value that could not be parsed; `Display` is one line naming the input and the accepted forms.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -46,20 +48,28 @@ fn split_decimal(num: &str) -> Option<(u128, u32)> {
         return None;
     }
     let digits: String = format!("{int}{frac}");
-    let mantissa = if digits.is_empty() { 0 } else { digits.parse::<u128>().ok()? };
+    let mantissa = if digits.is_empty() {
+        0
+    } else {
+        digits.parse::<u128>().ok()?
+    };
     Some((mantissa, frac.len() as u32))
 }
 
 /// Splits `"87.0us"` into `("87.0", "us")`.
 fn split_unit(s: &str) -> (&str, &str) {
-    let idx = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let idx = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     (&s[..idx], s[idx..].trim())
 }
 
 /// `mantissa / 10^frac * scale`, exactly, or an error reason.
 fn scale_exact(mantissa: u128, frac: u32, scale: u128, what: &str) -> Result<u64, String> {
     let pow = 10u128.pow(frac);
-    let prod = mantissa.checked_mul(scale).ok_or_else(|| "too large".to_string())?;
+    let prod = mantissa
+        .checked_mul(scale)
+        .ok_or_else(|| "too large".to_string())?;
     if prod % pow != 0 {
         return Err(format!("finer than one {what}"));
     }
@@ -89,7 +99,9 @@ pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
         "" => return Err(err("missing unit")),
         _ => return Err(err(&format!("unknown unit '{unit}'"))),
     };
-    scale_exact(mantissa, frac, scale, "nanosecond").map(Nanos).map_err(|r| err(&r))
+    scale_exact(mantissa, frac, scale, "nanosecond")
+        .map(Nanos)
+        .map_err(|r| err(&r))
 }
 
 /// A rate as given by the user: in packets or in bits per second.
@@ -160,12 +172,21 @@ pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
         "" => return Err(err("missing unit")),
         _ => return Err(err(&format!("unknown unit '{unit}'"))),
     };
-    let v = scale_exact(mantissa, frac, scale, if pkts { "millipacket/s" } else { "bit/s" })
-        .map_err(|r| err(&r))?;
+    let v = scale_exact(
+        mantissa,
+        frac,
+        scale,
+        if pkts { "millipacket/s" } else { "bit/s" },
+    )
+    .map_err(|r| err(&r))?;
     if v == 0 {
         return Err(err("must be positive"));
     }
-    Ok(if pkts { Rate::MilliPps(v) } else { Rate::Bps(v) })
+    Ok(if pkts {
+        Rate::MilliPps(v)
+    } else {
+        Rate::Bps(v)
+    })
 }
 
 /// A percentile as an exact, reduced fraction `num / den` of the samples (`p99.99` = 9999/10000).
@@ -184,17 +205,32 @@ impl Percentile {
         Percentile { num: 1, den: 2 },
         Percentile { num: 9, den: 10 },
         Percentile { num: 99, den: 100 },
-        Percentile { num: 999, den: 1_000 },
-        Percentile { num: 9_999, den: 10_000 },
-        Percentile { num: 99_999, den: 100_000 },
-        Percentile { num: 999_999, den: 1_000_000 },
+        Percentile {
+            num: 999,
+            den: 1_000,
+        },
+        Percentile {
+            num: 9_999,
+            den: 10_000,
+        },
+        Percentile {
+            num: 99_999,
+            den: 100_000,
+        },
+        Percentile {
+            num: 999_999,
+            den: 1_000_000,
+        },
     ];
 
     /// A percentile from a fraction of samples; `None` unless `0 < num <= den`.
     pub fn from_fraction(num: u64, den: u64) -> Option<Percentile> {
         (num > 0 && num <= den).then(|| {
             let g = gcd(u128::from(num), u128::from(den)) as u64;
-            Percentile { num: num / g, den: den / g }
+            Percentile {
+                num: num / g,
+                den: den / g,
+            }
         })
     }
 
@@ -301,24 +337,46 @@ mod tests {
 
     #[test]
     fn bad_durations_name_the_forms() {
-        for bad in ["5xs", "5", "", "ms", "1.5ns", "-1s", "1e3ns", "1..2s", "99999999999999999999h"] {
+        for bad in [
+            "5xs",
+            "5",
+            "",
+            "ms",
+            "1.5ns",
+            "-1s",
+            "1e3ns",
+            "1..2s",
+            "99999999999999999999h",
+        ] {
             let e = parse_duration(bad).unwrap_err();
             let line = e.to_string();
             assert!(line.contains("250ns, 87.0us"), "{line}");
             assert!(!line.contains('\n'));
         }
-        assert!(parse_duration("5xs").unwrap_err().reason.contains("unknown unit 'xs'"));
-        assert!(parse_duration("1.5ns").unwrap_err().reason.contains("finer than"));
+        assert!(parse_duration("5xs")
+            .unwrap_err()
+            .reason
+            .contains("unknown unit 'xs'"));
+        assert!(parse_duration("1.5ns")
+            .unwrap_err()
+            .reason
+            .contains("finer than"));
     }
 
     #[test]
     fn rates() {
         assert_eq!(parse_rate("100kpps").unwrap(), Rate::MilliPps(100_000_000));
-        assert_eq!(parse_rate("1.5Mpps").unwrap(), Rate::MilliPps(1_500_000_000));
+        assert_eq!(
+            parse_rate("1.5Mpps").unwrap(),
+            Rate::MilliPps(1_500_000_000)
+        );
         assert_eq!(parse_rate("2.5pps").unwrap(), Rate::MilliPps(2_500));
         assert_eq!(parse_rate("1Gbps").unwrap(), Rate::Bps(1_000_000_000));
         // 64-byte frames at 1 Gb/s: 84 bytes on the wire -> 1488095.238 pps
-        assert_eq!(Rate::Bps(1_000_000_000).milli_pps(Some(64)).unwrap(), 1_488_095_238);
+        assert_eq!(
+            Rate::Bps(1_000_000_000).milli_pps(Some(64)).unwrap(),
+            1_488_095_238
+        );
         assert!(Rate::Bps(1).milli_pps(None).is_err());
         assert!(parse_rate("0pps").is_err());
         assert!(parse_rate("10").is_err());
@@ -331,7 +389,10 @@ mod tests {
         // 3 pps: packet 3 is at exactly 1 s, packet 1 at 333333333 ns
         assert_eq!(Rate::offset_of(3_000, 3), Nanos::SECOND);
         assert_eq!(Rate::offset_of(3_000, 1), Nanos(333_333_333));
-        assert_eq!(Rate::offset_of(100_000_000, 100_000 * 120), Nanos::from_secs(120));
+        assert_eq!(
+            Rate::offset_of(100_000_000, 100_000 * 120),
+            Nanos::from_secs(120)
+        );
     }
 
     #[test]
@@ -350,6 +411,9 @@ mod tests {
             assert!(parse_percentile(bad).is_err(), "{bad}");
         }
         let ladder: Vec<String> = Percentile::LADDER.iter().map(|p| p.to_string()).collect();
-        assert_eq!(ladder, ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999"]);
+        assert_eq!(
+            ladder,
+            ["p50", "p90", "p99", "p99.9", "p99.99", "p99.999", "p99.9999"]
+        );
     }
 }

@@ -36,7 +36,11 @@ pub fn is_supported(p: Percentile, n: u64) -> bool {
 
 /// The highest percentile of the standard ladder that `n` samples support, if any.
 pub fn highest_supported(n: u64) -> Option<Percentile> {
-    Percentile::LADDER.iter().rev().copied().find(|&p| is_supported(p, n))
+    Percentile::LADDER
+        .iter()
+        .rev()
+        .copied()
+        .find(|&p| is_supported(p, n))
 }
 
 /// A percentile's value with its support flag and confidence interval.
@@ -88,7 +92,11 @@ pub fn summarize(h: &LatencyHistogram, percentiles: &[Percentile], confidence: f
     let estimates = percentiles
         .iter()
         .map(|&p| {
-            let (lo, hi) = if n == 0 { (None, None) } else { rank_interval(n, p, confidence) };
+            let (lo, hi) = if n == 0 {
+                (None, None)
+            } else {
+                rank_interval(n, p, confidence)
+            };
             PercentileEstimate {
                 percentile: p,
                 name: p.to_string(),
@@ -126,7 +134,10 @@ pub fn rank_interval(n: u64, p: Percentile, confidence: f64) -> (Option<u64>, Op
     let (k_low, k_high): (i128, i128) = if sd > 20_000.0 {
         let z = inverse_normal_cdf(1.0 - alpha_half);
         let mean = nf * q;
-        ((mean - z * sd - 0.5).floor() as i128, (mean + z * sd + 0.5).ceil() as i128)
+        (
+            (mean - z * sd - 0.5).floor() as i128,
+            (mean + z * sd + 0.5).ceil() as i128,
+        )
     } else {
         exact_binomial_bounds(n, q, alpha_half)
     };
@@ -146,7 +157,8 @@ fn exact_binomial_bounds(n: u64, q: f64, a: f64) -> (i128, i128) {
     let span = (12.0 * sd + 40.0).ceil() as u64;
     let lo = mode.saturating_sub(span);
     let hi = mode.saturating_add(span).min(n);
-    let ln_pmf_mode = ln_choose(n, mode) + mode as f64 * q.ln() + (n - mode) as f64 * (1.0 - q).ln();
+    let ln_pmf_mode =
+        ln_choose(n, mode) + mode as f64 * q.ln() + (n - mode) as f64 * (1.0 - q).ln();
     let len = (hi - lo + 1) as usize;
     let mut pmf = vec![0.0f64; len];
     let mi = (mode - lo) as usize;
@@ -193,7 +205,7 @@ pub fn inverse_normal_cdf(p: f64) -> f64 {
         -3.969683028665376e1,
         2.209460984245205e2,
         -2.759285104469687e2,
-        1.383577518672690e2,
+        1.38357751867269e2,
         -3.066479806614716e1,
         2.506628277459239,
     ];
@@ -212,7 +224,12 @@ pub fn inverse_normal_cdf(p: f64) -> f64 {
         4.374664141464968,
         2.938163982698783,
     ];
-    const D: [f64; 4] = [7.784695709041462e-3, 3.224671290700398e-1, 2.445134137142996, 3.754408661907416];
+    const D: [f64; 4] = [
+        7.784695709041462e-3,
+        3.224671290700398e-1,
+        2.445134137142996,
+        3.754408661907416,
+    ];
     let p = p.clamp(1e-300, 1.0 - 1e-16);
     let plow = 0.02425;
     if p < plow {
@@ -327,7 +344,9 @@ mod tests {
             let (l, u) = rank_interval(n, pc, 0.95);
             let (l, u) = (l.unwrap(), u.unwrap());
             let q = pc.quantile();
-            let pmf = |k: u64| (ln_choose(n, k) + k as f64 * q.ln() + (n - k) as f64 * (1.0 - q).ln()).exp();
+            let pmf = |k: u64| {
+                (ln_choose(n, k) + k as f64 * q.ln() + (n - k) as f64 * (1.0 - q).ln()).exp()
+            };
             let coverage: f64 = (l..u).map(pmf).sum();
             assert!(coverage >= 0.95 - 1e-9, "n {n} p {ps}: {coverage}");
             // and it is tight: widening by one rank on either side is not needed

@@ -11,23 +11,31 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub};
 
 /// A duration in TSC ticks.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Ticks(pub u64);
 
 /// A point in time read from the TSC (ticks since the counter's reset).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct TscInstant(pub u64);
 
 /// A duration in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Nanos(pub u64);
 
 /// A point in time in nanoseconds on some monotonic clock (which one is the caller's
 /// business; instants of different clocks must not be mixed).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct NanoInstant(pub u64);
 
@@ -197,12 +205,20 @@ impl TscRate {
     /// Ticks to nanoseconds, exact, rounded to nearest.
     pub const fn to_nanos(self, t: Ticks) -> Nanos {
         let n = (t.0 as u128 * 1_000_000_000 + self.0 as u128 / 2) / self.0 as u128;
-        Nanos(if n > u64::MAX as u128 { u64::MAX } else { n as u64 })
+        Nanos(if n > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            n as u64
+        })
     }
     /// Nanoseconds to ticks, exact, rounded to nearest.
     pub const fn to_ticks(self, n: Nanos) -> Ticks {
         let t = (n.0 as u128 * self.0 as u128 + 500_000_000) / 1_000_000_000;
-        Ticks(if t > u64::MAX as u128 { u64::MAX } else { t as u64 })
+        Ticks(if t > u64::MAX as u128 {
+            u64::MAX
+        } else {
+            t as u64
+        })
     }
     /// A multiply-and-shift converter for the hot path (see [`FastConv`]).
     pub const fn fast(self) -> FastConv {
@@ -281,7 +297,10 @@ mod tests {
                 let fast = f.to_nanos(Ticks(t)).0;
                 // truncation plus <1e-9 relative multiplier error
                 let tol = 1 + exact / 1_000_000_000;
-                assert!(exact.abs_diff(fast) <= tol, "hz {hz} t {t}: {exact} vs {fast}");
+                assert!(
+                    exact.abs_diff(fast) <= tol,
+                    "hz {hz} t {t}: {exact} vs {fast}"
+                );
             }
         }
     }
@@ -304,6 +323,9 @@ mod tests {
         assert_eq!(Nanos(1_234_000_000).to_string(), "1.23s");
         assert_eq!(format_ns(20.5), "20.5ns");
         assert_eq!(format_ns(2.25), "2.25ns");
-        assert_eq!(TscRate::from_hz(2_596_096_000).unwrap().to_string(), "2596.096000 MHz");
+        assert_eq!(
+            TscRate::from_hz(2_596_096_000).unwrap().to_string(),
+            "2596.096000 MHz"
+        );
     }
 }

@@ -11,7 +11,10 @@ use latlab_core::units::Nanos;
 use proptest::prelude::*;
 
 fn check_against_oracle(values: &[u64], sigfig: u8, percentiles: &[Percentile]) {
-    let cfg = HistConfig { sigfig, ..HistConfig::default() };
+    let cfg = HistConfig {
+        sigfig,
+        ..HistConfig::default()
+    };
     let mut h = LatencyHistogram::new(cfg).unwrap();
     for &v in values {
         h.record(Nanos(v));
@@ -26,7 +29,10 @@ fn check_against_oracle(values: &[u64], sigfig: u8, percentiles: &[Percentile]) 
         let got = h.value_at(p);
         assert!(h.equivalent(got, exact), "{p}: got {got}, exact {exact}");
         let err = got.abs_diff(exact) as f64;
-        assert!(err <= (exact as f64 * tol).max(1.0), "{p}: got {got}, exact {exact}, sigfig {sigfig}");
+        assert!(
+            err <= (exact as f64 * tol).max(1.0),
+            "{p}: got {got}, exact {exact}, sigfig {sigfig}"
+        );
     }
     assert!(h.equivalent(h.min(), sorted[0]));
     assert!(h.equivalent(h.max(), *sorted.last().unwrap()));
@@ -34,7 +40,11 @@ fn check_against_oracle(values: &[u64], sigfig: u8, percentiles: &[Percentile]) 
 
 fn all_percentiles() -> Vec<Percentile> {
     let mut ps = Percentile::LADDER.to_vec();
-    ps.extend([1u64, 10, 25, 75, 95].iter().map(|&x| Percentile::from_fraction(x, 100).unwrap()));
+    ps.extend(
+        [1u64, 10, 25, 75, 95]
+            .iter()
+            .map(|&x| Percentile::from_fraction(x, 100).unwrap()),
+    );
     ps.push(Percentile::from_fraction(1, 1).unwrap());
     ps
 }

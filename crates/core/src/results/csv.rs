@@ -16,9 +16,18 @@ pub fn percentile_table(rows: &[(String, Summary)]) -> String {
     for (series, s) in rows {
         let name = quote(series);
         let mut line = |stat: &str, value: String, supported: &str, lo: String, hi: String| {
-            out.push_str(&format!("{name},{stat},{value},{supported},{lo},{hi},{}\n", s.count));
+            out.push_str(&format!(
+                "{name},{stat},{value},{supported},{lo},{hi},{}\n",
+                s.count
+            ));
         };
-        line("min", s.min_ns.to_string(), "", String::new(), String::new());
+        line(
+            "min",
+            s.min_ns.to_string(),
+            "",
+            String::new(),
+            String::new(),
+        );
         for e in &s.percentiles {
             let opt = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
             line(
@@ -29,8 +38,20 @@ pub fn percentile_table(rows: &[(String, Summary)]) -> String {
                 opt(e.ci_high_ns),
             );
         }
-        line("max", s.max_ns.to_string(), "", String::new(), String::new());
-        line("mean", format!("{:.1}", s.mean_ns), "", String::new(), String::new());
+        line(
+            "max",
+            s.max_ns.to_string(),
+            "",
+            String::new(),
+            String::new(),
+        );
+        line(
+            "mean",
+            format!("{:.1}", s.mean_ns),
+            "",
+            String::new(),
+            String::new(),
+        );
     }
     out
 }
@@ -63,7 +84,11 @@ mod tests {
         assert_eq!(lines[0], HEADER);
         assert_eq!(lines.len(), 1 + 1 + 7 + 2);
         assert!(lines[1].starts_with("\"a,b\",min,1,,,,10000"));
-        assert!(lines.iter().any(|l| l.contains(",p99.9,") && l.contains(",true,")));
-        assert!(lines.iter().any(|l| l.contains(",p99.9999,") && l.contains(",false,")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains(",p99.9,") && l.contains(",true,")));
+        assert!(lines
+            .iter()
+            .any(|l| l.contains(",p99.9999,") && l.contains(",false,")));
     }
 }

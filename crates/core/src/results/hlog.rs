@@ -36,7 +36,11 @@ pub enum HlogError {
 
 /// Renders an interval log: a header with the start time and `comment`, then one line per
 /// interval in the given order.
-pub fn write(start: SystemTime, comment: &str, intervals: &[Interval]) -> Result<Vec<u8>, HlogError> {
+pub fn write(
+    start: SystemTime,
+    comment: &str,
+    intervals: &[Interval],
+) -> Result<Vec<u8>, HlogError> {
     let mut out = Vec::new();
     let mut ser = V2DeflateSerializer::new();
     {
@@ -65,7 +69,10 @@ pub fn read(bytes: &[u8], config: HistConfig) -> Result<Vec<Interval>, HlogError
             let hist = LatencyHistogram::from_base64(ilh.encoded_histogram(), config, 0)
                 .map_err(|e| HlogError::Malformed(e.to_string()))?;
             out.push(Interval {
-                tag: ilh.tag().map(|t| t.as_str().to_string()).unwrap_or_default(),
+                tag: ilh
+                    .tag()
+                    .map(|t| t.as_str().to_string())
+                    .unwrap_or_default(),
                 start: duration_from_secs(ilh.start_timestamp()),
                 duration: duration_from_secs(ilh.duration()),
                 hist,
@@ -94,8 +101,18 @@ mod tests {
             b.record(Nanos(v * 1000));
         }
         let ivs = vec![
-            Interval { tag: "rdtsc".into(), start: Duration::from_millis(0), duration: Duration::from_secs(1), hist: a },
-            Interval { tag: "rdtsc".into(), start: Duration::from_secs(1), duration: Duration::from_secs(1), hist: b },
+            Interval {
+                tag: "rdtsc".into(),
+                start: Duration::from_millis(0),
+                duration: Duration::from_secs(1),
+                hist: a,
+            },
+            Interval {
+                tag: "rdtsc".into(),
+                start: Duration::from_secs(1),
+                duration: Duration::from_secs(1),
+                hist: b,
+            },
         ];
         let start = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
         let bytes = write(start, "latlab host clocks", &ivs).unwrap();
@@ -105,7 +122,14 @@ mod tests {
         let back = read(&bytes, HistConfig::default()).unwrap();
         assert_eq!(back, ivs);
         assert!(matches!(
-            write(start, "", &[Interval { tag: "a b".into(), ..ivs[0].clone() }]),
+            write(
+                start,
+                "",
+                &[Interval {
+                    tag: "a b".into(),
+                    ..ivs[0].clone()
+                }]
+            ),
             Err(HlogError::BadTag(_))
         ));
     }

@@ -73,7 +73,10 @@ impl StoredHistogram {
     /// Decodes the histogram, checking encoding, unit and count.
     pub fn decode(&self) -> Result<LatencyHistogram, HistError> {
         if self.encoding != HIST_ENCODING {
-            return Err(HistError::Decode(format!("unknown encoding '{}'", self.encoding)));
+            return Err(HistError::Decode(format!(
+                "unknown encoding '{}'",
+                self.encoding
+            )));
         }
         if self.unit != "ns" {
             return Err(HistError::Decode(format!("unknown unit '{}'", self.unit)));
@@ -208,7 +211,10 @@ impl ResultFile {
 
     /// Looks a histogram up by name and decodes it.
     pub fn histogram(&self, name: &str) -> Option<Result<LatencyHistogram, HistError>> {
-        self.histograms.iter().find(|h| h.name == name).map(StoredHistogram::decode)
+        self.histograms
+            .iter()
+            .find(|h| h.name == name)
+            .map(StoredHistogram::decode)
     }
 
     /// Decodes every histogram, in file order, with its name.
@@ -216,11 +222,13 @@ impl ResultFile {
         self.histograms
             .iter()
             .map(|s| {
-                s.decode().map(|h| (s.name.clone(), h)).map_err(|source| ResultError::Histogram {
-                    path: path.to_path_buf(),
-                    name: s.name.clone(),
-                    source,
-                })
+                s.decode()
+                    .map(|h| (s.name.clone(), h))
+                    .map_err(|source| ResultError::Histogram {
+                        path: path.to_path_buf(),
+                        name: s.name.clone(),
+                        source,
+                    })
             })
             .collect()
     }
@@ -237,18 +245,32 @@ impl ResultFile {
             return Err(ResultError::Empty { path: p() });
         }
         let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| ResultError::NotJson { path: p(), detail: e.to_string() })?;
+            serde_json::from_str(text).map_err(|e| ResultError::NotJson {
+                path: p(),
+                detail: e.to_string(),
+            })?;
         match v.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA_NAME) => {}
             Some(other) => {
-                return Err(ResultError::Foreign { path: p(), detail: format!("schema is '{other}'") })
+                return Err(ResultError::Foreign {
+                    path: p(),
+                    detail: format!("schema is '{other}'"),
+                })
             }
-            None => return Err(ResultError::Foreign { path: p(), detail: "no 'schema' field".into() }),
+            None => {
+                return Err(ResultError::Foreign {
+                    path: p(),
+                    detail: "no 'schema' field".into(),
+                })
+            }
         }
         let version = v
             .get("schema_version")
             .and_then(|s| s.as_u64())
-            .ok_or_else(|| ResultError::Foreign { path: p(), detail: "no 'schema_version' field".into() })?;
+            .ok_or_else(|| ResultError::Foreign {
+                path: p(),
+                detail: "no 'schema_version' field".into(),
+            })?;
         if version > u64::from(SCHEMA_VERSION) {
             return Err(ResultError::NewerSchema {
                 path: p(),
@@ -256,15 +278,20 @@ impl ResultFile {
                 supported: SCHEMA_VERSION,
             });
         }
-        let r: ResultFile =
-            serde_json::from_value(v).map_err(|e| ResultError::Foreign { path: p(), detail: e.to_string() })?;
+        let r: ResultFile = serde_json::from_value(v).map_err(|e| ResultError::Foreign {
+            path: p(),
+            detail: e.to_string(),
+        })?;
         r.decode_all(path)?;
         Ok(r)
     }
 
     /// Reads and validates a result file (every histogram is decoded and checked).
     pub fn load(path: &Path) -> Result<ResultFile, ResultError> {
-        let bytes = std::fs::read(path).map_err(|source| ResultError::Io { path: path.to_path_buf(), source })?;
+        let bytes = std::fs::read(path).map_err(|source| ResultError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let text = String::from_utf8(bytes).map_err(|_| ResultError::NotJson {
             path: path.to_path_buf(),
             detail: "not UTF-8 text".into(),
@@ -282,11 +309,17 @@ impl ResultFile {
 /// that `path` holds either the old content or the complete new one. Creates the parent
 /// directory if needed.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ResultError> {
-    let io = |source| ResultError::Io { path: path.to_path_buf(), source };
+    let io = |source| ResultError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io)?;
     }
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     std::fs::write(&tmp, bytes).map_err(io)?;
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -311,7 +344,8 @@ mod tests {
             serde_json::json!({"duration_ns": 1000}),
             Provenance::default(),
         );
-        r.histograms.push(StoredHistogram::new("rdtsc", &h).with_label("source", "rdtsc"));
+        r.histograms
+            .push(StoredHistogram::new("rdtsc", &h).with_label("source", "rdtsc"));
         r.counters.insert("lost".into(), 0);
         r
     }
@@ -324,7 +358,10 @@ mod tests {
         r.save(&path).unwrap();
         let back = ResultFile::load(&path).unwrap();
         assert_eq!(back, r);
-        assert_eq!(back.histogram("rdtsc").unwrap().unwrap(), r.histogram("rdtsc").unwrap().unwrap());
+        assert_eq!(
+            back.histogram("rdtsc").unwrap().unwrap(),
+            r.histogram("rdtsc").unwrap().unwrap()
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 
