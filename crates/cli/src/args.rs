@@ -85,6 +85,11 @@ pub struct ClocksArgs {
     /// Length of one interval of the time series written to the .hlog interval log.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub interval: Nanos,
+    /// Timebase for timing the run and converting TSC gaps: `auto` uses the TSC when it is
+    /// invariant (else CLOCK_MONOTONIC, saying why); `monotonic` forces CLOCK_MONOTONIC, in
+    /// which case the TSC sources are skipped.
+    #[arg(long, value_enum, default_value_t = TimebaseArg::Auto)]
+    pub timebase: TimebaseArg,
     /// TSC calibration window (against CLOCK_MONOTONIC_RAW).
     #[arg(long, default_value = "100ms", value_parser = duration_arg)]
     pub calibration: Nanos,
@@ -99,6 +104,15 @@ pub struct ClocksArgs {
     /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+}
+
+/// Timebase choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TimebaseArg {
+    /// The invariant TSC where available, else CLOCK_MONOTONIC.
+    Auto,
+    /// CLOCK_MONOTONIC, always.
+    Monotonic,
 }
 
 /// Output options shared by measuring commands.

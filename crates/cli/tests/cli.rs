@@ -336,3 +336,29 @@ fn fifo_runs_as_root_or_says_why_not() {
         assert_one_line_error(&out, 3, &["--fifo", "CAP_SYS_NICE"]);
     }
 }
+
+#[test]
+fn monotonic_timebase_skips_tsc_sources_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, stdout) = clocks_run(
+        dir.path(),
+        "m.json",
+        &["--timebase", "monotonic", "--sources", "rdtsc,monotonic"],
+    );
+    assert!(
+        stdout.contains("timebase: clock_monotonic (--timebase monotonic was given)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("not measured: rdtsc"), "{stdout}");
+    let r = ResultFile::load(&path).unwrap();
+    assert_eq!(r.provenance.timebase.source, "clock_monotonic");
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.contains("timebase is CLOCK_MONOTONIC")));
+    assert!(r
+        .warnings
+        .iter()
+        .any(|w| w.starts_with("rdtsc: not measured")));
+    assert_eq!(r.histograms.len(), 1);
+}

@@ -1,6 +1,6 @@
 //! `latlab host clocks`: the clock-read baseline.
 
-use crate::args::ClocksArgs;
+use crate::args::{ClocksArgs, TimebaseArg};
 use crate::exit::usage;
 use crate::output::{default_result_path, progress, sibling};
 use crate::table::{estimate, ns, Table};
@@ -59,10 +59,9 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     }
 
     // Set up the measuring thread (this one).
-    let (clock, timebase) = if cfg!(target_arch = "x86_64") {
-        Clock::establish(a.calibration)
-    } else {
-        Clock::establish_monotonic("not x86_64")
+    let (clock, timebase) = match a.timebase {
+        TimebaseArg::Monotonic => Clock::establish_monotonic("--timebase monotonic was given"),
+        TimebaseArg::Auto => Clock::establish(a.calibration),
     };
     if let Some(cpu) = a.cpu {
         sched::pin_current_thread(cpu).context("--cpu")?;
@@ -242,15 +241,36 @@ fn print_table(r: &ResultFile) -> anyhow::Result<()> {
     print!("{}", t.render());
     let tb = &r.provenance.timebase;
     if let Some((_, f)) = data.sources.iter().find(|(n, _)| n == "rdtsc") {
-        let rate = tb
-            .tsc
-            .rate_hz
-            .map(|hz| format!("{:.3} MHz", hz as f64 / 1e6))
-            .unwrap_or_default();
-        let src = tb.tsc.rate_source.clone().unwrap_or_default();
         println!(
-            "rdtsc floor: {} ns per read (median back-to-back gap; min {} ns); TSC {rate} from {src}",
+            "rdtsc floor: {} ns per read (median back-to-back gap; min {} ns)",
             f.read_cost_ns, f.floor_ns
+        );
+    }
+    let t = &tb.tsc;
+    if let (Some(hz), Some(src)) = (t.rate_hz, &t.rate_source) {
+        let mut line = format!("timebase: TSC at {:.6} MHz from {src}", hz as f64 / 1e6);
+        if let (Some(cal), Some(win), Some(err)) = (
+            t.calibrated_hz,
+            t.calibration_window_ns,
+            t.calibration_error_ppm,
+        ) {
+            line.push_str(&format!(
+                "; calibrated {:.6} MHz over {} (error bound {err:.1} ppm)",
+                cal as f64 / 1e6,
+                ns(win)
+            ));
+        }
+        if let Some(d) = t.rate_disagreement_ppm {
+            line.push_str(&format!(", disagreement {d:+.2} ppm"));
+        }
+        println!("{line}");
+    } else {
+        println!(
+            "timebase: {} ({})",
+            tb.source,
+            tb.fallback_reason
+                .as_deref()
+                .unwrap_or("no reason recorded")
         );
     }
     let skipped: Vec<String> = data
