@@ -32,20 +32,23 @@ pub fn report(e: &anyhow::Error) -> ExitCode {
 
 fn classify(e: &anyhow::Error) -> u8 {
     for cause in e.chain() {
-        if cause.is::<UsageError>() || cause.is::<ResultError>() {
+        if cause.is::<UsageError>() {
             return USAGE;
         }
-        if let Some(s) = cause.downcast_ref::<SchedError>() {
-            return if matches!(s, SchedError::NotPermitted { .. }) {
-                NOT_PERMITTED
+        if let Some(r) = cause.downcast_ref::<ResultError>() {
+            // reading a bad input file is bad input; failing to write one is a run-time failure
+            return if matches!(r, ResultError::Write { .. }) {
+                RUNTIME
             } else {
                 USAGE
             };
         }
-        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::BrokenPipe {
-                return 0;
-            }
+        if let Some(s) = cause.downcast_ref::<SchedError>() {
+            return match s {
+                SchedError::NotPermitted { .. } => NOT_PERMITTED,
+                SchedError::InvalidPriority { .. } | SchedError::NoSuchCpu { .. } => USAGE,
+                _ => RUNTIME,
+            };
         }
     }
     RUNTIME

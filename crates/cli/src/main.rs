@@ -20,6 +20,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    latlab_sys::process::default_sigpipe();
     let argv: Vec<String> = std::env::args().collect();
     let cli = match args::Cli::try_parse_from(&argv) {
         Ok(cli) => cli,

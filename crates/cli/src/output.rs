@@ -14,6 +14,26 @@ pub fn default_result_path(kind: &str, rfc3339: &str) -> PathBuf {
     Path::new(RESULTS_DIR).join(format!("{kind}-{stamp}.json"))
 }
 
+/// `path` itself if no file is there yet, else the first free `stem-N.ext` (default names
+/// have one-second resolution; two runs in the same second must not overwrite each other).
+pub fn unique(path: PathBuf) -> PathBuf {
+    if !path.exists() {
+        return path;
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (1..)
+        .map(|n| path.with_file_name(format!("{stem}-{n}.{ext}")))
+        .find(|p| !p.exists())
+        .expect("some suffix is free")
+}
+
 /// `path` with its extension replaced.
 pub fn sibling(path: &Path, ext: &str) -> PathBuf {
     path.with_extension(ext)
@@ -47,6 +67,13 @@ mod tests {
             p,
             Path::new("latlab-results/host-clocks-20261122T140305Z.json")
         );
+        let dir = std::env::temp_dir().join(format!("latlab-unique-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = dir.join("r.json");
+        assert_eq!(unique(first.clone()), first);
+        std::fs::write(&first, "x").unwrap();
+        assert_eq!(unique(first.clone()), dir.join("r-1.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(
             sibling(&p, "hlog"),
             Path::new("latlab-results/host-clocks-20261122T140305Z.hlog")

@@ -55,6 +55,12 @@ impl Table {
     }
 }
 
+/// A float with up to 6 decimals and no trailing zeros: 95, 99.9, 99.99.
+fn trim_float(v: f64) -> String {
+    let s = format!("{v:.6}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 /// A nanosecond value for a table cell.
 pub fn ns(v: u64) -> String {
     format_ns(v as f64)
@@ -81,7 +87,7 @@ pub fn summary_block(name: &str, s: &Summary) -> String {
     let mut t = Table::new([
         "statistic",
         "value",
-        &format!("{:.0}% CI", s.confidence * 100.0),
+        &format!("{}% CI", trim_float(s.confidence * 100.0)),
         "note",
     ]);
     t.row(vec![

@@ -45,6 +45,9 @@ pub enum HistError {
     /// The configuration is not valid for HdrHistogram.
     #[error("invalid histogram configuration {0:?}: need 1 <= lowest, 2*lowest <= highest, sigfig 1..=5")]
     Config(HistConfig),
+    /// Merging histograms of different precision would not be exact.
+    #[error("cannot merge exactly: precision differs ({0} vs {1} significant digits)")]
+    MergePrecision(u8, u8),
     /// Merging a histogram that tracks a larger range into a smaller one.
     #[error("cannot merge: the other histogram's values exceed this one's range")]
     Merge,
@@ -202,6 +205,12 @@ impl LatencyHistogram {
     /// Adds every value of `other` to `self`, exactly: the merged histogram is the one that
     /// would have recorded both sets of values.
     pub fn merge(&mut self, other: &LatencyHistogram) -> Result<(), HistError> {
+        if other.config.sigfig != self.config.sigfig {
+            return Err(HistError::MergePrecision(
+                self.config.sigfig,
+                other.config.sigfig,
+            ));
+        }
         if other.config.highest_ns > self.config.highest_ns && other.max() > self.config.highest_ns
         {
             return Err(HistError::Merge);
@@ -319,6 +328,12 @@ mod tests {
         let b = hist_of(&[4, 5, 1_000_000]);
         a.merge(&b).unwrap();
         assert_eq!(a, hist_of(&[1, 2, 3, 1000, 4, 5, 1_000_000]));
+        let coarse = LatencyHistogram::new(HistConfig {
+            sigfig: 2,
+            ..HistConfig::default()
+        })
+        .unwrap();
+        assert_eq!(a.merge(&coarse), Err(HistError::MergePrecision(3, 2)));
     }
 
     #[test]

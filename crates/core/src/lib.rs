@@ -9,7 +9,8 @@
 //!   intervals, CDF/CCDF series;
 //! - [`results`]: the versioned result file, host provenance, interval logs and CSV export.
 //!
-//! Nothing in this crate reads a clock or touches the OS: time is always passed in.
+//! Nothing in this crate reads a clock or makes a system call: time is always passed in.
+//! The only I/O is reading and writing result files (`results`).
 #![deny(unsafe_code)]
 
 pub mod hist;

@@ -19,6 +19,7 @@
 
 pub mod clocks;
 pub mod host;
+pub mod process;
 pub mod sched;
 pub mod tsc;
 

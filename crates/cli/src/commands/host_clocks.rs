@@ -2,7 +2,7 @@
 
 use crate::args::{ClocksArgs, TimebaseArg};
 use crate::exit::usage;
-use crate::output::{default_result_path, progress, sibling};
+use crate::output::{default_result_path, progress, sibling, unique};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
@@ -49,7 +49,7 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .out
         .output
         .clone()
-        .unwrap_or_else(|| default_result_path("host-clocks", &started_utc));
+        .unwrap_or_else(|| unique(default_result_path("host-clocks", &started_utc)));
     let plot_path = a
         .plot
         .as_ref()
@@ -58,17 +58,18 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
     }
 
-    // Set up the measuring thread (this one).
-    let (clock, timebase) = match a.timebase {
-        TimebaseArg::Monotonic => Clock::establish_monotonic("--timebase monotonic was given"),
-        TimebaseArg::Auto => Clock::establish(a.calibration),
-    };
+    // Set up the measuring thread (this one): placement first, so that a refused --cpu or
+    // --fifo fails fast and the calibration runs where the measurement will.
     if let Some(cpu) = a.cpu {
         sched::pin_current_thread(cpu).context("--cpu")?;
     }
     if let Some(prio) = a.fifo {
         sched::set_fifo(prio).context("--fifo")?;
     }
+    let (clock, timebase) = match a.timebase {
+        TimebaseArg::Monotonic => Clock::establish_monotonic("--timebase monotonic was given"),
+        TimebaseArg::Auto => Clock::establish(a.calibration),
+    };
     let mut warnings = Vec::new();
     let memory_locked = if a.no_mlock {
         false
@@ -94,6 +95,9 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
                 let why = timebase.fallback_reason.clone().unwrap_or_default();
                 skipped.push((*s, format!("TSC not usable: {why}")));
                 false
+            } else if *s == ClockSource::Rdtscp && !timebase.tsc.rdtscp {
+                skipped.push((*s, "the CPU does not offer rdtscp".to_string()));
+                false
             } else {
                 true
             }
@@ -101,6 +105,7 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .collect();
     let expected = runnable.len() as f64 * cfg.duration.get() as f64 / 1e9;
     let pb = progress(runnable.len() as u64, expected, a.out.quiet);
+    let wall_start = std::time::SystemTime::now();
     let run_start = clock.now();
     let mut outcomes = Vec::new();
     for s in &runnable {
@@ -139,7 +144,8 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         "cpu": a.cpu,
         "fifo_priority": a.fifo,
         "mlock": !a.no_mlock,
-        "calibration_window_ns": a.calibration.get(),
+        "timebase": format!("{:?}", a.timebase).to_lowercase(),
+        "calibration_window_ns": (a.timebase == TimebaseArg::Auto).then_some(a.calibration.get()),
     });
     let mut result = ResultFile::new(clocks::RESULT_KIND, argv, config, provenance);
     result.duration_ns = clock.delta_nanos(run_start, run_end).get();
@@ -151,10 +157,8 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned());
     result.save(&out_path).context("writing the result")?;
-    let start_time =
-        std::time::SystemTime::now() - std::time::Duration::from_nanos(result.duration_ns);
     let log = hlog::write(
-        start_time,
+        wall_start,
         "latlab host clocks: read-to-read gaps in ns",
         &clocks::intervals(&outcomes),
     )?;
@@ -242,7 +246,7 @@ fn print_table(r: &ResultFile) -> anyhow::Result<()> {
     let tb = &r.provenance.timebase;
     if let Some((_, f)) = data.sources.iter().find(|(n, _)| n == "rdtsc") {
         println!(
-            "rdtsc floor: {} ns per read (median back-to-back gap; min {} ns)",
+            "rdtsc floor: {} ns between back-to-back reads at the median (the cost of one read), {} ns at the minimum",
             f.read_cost_ns, f.floor_ns
         );
     }

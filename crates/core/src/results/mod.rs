@@ -140,6 +140,14 @@ pub enum ResultError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// An output file could not be written (a run-time failure, not bad input).
+    #[error("writing {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
     /// The file is empty.
     #[error("{path}: empty file, not a latlab result")]
     Empty {
@@ -309,7 +317,7 @@ impl ResultFile {
 /// that `path` holds either the old content or the complete new one. Creates the parent
 /// directory if needed.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ResultError> {
-    let io = |source| ResultError::Io {
+    let io = |source| ResultError::Write {
         path: path.to_path_buf(),
         source,
     };
@@ -321,7 +329,10 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), ResultError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    std::fs::write(&tmp, bytes).map_err(io)?;
+    std::fs::write(&tmp, bytes).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        io(e)
+    })?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         io(e)

@@ -82,7 +82,8 @@ pub struct TscFacts {
     pub invariant: bool,
     /// The rate used for conversions, in Hz.
     pub rate_hz: Option<u64>,
-    /// Where `rate_hz` came from, e.g. `cpuid 0x40000010`, `kernel log`, `calibration`.
+    /// Where `rate_hz` came from: `sysfs tsc_freq_khz`, `cpuid 0x15`, `cpuid 0x40000010`,
+    /// `kernel log` or `calibration`.
     pub rate_source: Option<String>,
     /// The rate measured against `CLOCK_MONOTONIC_RAW`, in Hz.
     pub calibrated_hz: Option<u64>,
