@@ -58,9 +58,20 @@ pub(crate) fn plan(spec: &PlotSpec, series: &[Series], (w, h): (u32, u32)) -> Pl
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
             (lo.min(x), hi.max(x))
         });
-    let unit = choose_unit(max_x);
-    let (lo, hi) = (min_x / unit.divisor, max_x / unit.divisor);
     let x_log = spec.x_log.unwrap_or(max_x / min_x > 1000.0);
+    // Linear axes take the unit of the largest value. Log axes span decades, so they take
+    // the largest unit in which the smallest value still reads as at least 0.001: 10 ns ..
+    // 1 ms is labelled 0.01 .. 1000 µs, not 10^-5 .. 1 ms.
+    let unit = if x_log {
+        let mut u = choose_unit(max_x);
+        while u.divisor > 1.0 && min_x / u.divisor < 1e-3 {
+            u = choose_unit(u.divisor / 1e3);
+        }
+        u
+    } else {
+        choose_unit(max_x)
+    };
+    let (lo, hi) = (min_x / unit.divisor, max_x / unit.divisor);
     let max_x_labels = (w as usize / 90).max(3);
     let max_y_labels = (h as usize / 45).max(3);
     let x = if x_log {
