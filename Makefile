@@ -48,7 +48,7 @@ unit:
 # Criterion benchmarks of the hot path (figures in docs/benchmarks.md).
 bench:
 	$(CARGO) bench -p latlab-core --bench record -- --warm-up-time 1 --measurement-time 5
-	$(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 5
+	taskset -c $(DEMO_CPU) $(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 4
 
 doc:
 	$(CARGO) doc --workspace --no-deps

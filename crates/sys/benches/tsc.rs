@@ -1,6 +1,8 @@
 //! Cost of one timestamp read: bare `rdtsc`, `lfence; rdtsc`, `rdtscp`, `Clock::now` and
-//! `clock_gettime(CLOCK_MONOTONIC)`.
+//! `clock_gettime(CLOCK_MONOTONIC)`, plus the other ways of ordering `rdtsc` (benchmark-only
+//! peers, to show what any ordered read costs on the machine at hand).
 #![allow(missing_docs)]
+#![allow(unsafe_code)] // part of latlab-sys: the fence variants below use intrinsics
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 use latlab_core::units::TscRate;
@@ -21,7 +23,36 @@ fn reads(c: &mut Criterion) {
     g.bench_function("clock_gettime MONOTONIC", |b| {
         b.iter(|| black_box(clocks::monotonic_ns()))
     });
+    #[cfg(target_arch = "x86_64")]
+    fence_variants(&mut g);
     g.finish();
+}
+
+#[cfg(target_arch = "x86_64")]
+fn fence_variants(g: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    use std::arch::x86_64::{_mm_lfence, _mm_mfence, _rdtsc};
+    g.bench_function("peer: rdtsc+lfence", |b| {
+        // SAFETY: rdtsc and lfence are baseline x86_64 instructions with no memory operands.
+        b.iter(|| black_box(unsafe { (_rdtsc(), _mm_lfence()).0 }))
+    });
+    g.bench_function("peer: lfence+rdtsc+lfence", |b| {
+        b.iter(|| {
+            // SAFETY: as above.
+            black_box(unsafe {
+                _mm_lfence();
+                (_rdtsc(), _mm_lfence()).0
+            })
+        })
+    });
+    g.bench_function("peer: mfence+rdtsc", |b| {
+        b.iter(|| {
+            // SAFETY: mfence is a baseline SSE2 instruction, always present on x86_64.
+            black_box(unsafe {
+                _mm_mfence();
+                _rdtsc()
+            })
+        })
+    });
 }
 
 criterion_group!(benches, reads);
