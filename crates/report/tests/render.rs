@@ -234,10 +234,16 @@ fn unknown_format_and_no_data() {
 #[test]
 fn io_error_names_path() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("missing-dir").join("x.svg");
+    // A missing directory is created; a path through a regular file cannot be.
+    let made = dir.path().join("new-dir").join("x.svg");
+    render(&[exp_ccdf()], &PlotSpec::default(), &made).unwrap();
+    assert!(made.exists());
+    let blocker = dir.path().join("a-file");
+    std::fs::write(&blocker, b"x").unwrap();
+    let path = blocker.join("x.svg");
     let err = render(&[exp_ccdf()], &PlotSpec::default(), &path).unwrap_err();
     assert!(matches!(err, PlotError::Io { .. }), "{err}");
-    assert!(err.to_string().contains("missing-dir"));
+    assert!(err.to_string().contains("a-file"));
 }
 
 #[test]

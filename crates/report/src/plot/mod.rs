@@ -346,9 +346,13 @@ impl<'a> Job<'a> {
             ImageFormat::Svg => self.to_svg()?.into_bytes(),
             ImageFormat::Png => self.to_png()?,
         };
-        std::fs::write(path, bytes).map_err(|source| PlotError::Io {
-            path: path.to_path_buf(),
-            source,
+        // Atomically (temporary file, then rename): a reader never sees half an image.
+        latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
+            latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            other => PlotError::Draw(other.to_string()),
         })
     }
 }
