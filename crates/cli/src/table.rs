@@ -2,7 +2,7 @@
 //! unsupported percentile is printed as `unsupported`, never as a bare number.
 
 use latlab_core::stats::{PercentileEstimate, Summary};
-use latlab_core::units::format_ns;
+use latlab_core::units::{format_decimal, format_ns};
 
 /// A table with a header row; the first column is left-aligned, the rest right-aligned.
 pub struct Table {
@@ -55,12 +55,6 @@ impl Table {
     }
 }
 
-/// A float with up to 6 decimals and no trailing zeros: 95, 99.9, 99.99.
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.6}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 /// A nanosecond value for a table cell.
 pub fn ns(v: u64) -> String {
     format_ns(v as f64)
@@ -87,7 +81,7 @@ pub fn summary_block(name: &str, s: &Summary) -> String {
     let mut t = Table::new([
         "statistic",
         "value",
-        &format!("{}% CI", trim_float(s.confidence * 100.0)),
+        &format!("{}% CI", format_decimal(s.confidence * 100.0, 6)),
         "note",
     ]);
     t.row(vec![

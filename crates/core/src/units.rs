@@ -176,6 +176,21 @@ pub fn format_ns(ns: f64) -> String {
     format!("{v:.digits$}{unit}")
 }
 
+/// `v` with at most `max_decimals` decimals and no trailing zeros (nor a trailing point):
+/// `format_decimal(99.900, 6)` is `"99.9"`, `format_decimal(95.0, 6)` is `"95"`. Used for
+/// labels, where `95.000000% CI` or a tick of `0.0100` would only be noise.
+pub fn format_decimal(v: f64, max_decimals: usize) -> String {
+    let mut s = format!("{v:.max_decimals$}");
+    if s.contains('.') {
+        let kept = s.trim_end_matches('0').trim_end_matches('.').len();
+        s.truncate(kept);
+    }
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
+}
+
 /// The TSC frequency in ticks per second (Hz), an integer.
 ///
 /// Stored as an integer number of Hz: at 1–5 GHz that is a resolution better than 0.001 ppm,
@@ -323,6 +338,11 @@ mod tests {
         assert_eq!(Nanos(1_234_000_000).to_string(), "1.23s");
         assert_eq!(format_ns(20.5), "20.5ns");
         assert_eq!(format_ns(2.25), "2.25ns");
+        assert_eq!(format_decimal(99.9, 6), "99.9");
+        assert_eq!(format_decimal(95.0, 6), "95");
+        assert_eq!(format_decimal(1000.0, 0), "1000");
+        assert_eq!(format_decimal(0.0100, 4), "0.01");
+        assert_eq!(format_decimal(-0.00001, 2), "0");
         assert_eq!(
             TscRate::from_hz(2_596_096_000).unwrap().to_string(),
             "2596.096000 MHz"

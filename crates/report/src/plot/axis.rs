@@ -4,6 +4,7 @@
 //! budget, which can yield odd light-line patterns; [`Axis`] instead carries
 //! the exact major (labelled) and minor (grid-only) positions we want.
 
+use latlab_core::units::format_decimal;
 use plotters::coord::ranged1d::{KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter};
 use std::ops::Range;
 
@@ -186,20 +187,7 @@ pub(crate) fn fmt_num(v: f64) -> String {
         };
     }
     let mag = v.abs().log10().floor() as i32;
-    let decimals = (3 - mag).clamp(0, 15) as usize;
-    let mut s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
-    if s == "-0" {
-        s = "0".into();
-    }
-    s
+    format_decimal(v, (3 - mag).clamp(0, 15) as usize)
 }
 
 /// `e` written with Unicode superscript characters (`-3` → `"⁻³"`).
@@ -229,16 +217,7 @@ pub(crate) fn percentile_text(frac: f64) -> String {
     let q = 100.0 * (1.0 - frac);
     // Enough decimals to show the first non-nine digit of the tail.
     let decimals = ((-(frac * 100.0).log10()).ceil().max(0.0) as usize + 1).min(12);
-    let mut s = format!("{q:.decimals$}");
-    if s.contains('.') {
-        while s.ends_with('0') {
-            s.pop();
-        }
-        if s.ends_with('.') {
-            s.pop();
-        }
-    }
-    s
+    format_decimal(q, decimals)
 }
 
 /// `v` in powers-of-ten notation: `1e-3` → `"10⁻³"`, `2e-3` → `"2×10⁻³"`,
