@@ -15,6 +15,7 @@
 //! chunk against the run's [`Clock`].
 
 use latlab_core::hist::{HistConfig, LatencyHistogram};
+use latlab_core::results::Timebase;
 use latlab_core::units::Nanos;
 use latlab_sys::clocks;
 use latlab_sys::tsc::{self, Clock};
@@ -70,6 +71,22 @@ impl ClockSource {
     /// Whether this source reads the TSC (and so needs a usable TSC rate).
     pub fn is_tsc(self) -> bool {
         matches!(self, ClockSource::Rdtsc | ClockSource::Rdtscp)
+    }
+
+    /// Why this source cannot be measured under `timebase`, or `None` when it can: TSC
+    /// sources need the TSC timebase, and `rdtscp` needs a CPU that offers it.
+    pub fn unavailable(self, timebase: &Timebase) -> Option<String> {
+        if self.is_tsc() && timebase.source != "tsc" {
+            let why = timebase
+                .fallback_reason
+                .as_deref()
+                .unwrap_or("timebase is not the TSC");
+            return Some(format!("TSC not usable: {why}"));
+        }
+        if self == ClockSource::Rdtscp && !timebase.tsc.rdtscp {
+            return Some("the CPU does not offer rdtscp".to_string());
+        }
+        None
     }
 
     /// The resolution the OS claims for this clock (`clock_getres`), in ns, where it has one.
@@ -227,6 +244,7 @@ pub fn measure(
     if cfg.duration.get() == 0 {
         return Err(ClocksError::Config("duration must be positive".into()));
     }
+    LatencyHistogram::new(cfg.hist).map_err(|e| ClocksError::Config(e.to_string()))?;
     if source.is_tsc() && !clock.is_tsc() {
         return Err(ClocksError::TscUnusable {
             source_name: source.name(),
@@ -294,7 +312,7 @@ where
             })
         })
         .collect::<Result<_, _>>()
-        .expect("histogram configuration was validated by the caller");
+        .expect("measure() validated the histogram configuration");
     let mut buf = vec![0u64; cfg.chunk_reads];
     let mut cpu_seen = vec![false; 1024];
     let mut reads = 0u64;
@@ -554,7 +572,46 @@ mod tests {
     }
 
     #[test]
+    fn availability_follows_the_timebase() {
+        let mut tb = Timebase {
+            source: "tsc".into(),
+            ..Timebase::default()
+        };
+        tb.tsc.rdtscp = true;
+        assert!(ClockSource::ALL
+            .iter()
+            .all(|s| s.unavailable(&tb).is_none()));
+        tb.tsc.rdtscp = false;
+        assert_eq!(
+            ClockSource::Rdtscp.unavailable(&tb).as_deref(),
+            Some("the CPU does not offer rdtscp")
+        );
+        assert_eq!(ClockSource::Rdtsc.unavailable(&tb), None);
+        let tb = Timebase {
+            source: "clock_monotonic".into(),
+            fallback_reason: Some("not x86_64".into()),
+            ..Timebase::default()
+        };
+        assert_eq!(
+            ClockSource::Rdtsc.unavailable(&tb).as_deref(),
+            Some("TSC not usable: not x86_64")
+        );
+        assert_eq!(ClockSource::Monotonic.unavailable(&tb), None);
+    }
+
+    #[test]
     fn bad_config_is_rejected() {
+        let cfg = ClocksConfig {
+            hist: HistConfig {
+                sigfig: 9,
+                ..HistConfig::default()
+            },
+            ..quick()
+        };
+        assert!(matches!(
+            measure(ClockSource::Monotonic, &cfg, &Clock::monotonic(), 0),
+            Err(ClocksError::Config(_))
+        ));
         let cfg = ClocksConfig {
             chunk_reads: 1,
             ..quick()

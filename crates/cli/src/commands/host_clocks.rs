@@ -5,7 +5,7 @@ use crate::exit::usage;
 use crate::output::{default_result_path, progress, sibling, unique};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
-use latlab_core::hist::{HistConfig, LatencyHistogram};
+use latlab_core::hist::HistConfig;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{hlog, ResultFile, ThreadPlacement};
 use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
@@ -43,7 +43,6 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         },
         ..ClocksConfig::default()
     };
-    LatencyHistogram::new(cfg.hist).map_err(|e| usage(format!("--sigfig: {e}")))?;
     let started_utc = host::utc_now_rfc3339();
     let out_path = a
         .out
@@ -90,17 +89,12 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let runnable: Vec<ClockSource> = sources
         .iter()
         .copied()
-        .filter(|s| {
-            if s.is_tsc() && !clock.is_tsc() {
-                let why = timebase.fallback_reason.clone().unwrap_or_default();
-                skipped.push((*s, format!("TSC not usable: {why}")));
+        .filter(|s| match s.unavailable(&timebase) {
+            Some(why) => {
+                skipped.push((*s, why));
                 false
-            } else if *s == ClockSource::Rdtscp && !timebase.tsc.rdtscp {
-                skipped.push((*s, "the CPU does not offer rdtscp".to_string()));
-                false
-            } else {
-                true
             }
+            None => true,
         })
         .collect();
     let expected = runnable.len() as f64 * cfg.duration.get() as f64 / 1e9;
