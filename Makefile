@@ -6,6 +6,8 @@ CARGO ?= cargo
 # fonts for PNG figures (plotters lays text out with a TrueType font)
 DEMO_PACKAGES := fonts-dejavu-core
 TEST_PACKAGES := fonts-dejavu-core
+# headless Chromium for the HTML report's browser test
+TEST_PACKAGES += chromium
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
@@ -17,12 +19,15 @@ demo: deps-demo build
 	    -o $(DEMO_DIR)/host-clocks.json --plot $(DEMO_DIR)/host-clocks-ccdf.svg
 	./target/release/latlab plot $(DEMO_DIR)/host-clocks.json --kind both \
 	    --title "latlab host clocks" -o $(DEMO_DIR)/host-clocks.png
+	./target/release/latlab report $(DEMO_DIR)/host-clocks.json --title "latlab demo: host clocks" \
+	    -o $(DEMO_DIR)/report.html
 	@echo
 	@echo "demo results in $(DEMO_DIR)/:"
 	@echo "  result file:   $(DEMO_DIR)/host-clocks.json  (latlab show $(DEMO_DIR)/host-clocks.json)"
 	@echo "  interval log:  $(DEMO_DIR)/host-clocks.hlog"
 	@echo "  CCDF figure:   $(DEMO_DIR)/host-clocks-ccdf.svg"
 	@echo "  CDF+CCDF:      $(DEMO_DIR)/host-clocks.png"
+	@echo "  HTML report:   $(DEMO_DIR)/report.html  (figures in $(DEMO_DIR)/report-figures/)"
 
 build:
 	$(CARGO) build --release --locked

@@ -6,6 +6,9 @@ use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
 use latlab_core::units::Nanos;
 use std::path::PathBuf;
 
+pub mod report;
+pub use report::{CheckArgs, CompareArgs, ReportArgs};
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success
@@ -43,6 +46,40 @@ pub enum Command {
   latlab show run1.json run2.json --merge --csv merged.csv
   latlab show run.json --percentiles 50,99.9,99.999")]
     Show(ShowArgs),
+    /// Write a self-contained HTML report (provenance, trust warnings, percentile tables,
+    /// interactive CDF/CCDF figures) from result files.
+    #[command(after_help = "Examples:
+  latlab report latlab-results/host-clocks-*.json -o clocks.html
+  latlab report run1.json,run2.json,run3.json -o merged.html   (three runs merged exactly)
+  latlab report base.json tuned.json --figures paper-figs/ -o ab.html
+
+The report works offline: styles, script and figures are inline, nothing is fetched.
+Figures are also written as standalone SVG and PNG (see --figures).")]
+    Report(ReportArgs),
+    /// Compare two configurations percentile by percentile, with a significance verdict.
+    #[command(after_help = "Examples:
+  latlab compare base.json tuned.json
+  latlab compare a1.json,a2.json,a3.json b1.json,b2.json   (repeated runs merged exactly)
+  latlab compare base.json tuned.json --series rdtsc -p 50,99,99.99
+
+A difference is significant when the two confidence intervals do not overlap (see
+docs/cli.md); percentiles either sample count cannot support get no verdict.")]
+    Compare(CompareArgs),
+    /// Check latency budgets for CI: exit 0 when all hold, 1 when one fails, 2 on a malformed
+    /// budget or a percentile the sample count cannot support.
+    #[command(after_help = "Examples:
+  latlab check run.json --budget 'p99.99 < 50us' --budget 'max < 1ms' --budget 'lost == 0'
+  latlab check run.json --budget 'rdtsc:p50 <= 30ns'
+  latlab check run1.json run2.json --budgets budgets.toml
+
+Budget form: [SERIES:]METRIC OP VALUE; METRIC is pNN, min, max, mean (durations such as
+50us), count or a counter of the result (whole numbers); OP is < <= > >= == !=. Without
+SERIES a latency budget must hold for every histogram. A budget file is TOML:
+  budgets = [\"p99.99 < 50us\", \"lost == 0\"]
+
+Exit codes: 0 every budget holds; 1 a budget fails; 2 malformed budget, unsupported
+percentile, unknown histogram or counter, or unreadable result.")]
+    Check(CheckArgs),
 }
 
 /// `latlab host …`
@@ -181,11 +218,11 @@ fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-fn percentile_arg(s: &str) -> Result<Percentile, String> {
+pub(crate) fn percentile_arg(s: &str) -> Result<Percentile, String> {
     parse_percentile(s).map_err(|e| e.to_string())
 }
 
-fn confidence_arg(s: &str) -> Result<f64, String> {
+pub(crate) fn confidence_arg(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
         _ => Err(format!(

@@ -35,6 +35,13 @@ fn classify(e: &anyhow::Error) -> u8 {
         if cause.is::<UsageError>() {
             return USAGE;
         }
+        if let Some(r) = cause.downcast_ref::<latlab_report::html::ReportError>() {
+            use latlab_report::html::ReportError as R;
+            return match r {
+                R::Write { .. } | R::Figure { .. } => RUNTIME,
+                _ => USAGE,
+            };
+        }
         if let Some(r) = cause.downcast_ref::<ResultError>() {
             // reading a bad input file is bad input; failing to write one is a run-time failure
             return if matches!(r, ResultError::Write { .. }) {

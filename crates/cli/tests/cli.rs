@@ -49,13 +49,24 @@ fn help_lists_every_subcommand_and_examples() {
     let out = latlab().arg("--help").output().unwrap();
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    for sub in ["host", "plot", "show", "Exit codes"] {
+    for sub in [
+        "host",
+        "plot",
+        "show",
+        "report",
+        "compare",
+        "check",
+        "Exit codes",
+    ] {
         assert!(s.contains(sub), "{sub} missing from --help");
     }
     for args in [
         &["host", "clocks", "--help"][..],
         &["plot", "--help"],
         &["show", "--help"],
+        &["report", "--help"],
+        &["compare", "--help"],
+        &["check", "--help"],
     ] {
         let out = latlab().args(args).output().unwrap();
         assert!(
@@ -284,20 +295,34 @@ fn malformed_result_files_are_one_clear_line() {
     for (name, bytes, needle) in cases {
         let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
-        for cmd in ["show", "plot"] {
+        for cmd in ["show", "plot", "report", "compare", "check"] {
             let mut c = latlab();
             c.arg(cmd).arg(&p);
-            if cmd == "plot" {
-                c.arg("-o").arg(dir.path().join("x.svg"));
+            match cmd {
+                "plot" => {
+                    c.arg("-o").arg(dir.path().join("x.svg"));
+                }
+                "report" => {
+                    c.arg("-o").arg(dir.path().join("x.html"));
+                }
+                "compare" => {
+                    c.arg(&good);
+                }
+                "check" => {
+                    c.args(["--budget", "max < 1s"]);
+                }
+                _ => {}
             }
             let out = c.output().unwrap();
             assert_one_line_error(&out, 2, &[name, needle]);
         }
     }
-    assert!(
-        !dir.path().join("x.svg").exists(),
-        "nothing is written on bad input"
-    );
+    for written in ["x.svg", "x.html", "x-figures"] {
+        assert!(
+            !dir.path().join(written).exists(),
+            "nothing is written on bad input: {written}"
+        );
+    }
     let out = latlab()
         .arg("show")
         .arg(dir.path().join("missing.json"))

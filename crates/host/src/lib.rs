@@ -7,3 +7,4 @@
 #![deny(unsafe_code)]
 
 pub mod clocks;
+pub mod report;

@@ -26,10 +26,15 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod check;
+pub mod compare;
 pub mod figures;
+pub mod html;
+pub mod input;
 pub mod plot;
+pub mod trust;
 
 pub use plot::{
-    choose_unit, render, render_panels, render_svg_string, Curve, ImageFormat, PlotError, PlotKind,
-    PlotSpec, TimeUnit,
+    choose_unit, render, render_interactive, render_panels, render_svg_string, Curve, ImageFormat,
+    InteractiveFigure, PixelSeries, PlotError, PlotKind, PlotSpec, TimeUnit,
 };

@@ -3,6 +3,7 @@
 
 mod host_clocks;
 mod plot;
+mod report;
 mod show;
 
 use crate::args::{Cli, Command, HostCommand};
@@ -13,6 +14,9 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
+        Command::Report(a) => report::report(a),
+        Command::Compare(a) => report::compare_cmd(a),
+        Command::Check(a) => report::check(a),
     }
 }
 

@@ -8,6 +8,7 @@ use crate::table::summary_block;
 use anyhow::Context as _;
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
+use latlab_core::results::merge::merge_runs;
 use latlab_core::results::{csv, write_atomically};
 use latlab_core::stats::{summarize, Summary};
 use std::io::Write as _;
@@ -22,25 +23,8 @@ pub fn run(a: ShowArgs) -> anyhow::Result<()> {
     // (series label, histogram), in file order.
     let mut series: Vec<(String, LatencyHistogram)> = Vec::new();
     if a.merge {
-        let kind = &results[0].1.kind;
-        if let Some((p, r)) = results.iter().find(|(_, r)| &r.kind != kind) {
-            return Err(usage(format!(
-                "--merge: cannot merge results of different kinds: {} is {}, {} is {kind}",
-                p.display(),
-                r.kind,
-                results[0].0.display()
-            )));
-        }
-        for (path, r) in &results {
-            for (name, h) in r.decode_all(path)? {
-                match series.iter_mut().find(|(n, _)| *n == name) {
-                    Some((_, acc)) => acc
-                        .merge(&h)
-                        .with_context(|| format!("merging '{name}' from {}", path.display()))?,
-                    None => series.push((name, h)),
-                }
-            }
-        }
+        let merged = merge_runs(&results).map_err(|e| usage(format!("--merge: {e}")))?;
+        series = merged.decode_all(&results[0].0)?;
     } else {
         for (path, r) in &results {
             for (name, h) in r.decode_all(path)? {

@@ -12,6 +12,7 @@
 
 pub mod csv;
 pub mod hlog;
+pub mod merge;
 pub mod provenance;
 
 use crate::hist::{HistConfig, HistError, LatencyHistogram};

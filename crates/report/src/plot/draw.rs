@@ -128,13 +128,38 @@ fn font(px: f64) -> FontDesc<'static> {
     FontDesc::new(FontFamily::SansSerif, px, FontStyle::Normal)
 }
 
-/// Draws one complete plot (background, title, axes, curves, legend) into
-/// `area`.
+/// Whether [`draw_plot`] draws the curves and legend itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DrawMode {
+    /// Everything: background, title, axes, curves and legend (figures for papers).
+    Full,
+    /// Background, title and axes only; the curves' pixel coordinates are returned for the
+    /// caller to draw (interactive HTML figures draw their own, toggleable curves).
+    FrameOnly,
+}
+
+/// One curve mapped to the drawing's pixel coordinates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PixelSeries {
+    /// Legend text.
+    pub label: String,
+    /// Line colour as `#rrggbb`.
+    pub color: String,
+    /// Vertices of the step curve, in pixels of the whole image.
+    pub path: Vec<(f64, f64)>,
+    /// The data points themselves: `(x_px, y_px, latency_ns, y)`.
+    pub points: Vec<(f64, f64, f64, f64)>,
+}
+
+/// Draws one plot into `area`: with [`DrawMode::Full`] complete (background, title, axes,
+/// curves, legend); with [`DrawMode::FrameOnly`] without curves and legend. Either way the
+/// curves' pixel coordinates are returned.
 pub(crate) fn draw_plot<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     spec: &PlotSpec,
     series: &[Series],
-) -> Result<(), PlotError>
+    mode: DrawMode,
+) -> Result<Vec<PixelSeries>, PlotError>
 where
     DB::ErrorType: 'static,
 {
@@ -227,9 +252,31 @@ where
     let legend_len = (base * 1.6) as i32;
     let mut segments_px = Vec::new();
     let (bx, by) = chart.plotting_area().get_base_pixel();
+    let mut pixels = Vec::with_capacity(plan.series.len());
     for (i, s) in plan.series.iter().enumerate() {
-        let style = PALETTE[i % PALETTE.len()].stroke_width(line_width);
+        let color = PALETTE[i % PALETTE.len()];
+        let style = color.stroke_width(line_width);
         let pts = step_points(&s.points);
+        let to_px = |p: &(f64, f64)| {
+            let (x, y) = chart.backend_coord(p);
+            (f64::from(x), f64::from(y))
+        };
+        pixels.push(PixelSeries {
+            label: s.label.clone(),
+            color: format!("#{:02x}{:02x}{:02x}", color.0, color.1, color.2),
+            path: pts.iter().map(to_px).collect(),
+            points: s
+                .points
+                .iter()
+                .map(|p| {
+                    let (px, py) = to_px(p);
+                    (px, py, p.0 * plan.unit.divisor, p.1)
+                })
+                .collect(),
+        });
+        if mode == DrawMode::FrameOnly {
+            continue;
+        }
         segments_px.extend(pts.windows(2).map(|pair| {
             let (x0, y0) = chart.backend_coord(&pair[0]);
             let (x1, y1) = chart.backend_coord(&pair[1]);
@@ -254,6 +301,9 @@ where
         }
     }
 
+    if mode == DrawMode::FrameOnly {
+        return Ok(pixels);
+    }
     let labels: Vec<&str> = plan
         .series
         .iter()
@@ -290,7 +340,7 @@ where
             .draw()
             .map_err(draw_err)?;
     }
-    Ok(())
+    Ok(pixels)
 }
 
 type Seg = ((i32, i32), (i32, i32));

@@ -24,6 +24,8 @@ mod axis;
 mod draw;
 mod font;
 
+pub use draw::PixelSeries;
+
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
 use std::path::{Path, PathBuf};
@@ -150,6 +152,50 @@ fn join_paths(paths: &[PathBuf]) -> String {
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A figure for interactive use: the SVG of its frame (background, title, axes, no curves,
+/// no legend) and every curve in the frame's pixel coordinates, for the caller to draw as
+/// elements of its own (the HTML report draws them so that a legend can toggle them and
+/// hovering can name the value under the pointer).
+#[derive(Clone, Debug, PartialEq)]
+pub struct InteractiveFigure {
+    /// SVG document of the frame, `width` × `height` pixels.
+    pub frame_svg: String,
+    /// Image width in pixels.
+    pub width: u32,
+    /// Image height in pixels.
+    pub height: u32,
+    /// One entry per input curve, in order, with its palette colour.
+    pub series: Vec<PixelSeries>,
+}
+
+/// Lays out `curves` as [`render`] would and returns the frame and the curves' pixel
+/// coordinates separately (see [`InteractiveFigure`]).
+///
+/// # Errors
+/// As [`render_svg_string`].
+pub fn render_interactive(
+    curves: &[Curve],
+    spec: &PlotSpec,
+) -> Result<InteractiveFigure, PlotError> {
+    check_size(spec.width, spec.height)?;
+    let series = prepare(curves, spec.kind)?;
+    font::ensure_font()?;
+    let mut frame_svg = String::new();
+    let pixels = {
+        let root =
+            SVGBackend::with_string(&mut frame_svg, (spec.width, spec.height)).into_drawing_area();
+        let px = draw::draw_plot(&root, spec, &series, draw::DrawMode::FrameOnly)?;
+        root.present().map_err(draw::draw_err)?;
+        px
+    };
+    Ok(InteractiveFigure {
+        frame_svg,
+        width: spec.width,
+        height: spec.height,
+        series: pixels,
+    })
 }
 
 /// A display unit for latencies: divide nanoseconds by `divisor`.
@@ -306,7 +352,7 @@ impl<'a> Job<'a> {
         }
         let areas = root.split_by_breakpoints(breaks, Vec::<i32>::new());
         for (area, (spec, series)) in areas.iter().zip(&self.panels) {
-            draw::draw_plot(area, spec, series)?;
+            draw::draw_plot(area, spec, series, draw::DrawMode::Full)?;
         }
         root.present().map_err(draw::draw_err)
     }

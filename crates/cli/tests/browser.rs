@@ -1,0 +1,241 @@
+//! The HTML report in a real browser: headless Chromium (Debian's `chromium`, installed by
+//! `make test`) loads reports rendered from the checked-in fixtures. One test asserts no
+//! console errors, the expected sections, tables and figures, and that hovering a curve and
+//! toggling a legend entry work (the page's own `#selftest` drives real DOM events and
+//! records the outcome), and saves a screenshot as a test artefact. The other asserts, from
+//! Chromium's network log, that the page makes no network request.
+//!
+//! Without Chromium the tests print why and pass without checking (outside CI).
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .flat_map(|name| {
+            std::env::var_os("PATH")
+                .map(|p| {
+                    std::env::split_paths(&p)
+                        .map(|d| d.join(name))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+        .find(|p| p.is_file())
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Where test artefacts (screenshots) go: target/test-artifacts/.
+fn artifacts() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("test-artifacts");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Renders a report of the fixtures (one run, and both runs merged) into `dir`.
+fn render_report(dir: &Path) -> PathBuf {
+    let out_path = dir.join("report.html");
+    let a = fixture("host-clocks-a.json");
+    let b = fixture("host-clocks-b.json");
+    let out = Command::cargo_bin("latlab")
+        .unwrap()
+        .arg("report")
+        .arg(&a)
+        .arg(format!("{},{}", a.display(), b.display()))
+        .args(["--no-figures", "--title", "browser test", "-o"])
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out_path
+}
+
+/// Runs headless Chromium on `url` with the flags a closed network needs, plus `extra`.
+fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[String]) -> Output {
+    std::process::Command::new(bin)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("chromium runs")
+}
+
+/// Console messages Chromium logged for the page (`INFO:CONSOLE…] "text", source: …`).
+fn console_messages(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn report_renders_in_chromium_without_errors() {
+    let Some(bin) = chromium() else {
+        eprintln!("skipped: chromium not installed (make test installs Debian's chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = render_report(dir.path());
+    let url = format!("file://{}#selftest", report.display());
+
+    let out = run_chromium(&bin, &dir.path().join("p1"), &url, &["--dump-dom".into()]);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "chromium failed: {stderr}");
+    let console = console_messages(&stderr);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+
+    // The page's self-test hovered and toggled every distribution figure: 2 inputs x 6 clocks
+    // is 12 curves, more than one figure holds, so each clock gets a CCDF and a CDF of its own.
+    assert!(
+        dom.contains("data-selftest=\"ok 12\""),
+        "self-test: {}",
+        dom.split("data-selftest")
+            .nth(1)
+            .map(|s| &s[..s.len().min(300)])
+            .unwrap_or("absent")
+    );
+    for id in [
+        "overview",
+        "trust",
+        "clock-sources",
+        "distributions",
+        "percentiles",
+        "provenance",
+    ] {
+        assert!(
+            dom.contains(&format!("<section id=\"{id}\">")),
+            "section {id}"
+        );
+    }
+    // inputs, clock sources, percentiles
+    assert_eq!(dom.matches("<table>").count(), 3, "tables");
+    assert_eq!(
+        dom.matches("class=\"curve\"").count(),
+        24,
+        "2 inputs x 6 clocks x 2 figures"
+    );
+    assert!(dom.contains("host-clocks-a (+1 runs merged)"));
+
+    // screenshot as a test artefact
+    let shot = artifacts().join("report.png");
+    let _ = std::fs::remove_file(&shot);
+    let out = run_chromium(
+        &bin,
+        &dir.path().join("p2"),
+        &url,
+        &[
+            "--window-size=1400,4000".into(),
+            format!("--screenshot={}", shot.display()),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        "a real screenshot"
+    );
+    eprintln!("screenshot: {}", shot.display());
+}
+
+/// URLs of requests the page itself started, from a Chromium NetLog (requests Chromium makes
+/// for itself have the initiator "not an origin").
+fn page_requests(netlog: &Path) -> Vec<String> {
+    let log: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(netlog).expect("netlog written"))
+            .expect("netlog is JSON");
+    let start_job = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+        .as_u64()
+        .expect("netlog constants");
+    log["events"]
+        .as_array()
+        .expect("netlog events")
+        .iter()
+        .filter(|e| e["type"].as_u64() == Some(start_job))
+        .filter(|e| e["params"]["initiator"].as_str() != Some("not an origin"))
+        .filter_map(|e| e["params"]["url"].as_str().map(str::to_string))
+        .filter(|u| !u.starts_with("file://"))
+        .collect()
+}
+
+#[test]
+fn report_makes_no_network_request() {
+    let Some(bin) = chromium() else {
+        eprintln!("skipped: chromium not installed (make test installs Debian's chromium)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = render_report(dir.path());
+
+    // The detector must see a request when there is one: a control page with a remote image.
+    let control = dir.path().join("control.html");
+    std::fs::write(
+        &control,
+        "<html><body><img src=\"http://192.0.2.1/x.png\"></body></html>",
+    )
+    .unwrap();
+    let log = dir.path().join("control-netlog.json");
+    run_chromium(
+        &bin,
+        &dir.path().join("c"),
+        &format!("file://{}", control.display()),
+        &[
+            "--dump-dom".into(),
+            format!("--log-net-log={}", log.display()),
+        ],
+    );
+    assert_eq!(
+        page_requests(&log),
+        ["http://192.0.2.1/x.png"],
+        "the detector works"
+    );
+
+    let log = dir.path().join("report-netlog.json");
+    let out = run_chromium(
+        &bin,
+        &dir.path().join("r"),
+        &format!("file://{}#selftest", report.display()),
+        &[
+            "--dump-dom".into(),
+            format!("--log-net-log={}", log.display()),
+        ],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("data-selftest=\"ok"));
+    assert_eq!(
+        page_requests(&log),
+        Vec::<String>::new(),
+        "the report fetched something"
+    );
+}

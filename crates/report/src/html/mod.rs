@@ -1,0 +1,561 @@
+//! Self-contained HTML reports built from result files only.
+//!
+//! [`build`] assembles a [`Report`] from [`Input`]s: an overview, the trust warnings
+//! ([`crate::trust`]), the sections each kind of result contributes through a
+//! [`SectionProvider`], percentile tables with confidence intervals, overlaid CDF and CCDF
+//! figures, and each run's provenance. [`render()`] turns the report into one HTML file that
+//! works offline: CSS, script and every figure are inline, nothing is fetched. Hovering a
+//! distribution figure names the value at the percentile under the pointer; the legend
+//! toggles series. [`write_figures`] writes every figure again as standalone SVG and PNG.
+//!
+//! Experiments add what their kind of result needs by implementing [`SectionProvider`] in
+//! their own crate and passing it to [`build`]; they never write HTML.
+
+mod model;
+mod render;
+
+pub use model::{slug, Block, Cell, CellStyle, Figure, Report, Section, Severity, Table, Warning};
+pub use render::render;
+
+use crate::input::Input;
+use crate::{render as render_image, Curve, PlotError, PlotKind, PlotSpec};
+use latlab_core::hist::LatencyHistogram;
+use latlab_core::parse::Percentile;
+use latlab_core::results::write_atomically;
+use latlab_core::stats::{ccdf, cdf, summarize, PercentileEstimate};
+use latlab_core::units::format_ns;
+use std::path::{Path, PathBuf};
+
+/// Errors building or writing a report.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReportError {
+    /// No inputs.
+    #[error("no results to report on")]
+    Empty,
+    /// A histogram in an input could not be decoded.
+    #[error("{input}: histogram '{name}': {detail}")]
+    Histogram {
+        /// Input label.
+        input: String,
+        /// Histogram name.
+        name: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A section provider failed.
+    #[error("{kind} section: {detail}")]
+    Provider {
+        /// The result kind.
+        kind: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// Writing a file failed.
+    #[error("writing {}: {detail}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+    /// Drawing a figure failed.
+    #[error("figure '{title}': {source}")]
+    Figure {
+        /// The figure's title.
+        title: String,
+        /// The drawing error.
+        source: PlotError,
+    },
+}
+
+/// Contributes the sections one kind of result needs (e.g. a `sched.run`'s timeline and
+/// deadline table). Implemented by the crate that owns the kind.
+pub trait SectionProvider {
+    /// Whether this provider covers results of `kind` (e.g. `"host.clocks"`).
+    fn handles(&self, kind: &str) -> bool;
+
+    /// Sections for `inputs`, all of kinds this provider handles, in the order given.
+    ///
+    /// # Errors
+    /// A description of what could not be read from the inputs.
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String>;
+}
+
+/// Options of [`build`].
+#[derive(Clone, Debug)]
+pub struct ReportOptions {
+    /// Report title.
+    pub title: String,
+    /// Percentiles in the tables.
+    pub percentiles: Vec<Percentile>,
+    /// Confidence level of the percentile intervals.
+    pub confidence: f64,
+    /// Generation time, RFC 3339 (passed in: libraries do not read clocks).
+    pub generated_utc: String,
+}
+
+impl Default for ReportOptions {
+    fn default() -> Self {
+        ReportOptions {
+            title: "latlab report".into(),
+            percentiles: Percentile::LADDER.to_vec(),
+            confidence: 0.95,
+            generated_utc: String::new(),
+        }
+    }
+}
+
+/// Most curves overlaid in one distribution figure; with more, one figure per histogram name.
+pub const MAX_CURVES_PER_FIGURE: usize = 10;
+
+/// Builds the report for `inputs`.
+///
+/// # Errors
+/// [`ReportError::Empty`] without inputs, [`ReportError::Histogram`] for an undecodable
+/// histogram, [`ReportError::Provider`] when a provider fails.
+pub fn build(
+    inputs: &[Input],
+    providers: &[&dyn SectionProvider],
+    opts: &ReportOptions,
+) -> Result<Report, ReportError> {
+    if inputs.is_empty() {
+        return Err(ReportError::Empty);
+    }
+    let mut sections = vec![overview(inputs), trust_section(inputs)];
+    // Kind-specific sections, one provider call per kind, in first-appearance order.
+    let mut kinds: Vec<&str> = Vec::new();
+    for i in inputs {
+        if !kinds.contains(&i.kind()) {
+            kinds.push(i.kind());
+        }
+    }
+    for kind in &kinds {
+        let of_kind: Vec<&Input> = inputs.iter().filter(|i| i.kind() == *kind).collect();
+        for p in providers.iter().filter(|p| p.handles(kind)) {
+            let s = p
+                .sections(&of_kind)
+                .map_err(|detail| ReportError::Provider {
+                    kind: (*kind).to_string(),
+                    detail,
+                })?;
+            sections.extend(s);
+        }
+    }
+    let decoded = decode(inputs)?;
+    sections.push(distribution_section(&decoded));
+    sections.push(percentile_section(&decoded, opts));
+    sections.push(provenance_section(inputs));
+    Ok(Report {
+        title: opts.title.clone(),
+        generated_utc: opts.generated_utc.clone(),
+        latlab_version: env!("CARGO_PKG_VERSION").to_string(),
+        sections,
+    })
+}
+
+/// `(input label, histogram name, histogram)`.
+type Item = (String, String, LatencyHistogram);
+/// Every histogram of every input.
+type Decoded = Vec<Item>;
+
+fn decode(inputs: &[Input]) -> Result<Decoded, ReportError> {
+    let mut out = Vec::new();
+    for i in inputs {
+        for s in &i.merged.histograms {
+            let h = s.decode().map_err(|e| ReportError::Histogram {
+                input: i.label.clone(),
+                name: s.name.clone(),
+                detail: e.to_string(),
+            })?;
+            out.push((i.label.clone(), s.name.clone(), h));
+        }
+    }
+    Ok(out)
+}
+
+fn overview(inputs: &[Input]) -> Section {
+    let mut s = Section::new("Overview");
+    let mut t = Table {
+        caption: "Inputs".into(),
+        header: [
+            "input",
+            "kind",
+            "runs",
+            "host",
+            "started (UTC)",
+            "duration",
+            "histograms",
+            "samples",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for i in inputs {
+        let r = &i.merged;
+        let samples: u64 = r.histograms.iter().map(|h| h.count).sum();
+        t.rows.push(vec![
+            Cell::text(&i.label),
+            Cell::text(&r.kind),
+            Cell::number(i.runs.len().to_string()),
+            Cell::text(&r.provenance.host.hostname),
+            Cell::text(&r.provenance.started_utc),
+            Cell::number(format_ns(r.duration_ns as f64)),
+            Cell::number(r.histograms.len().to_string()),
+            Cell::number(samples.to_string()),
+        ]);
+    }
+    s.push(Block::Table(t));
+    let files: Vec<String> = inputs
+        .iter()
+        .flat_map(|i| i.paths().map(|p| format!("{}: {}", i.label, p.display())))
+        .collect();
+    s.push(Block::Code {
+        caption: "Result files".into(),
+        text: files.join("\n"),
+    });
+    s
+}
+
+fn trust_section(inputs: &[Input]) -> Section {
+    let mut s = Section::new("Trust");
+    let warnings: Vec<Warning> = inputs.iter().flat_map(crate::trust::assess).collect();
+    if warnings.is_empty() {
+        s.push(Block::Paragraph(
+            "No warnings: every percentile shown is supported, nothing was lost, and the timebase and placement are sound.".into(),
+        ));
+    } else {
+        s.push(Block::Warnings(warnings));
+    }
+    s
+}
+
+fn distribution_section(decoded: &Decoded) -> Section {
+    let mut s = Section::new("Distributions");
+    let multi_input = decoded
+        .iter()
+        .map(|d| &d.0)
+        .collect::<std::collections::BTreeSet<_>>()
+        .len()
+        > 1;
+    let label = |input: &str, name: &str| {
+        if multi_input {
+            format!("{input}: {name}")
+        } else {
+            name.to_string()
+        }
+    };
+    let curves = |kind: PlotKind, items: &[&Item]| -> Vec<Curve> {
+        items
+            .iter()
+            .filter(|(_, _, h)| !h.is_empty())
+            .map(|(i, n, h)| Curve {
+                label: label(i, n),
+                points: match kind {
+                    PlotKind::Ccdf => ccdf(h),
+                    PlotKind::Cdf => cdf(h),
+                },
+            })
+            .collect()
+    };
+    let all: Vec<&Item> = decoded.iter().collect();
+    let groups: Vec<(String, Vec<&Item>)> = if all.len() <= MAX_CURVES_PER_FIGURE {
+        vec![(String::new(), all)]
+    } else {
+        let mut names: Vec<&str> = Vec::new();
+        for d in decoded {
+            if !names.contains(&d.1.as_str()) {
+                names.push(&d.1);
+            }
+        }
+        names
+            .into_iter()
+            .map(|n| (n.to_string(), decoded.iter().filter(|d| d.1 == n).collect()))
+            .collect()
+    };
+    let mut any = false;
+    for (name, items) in groups {
+        let suffix = if name.is_empty() {
+            String::new()
+        } else {
+            format!(" — {name}")
+        };
+        for (kind, what) in [
+            (PlotKind::Ccdf, "CCDF (tail, log scale)"),
+            (PlotKind::Cdf, "CDF"),
+        ] {
+            let c = curves(kind, &items);
+            if c.iter().any(|c| !c.points.is_empty()) {
+                any = true;
+                s.push(Block::Figure(Figure::Distribution {
+                    title: format!("{what}{suffix}"),
+                    kind,
+                    curves: c,
+                }));
+            }
+        }
+    }
+    if !any {
+        s.push(Block::Paragraph("No histogram holds samples.".into()));
+    } else {
+        s.blocks.insert(
+            0,
+            Block::Paragraph(
+                "CCDF: the fraction of samples above x, down to the smallest tail the sample count supports. Hover a curve for the value at that percentile; click a legend entry to hide or show a series.".into(),
+            ),
+        );
+    }
+    s
+}
+
+/// A table cell for a percentile estimate: unsupported ones never show a bare number.
+pub fn estimate_cell(e: &PercentileEstimate) -> Cell {
+    if !e.supported {
+        return Cell::styled("unsupported", CellStyle::Unsupported)
+            .with_note(format!("needs {}+ samples", min_samples(e.percentile)));
+    }
+    let c = Cell::number(format_ns(e.value_ns as f64));
+    match (e.ci_low_ns, e.ci_high_ns) {
+        (Some(lo), Some(hi)) => c.with_note(format!(
+            "{} – {}",
+            format_ns(lo as f64),
+            format_ns(hi as f64)
+        )),
+        _ => c.with_note("interval n/a"),
+    }
+}
+
+/// Smallest sample count that supports `p` (10 samples beyond it).
+pub fn min_samples(p: Percentile) -> u64 {
+    // N (den - num) / den >= 10  <=>  N >= 10 den / (den - num)
+    let (num, den) = (p.num(), p.den());
+    let tail = den - num;
+    if tail == 0 {
+        return u64::MAX;
+    }
+    (10 * den).div_ceil(tail)
+}
+
+fn percentile_section(decoded: &Decoded, opts: &ReportOptions) -> Section {
+    let mut s = Section::new("Percentiles");
+    s.push(Block::Paragraph(format!(
+        "Values from the full histograms (merged exactly across runs, never averaged). Under each value: its {:.0}% distribution-free confidence interval from order statistics. A percentile needs at least 10 samples beyond it; otherwise it is shown as unsupported.",
+        opts.confidence * 100.0
+    )));
+    let mut header = vec!["series".to_string(), "samples".into(), "min".into()];
+    header.extend(opts.percentiles.iter().map(|p| p.to_string()));
+    header.extend(["max".to_string(), "mean".into()]);
+    let mut t = Table {
+        caption: String::new(),
+        header,
+        rows: Vec::new(),
+    };
+    let multi = decoded.iter().any(|d| d.0 != decoded[0].0);
+    for (input, name, h) in decoded {
+        let sum = summarize(h, &opts.percentiles, opts.confidence);
+        let label = if multi {
+            format!("{input}: {name}")
+        } else {
+            name.clone()
+        };
+        let mut row = vec![Cell::text(label), Cell::number(sum.count.to_string())];
+        if sum.count == 0 {
+            row.push(Cell::styled("no samples", CellStyle::Unsupported));
+        } else {
+            row.push(Cell::number(format_ns(sum.min_ns as f64)));
+            row.extend(sum.percentiles.iter().map(estimate_cell));
+            row.push(Cell::number(format_ns(sum.max_ns as f64)));
+            row.push(Cell::number(format_ns(sum.mean_ns)));
+        }
+        t.rows.push(row);
+    }
+    s.push(Block::Table(t));
+    s
+}
+
+fn provenance_section(inputs: &[Input]) -> Section {
+    let mut s = Section::new("Provenance");
+    for i in inputs {
+        let r = &i.merged;
+        let p = &r.provenance;
+        let h = &p.host;
+        let tsc = &p.timebase.tsc;
+        s.push(Block::Heading(i.label.clone()));
+        let opt = |o: &Option<String>| o.clone().unwrap_or_else(|| "—".into());
+        let mut kv = vec![
+            ("kind".to_string(), r.kind.clone()),
+            ("latlab".into(), r.latlab_version.clone()),
+            ("started (UTC)".into(), p.started_utc.clone()),
+            ("host".into(), h.hostname.clone()),
+            ("kernel".into(), format!("{} {}", h.kernel, h.kernel_version)),
+            ("CPU".into(), format!("{} ({}, {} online)", h.cpu_model, h.arch, h.cpus_online)),
+            (
+                "SMT".into(),
+                h.smt_active
+                    .map(|b| if b { "active" } else { "off" }.to_string())
+                    .unwrap_or_else(|| "unknown".into()),
+            ),
+            ("clocksource".into(), opt(&h.clocksource)),
+            ("governors".into(), h.governors.join(", ")),
+            ("isolcpus".into(), opt(&h.isolcpus)),
+            ("nohz_full".into(), opt(&h.nohz_full)),
+            ("virtualization".into(), opt(&h.virtualization)),
+            ("kernel command line".into(), h.cmdline.clone()),
+            ("timebase".into(), p.timebase.source.clone()),
+            (
+                "TSC".into(),
+                format!(
+                    "present {}, invariant {} (constant {}, nonstop {}), rate {} ({}), calibrated {} ± {} ppm",
+                    tsc.present,
+                    tsc.invariant,
+                    tsc.constant_tsc,
+                    tsc.nonstop_tsc,
+                    tsc.rate_hz.map(|r| format!("{r} Hz")).unwrap_or_else(|| "—".into()),
+                    opt(&tsc.rate_source),
+                    tsc.calibrated_hz.map(|r| format!("{r} Hz")).unwrap_or_else(|| "—".into()),
+                    tsc.calibration_error_ppm.map(|e| format!("{e:.2}")).unwrap_or_else(|| "—".into()),
+                ),
+            ),
+            ("memory locked".into(), p.memory_locked.to_string()),
+        ];
+        if let Some(reason) = &p.timebase.fallback_reason {
+            kv.push(("timebase fallback".into(), reason.clone()));
+        }
+        for t in &p.threads {
+            kv.push((
+                format!("thread '{}'", t.role),
+                format!(
+                    "pinned to {}, seen on {:?}, policy {} priority {}",
+                    t.pinned_cpu
+                        .map(|c| format!("CPU {c}"))
+                        .unwrap_or_else(|| "no CPU".into()),
+                    t.observed_cpus,
+                    t.policy,
+                    t.priority
+                ),
+            ));
+        }
+        for (k, v) in &r.counters {
+            kv.push((format!("counter {k}"), v.to_string()));
+        }
+        s.push(Block::KeyValues(kv));
+        for (path, run) in &i.runs {
+            s.push(Block::Code {
+                caption: format!("Command line ({})", path.display()),
+                text: shell_words(&run.command_line),
+            });
+        }
+        s.push(Block::Code {
+            caption: "Configuration".into(),
+            text: serde_json::to_string_pretty(&r.config).unwrap_or_default(),
+        });
+    }
+    s
+}
+
+/// Joins arguments as a shell would need them quoted.
+fn shell_words(args: &[String]) -> String {
+    args.iter()
+        .map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+            {
+                a.clone()
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// Writes the report to `path` atomically (nothing partial is ever left behind).
+///
+/// # Errors
+/// [`ReportError::Write`].
+pub fn write_report(report: &Report, path: &Path) -> Result<(), ReportError> {
+    write_atomically(path, render(report).as_bytes()).map_err(|e| ReportError::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })
+}
+
+/// Writes every figure of `report` into `dir` as standalone files for papers: distribution
+/// figures as `NN-<title>.svg` and `.png` (with a legend), other figures as `.svg`.
+/// Returns the files written.
+///
+/// # Errors
+/// [`ReportError::Figure`] or [`ReportError::Write`].
+pub fn write_figures(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = Vec::new();
+    let mut n = 0;
+    for section in &report.sections {
+        for b in &section.blocks {
+            let Block::Figure(f) = b else { continue };
+            n += 1;
+            let base = format!("{n:02}-{}-{}", section.id, slug(f.title()));
+            match f {
+                Figure::Distribution {
+                    title,
+                    kind,
+                    curves,
+                } => {
+                    let spec = PlotSpec {
+                        kind: *kind,
+                        title: title.clone(),
+                        ..PlotSpec::default()
+                    };
+                    for ext in ["svg", "png"] {
+                        let p = dir.join(format!("{base}.{ext}"));
+                        render_image(curves, &spec, &p).map_err(|source| ReportError::Figure {
+                            title: title.clone(),
+                            source,
+                        })?;
+                        written.push(p);
+                    }
+                }
+                Figure::Svg { svg, .. } => {
+                    let p = dir.join(format!("{base}.svg"));
+                    write_atomically(&p, svg.as_bytes()).map_err(|e| ReportError::Write {
+                        path: p.clone(),
+                        detail: e.to_string(),
+                    })?;
+                    written.push(p);
+                }
+            }
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::parse::parse_percentile;
+
+    #[test]
+    fn min_samples_matches_the_support_rule() {
+        for (p, n) in [
+            ("p50", 20),
+            ("p99", 1_000),
+            ("p99.9", 10_000),
+            ("p99.9999", 10_000_000),
+        ] {
+            let p = parse_percentile(p).unwrap();
+            assert_eq!(min_samples(p), n);
+            assert!(latlab_core::stats::is_supported(p, n));
+            assert!(!latlab_core::stats::is_supported(p, n - 1));
+        }
+    }
+
+    #[test]
+    fn shell_words_quotes_what_needs_it() {
+        let a = ["latlab", "check", "r.json", "--budget", "p99 < 5us", "it's"].map(String::from);
+        assert_eq!(
+            shell_words(&a),
+            r"latlab check r.json --budget 'p99 < 5us' 'it'\''s'"
+        );
+    }
+}

@@ -1,0 +1,243 @@
+//! The report's document model: sections made of blocks (paragraphs, warnings, tables,
+//! key–value lists, code, figures). Section providers build these; only
+//! [`super::render`] turns them into HTML, so no provider writes markup of its own.
+
+use crate::Curve;
+use crate::PlotKind;
+
+/// A whole report.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// Title shown at the top and in the browser tab.
+    pub title: String,
+    /// When the report was generated (RFC 3339, UTC).
+    pub generated_utc: String,
+    /// latlab version that generated it.
+    pub latlab_version: String,
+    /// Sections in display order.
+    pub sections: Vec<Section>,
+}
+
+/// One titled section; its `id` is the anchor in the table of contents.
+#[derive(Clone, Debug, Default)]
+pub struct Section {
+    /// Anchor name (letters, digits and `-` only; made unique on render).
+    pub id: String,
+    /// Heading.
+    pub title: String,
+    /// Content.
+    pub blocks: Vec<Block>,
+}
+
+impl Section {
+    /// An empty section titled `title`, with an anchor derived from the title.
+    pub fn new(title: impl Into<String>) -> Section {
+        let title = title.into();
+        Section {
+            id: slug(&title),
+            title,
+            blocks: Vec::new(),
+        }
+    }
+
+    /// Appends a block.
+    pub fn push(&mut self, b: Block) -> &mut Self {
+        self.blocks.push(b);
+        self
+    }
+}
+
+/// A piece of section content.
+#[derive(Clone, Debug)]
+pub enum Block {
+    /// Plain text (escaped on render).
+    Paragraph(String),
+    /// A subheading inside a section.
+    Heading(String),
+    /// Warnings that matter for trusting the numbers.
+    Warnings(Vec<Warning>),
+    /// A table.
+    Table(Table),
+    /// Name–value pairs (provenance, configuration).
+    KeyValues(Vec<(String, String)>),
+    /// Preformatted text (command lines, JSON), with a caption.
+    Code {
+        /// Caption above the text.
+        caption: String,
+        /// The text.
+        text: String,
+    },
+    /// A figure.
+    Figure(Figure),
+}
+
+/// How much a warning matters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Severity {
+    /// Context worth knowing (e.g. percentiles the sample count cannot support).
+    Info,
+    /// May distort the numbers (virtual machine, unpinned thread, frequency scaling).
+    Caution,
+    /// The numbers are incomplete or suspect (lost samples, clamped values, no TSC).
+    Serious,
+}
+
+impl Severity {
+    /// Lower-case name, used as CSS class and in text output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Caution => "caution",
+            Severity::Serious => "serious",
+        }
+    }
+}
+
+/// One warning about one input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    /// How much it matters.
+    pub severity: Severity,
+    /// Which input it is about (its label).
+    pub source: String,
+    /// What is wrong, in one sentence.
+    pub text: String,
+}
+
+/// How a table cell is shown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CellStyle {
+    /// Text, left-aligned.
+    #[default]
+    Text,
+    /// A number, right-aligned.
+    Number,
+    /// A value the sample count does not support (shown greyed, never as a bare number).
+    Unsupported,
+    /// Something that passed (a budget, a verdict).
+    Good,
+    /// Something that failed or needs attention.
+    Bad,
+}
+
+/// One table cell.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cell {
+    /// Main text.
+    pub text: String,
+    /// Smaller second line, e.g. a confidence interval.
+    pub note: Option<String>,
+    /// Presentation.
+    pub style: CellStyle,
+}
+
+impl Cell {
+    /// A text cell.
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell {
+            text: s.into(),
+            ..Cell::default()
+        }
+    }
+
+    /// A right-aligned number cell.
+    pub fn number(s: impl Into<String>) -> Cell {
+        Cell {
+            text: s.into(),
+            style: CellStyle::Number,
+            ..Cell::default()
+        }
+    }
+
+    /// A cell in the given style.
+    pub fn styled(s: impl Into<String>, style: CellStyle) -> Cell {
+        Cell {
+            text: s.into(),
+            style,
+            note: None,
+        }
+    }
+
+    /// Adds a second, smaller line.
+    pub fn with_note(mut self, note: impl Into<String>) -> Cell {
+        self.note = Some(note.into());
+        self
+    }
+}
+
+/// A table with a caption and a header row.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Table {
+    /// Caption (may be empty).
+    pub caption: String,
+    /// Column names.
+    pub header: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<Cell>>,
+}
+
+/// A figure: either a latency distribution the report draws interactively (hover shows the
+/// value at a percentile; the legend toggles series) or a ready-made SVG from one of the
+/// report crate's other figure types (timelines, box plots, …).
+#[derive(Clone, Debug)]
+pub enum Figure {
+    /// CDF or CCDF curves, overlaid.
+    Distribution {
+        /// Title.
+        title: String,
+        /// CDF or CCDF.
+        kind: PlotKind,
+        /// The curves, x in nanoseconds.
+        curves: Vec<Curve>,
+    },
+    /// A finished SVG document.
+    Svg {
+        /// Title.
+        title: String,
+        /// The SVG text (an `<svg>` element; an XML declaration is stripped).
+        svg: String,
+    },
+}
+
+impl Figure {
+    /// The figure's title.
+    pub fn title(&self) -> &str {
+        match self {
+            Figure::Distribution { title, .. } | Figure::Svg { title, .. } => title,
+        }
+    }
+}
+
+/// `text` reduced to lower-case letters, digits and single dashes.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    while out.ends_with('-') {
+        out.pop();
+    }
+    if out.is_empty() {
+        out.push('s');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_anchor_safe() {
+        assert_eq!(
+            slug("Percentiles & CIs (host.clocks)"),
+            "percentiles-cis-host-clocks"
+        );
+        assert_eq!(slug("  µs "), "s");
+        assert_eq!(slug("A--B"), "a-b");
+    }
+}
