@@ -9,4 +9,6 @@
 #![deny(unsafe_code)]
 
 pub mod cmdline;
+pub mod recorder;
+pub mod run;
 pub mod spec;
