@@ -9,6 +9,9 @@
 #![deny(unsafe_code)]
 
 pub mod cmdline;
+pub mod perfetto;
 pub mod recorder;
+pub mod result;
 pub mod run;
 pub mod spec;
+pub mod trace;
