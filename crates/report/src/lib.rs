@@ -28,6 +28,7 @@
 
 pub mod figures;
 pub mod plot;
+pub mod timeline;
 
 pub use plot::{
     choose_unit, render, render_panels, render_svg_string, Curve, ImageFormat, PlotError, PlotKind,

@@ -21,17 +21,25 @@ fn us(ns: u64) -> f64 {
 /// The trace-event document of a run. Pure.
 pub fn export(d: &SchedRunData, trace: &Trace) -> Value {
     let mut ev: Vec<Value> = Vec::with_capacity(trace.blocks.len() * 2 + 16);
-    ev.push(json!({"ph":"M","name":"process_name","pid":PID_THREADS,"tid":0,
-        "args":{"name":"latlab sched threads"}}));
-    ev.push(json!({"ph":"M","name":"process_name","pid":PID_CPUS,"tid":0,
-        "args":{"name":"CPUs (inferred from rdtscp)"}}));
+    ev.push(
+        json!({"ph":"M","name":"process_name","pid":PID_THREADS,"tid":0,
+        "args":{"name":"latlab sched threads"}}),
+    );
+    ev.push(
+        json!({"ph":"M","name":"process_name","pid":PID_CPUS,"tid":0,
+        "args":{"name":"CPUs (inferred from rdtscp)"}}),
+    );
     for t in &d.threads {
         let id = t.spec.id;
-        ev.push(json!({"ph":"M","name":"thread_name","pid":PID_THREADS,"tid":id,
+        ev.push(
+            json!({"ph":"M","name":"thread_name","pid":PID_THREADS,"tid":id,
             "args":{"name":format!("thread {id}: {} {} {}", t.spec.workload.describe(),
-                t.spec.policy_label(), t.spec.timer.name())}}));
-        ev.push(json!({"ph":"M","name":"thread_sort_index","pid":PID_THREADS,"tid":id,
-            "args":{"sort_index":id}}));
+                t.spec.policy_label(), t.spec.timer.name())}}),
+        );
+        ev.push(
+            json!({"ph":"M","name":"thread_sort_index","pid":PID_THREADS,"tid":id,
+            "args":{"sort_index":id}}),
+        );
     }
     let mut cpus: Vec<u32> = trace.blocks.iter().map(|b| b.cpu).collect();
     cpus.sort_unstable();
@@ -42,10 +50,14 @@ pub fn export(d: &SchedRunData, trace: &Trace) -> Value {
     }
     for b in &trace.blocks {
         let dur = us(b.end_ns - b.start_ns);
-        ev.push(json!({"ph":"X","name":"running","cat":"cpu","pid":PID_THREADS,"tid":b.thread,
-            "ts":us(b.start_ns),"dur":dur,"args":{"cpu":b.cpu,"ended_by":format!("{:?}", b.end)}}));
-        ev.push(json!({"ph":"X","name":format!("thread {}", b.thread),"cat":"cpu","pid":PID_CPUS,
-            "tid":b.cpu,"ts":us(b.start_ns),"dur":dur}));
+        ev.push(
+            json!({"ph":"X","name":"running","cat":"cpu","pid":PID_THREADS,"tid":b.thread,
+            "ts":us(b.start_ns),"dur":dur,"args":{"cpu":b.cpu,"ended_by":format!("{:?}", b.end)}}),
+        );
+        ev.push(
+            json!({"ph":"X","name":format!("thread {}", b.thread),"cat":"cpu","pid":PID_CPUS,
+            "tid":b.cpu,"ts":us(b.start_ns),"dur":dur}),
+        );
     }
     for t in &d.threads {
         let id = t.spec.id;
@@ -53,16 +65,20 @@ pub fn export(d: &SchedRunData, trace: &Trace) -> Value {
         for a in trace.activations_of(id) {
             match t.spec.workload {
                 Workload::Lat { .. } => {
-                    ev.push(json!({"ph":"C","name":format!("thread {id} wakeup lateness (us)"),
+                    ev.push(
+                        json!({"ph":"C","name":format!("thread {id} wakeup lateness (us)"),
                         "pid":PID_THREADS,"tid":id,"ts":us(a.start_ns),
-                        "args":{"late_us":us(a.start_ns.saturating_sub(a.release_ns))}}));
+                        "args":{"late_us":us(a.start_ns.saturating_sub(a.release_ns))}}),
+                    );
                 }
                 _ if !a.hit(cpu_periodic) && a.deadline_ns <= d.spec.duration_ns => {
                     let late = a.finish_ns.map(|f| us(f.saturating_sub(a.deadline_ns)));
-                    ev.push(json!({"ph":"i","s":"t","name":"deadline miss","cat":"deadline",
+                    ev.push(
+                        json!({"ph":"i","s":"t","name":"deadline miss","cat":"deadline",
                         "pid":PID_THREADS,"tid":id,"ts":us(a.deadline_ns),
                         "args":{"activation":a.index,"late_us":late,
-                                "cpu_by_deadline_us":us(a.cpu_by_deadline_ns)}}));
+                                "cpu_by_deadline_us":us(a.cpu_by_deadline_ns)}}),
+                    );
                 }
                 _ => {}
             }
@@ -99,7 +115,8 @@ mod tests {
             "gap_ns": 40.0, "capacity": 10, "dropped": 0, "migrations": 0, "cpus": [1],
             "activations_dropped": 0, "timerfd_expirations": null, "scan_passes": 0,
             "yields": 0, "voluntary_switches": 0, "involuntary_switches": 0,
-            "cpu_received_ns": 0})).unwrap();
+            "cpu_received_ns": 0}))
+        .unwrap();
         let d = SchedRunData {
             version: 1,
             spec,
@@ -121,19 +138,31 @@ mod tests {
             frames: 0,
         };
         let trace = Trace {
-            blocks: vec![Block { thread: 0, cpu: 1, start_ns: 1500, end_ns: 4_001_500, end: EndReason::Sleep }],
+            blocks: vec![Block {
+                thread: 0,
+                cpu: 1,
+                start_ns: 1500,
+                end_ns: 4_001_500,
+                end: EndReason::Sleep,
+            }],
             activations: vec![(0, act(0, 4_001_500)), (0, act(1, 10_250_000))],
         };
         let v = export(&d, &trace);
         let ev = v["traceEvents"].as_array().unwrap();
         let slices: Vec<_> = ev.iter().filter(|e| e["ph"] == "X").collect();
-        assert_eq!(slices.len(), 2, "one slice on the thread track, one on the CPU track");
+        assert_eq!(
+            slices.len(),
+            2,
+            "one slice on the thread track, one on the CPU track"
+        );
         assert_eq!(slices[0]["ts"], 1.5);
         assert_eq!(slices[0]["dur"], 4000.0);
         assert_eq!(slices[1]["pid"], PID_CPUS);
         let misses: Vec<_> = ev.iter().filter(|e| e["ph"] == "i").collect();
         assert_eq!(misses.len(), 1);
         assert_eq!(misses[0]["args"]["late_us"], 250.0);
-        assert!(ev.iter().any(|e| e["name"] == "thread_name" && e["pid"] == PID_CPUS));
+        assert!(ev
+            .iter()
+            .any(|e| e["name"] == "thread_name" && e["pid"] == PID_CPUS));
     }
 }

@@ -111,8 +111,10 @@ pub fn build(
             prev = Some(b);
         }
         if !t.blocks.is_empty() {
-            r.histograms.push(label(StoredHistogram::new(hist_name("gap", id), &gaps)));
-            r.histograms.push(label(StoredHistogram::new(hist_name("block", id), &blocks)));
+            r.histograms
+                .push(label(StoredHistogram::new(hist_name("gap", id), &gaps)));
+            r.histograms
+                .push(label(StoredHistogram::new(hist_name("block", id), &blocks)));
         }
         let acts: Vec<_> = trace.activations_of(id).copied().collect();
         if !acts.is_empty() {
@@ -133,26 +135,40 @@ pub fn build(
                     cpu.record(Nanos(a.cpu_by_deadline_ns.max(1)));
                 }
             }
-            r.histograms.push(label(StoredHistogram::new(hist_name("dispatch", id), &disp)));
+            r.histograms.push(label(StoredHistogram::new(
+                hist_name("dispatch", id),
+                &disp,
+            )));
             if !matches!(t.spec.workload, Workload::Lat { .. }) {
                 if !resp.is_empty() {
-                    r.histograms.push(label(StoredHistogram::new(hist_name("response", id), &resp)));
+                    r.histograms.push(label(StoredHistogram::new(
+                        hist_name("response", id),
+                        &resp,
+                    )));
                 }
-                r.histograms.push(label(StoredHistogram::new(hist_name("lateness", id), &late)));
-                r.histograms.push(label(StoredHistogram::new(hist_name("cpu_per_period", id), &cpu)));
+                r.histograms.push(label(StoredHistogram::new(
+                    hist_name("lateness", id),
+                    &late,
+                )));
+                r.histograms.push(label(StoredHistogram::new(
+                    hist_name("cpu_per_period", id),
+                    &cpu,
+                )));
                 let (hit, miss, _) = deadline_counts(t, &trace, out.spec.duration_ns);
                 r.counters.insert(format!("deadline.hits.t{id}"), hit);
                 r.counters.insert(format!("deadline.misses.t{id}"), miss);
             }
         }
-        r.counters.insert(format!("trace.blocks.t{id}"), t.blocks.len() as u64);
+        r.counters
+            .insert(format!("trace.blocks.t{id}"), t.blocks.len() as u64);
         r.counters.insert(format!("trace.dropped.t{id}"), t.dropped);
         r.counters.insert(format!("migrations.t{id}"), t.migrations);
         if let Some(x) = t.timerfd_expirations {
             r.counters.insert(format!("timerfd.expirations.t{id}"), x);
         }
         if t.activations_dropped > 0 {
-            r.counters.insert(format!("activations.dropped.t{id}"), t.activations_dropped);
+            r.counters
+                .insert(format!("activations.dropped.t{id}"), t.activations_dropped);
             r.warnings.push(format!(
                 "thread {id}: {} activations did not fit in the activation buffer",
                 t.activations_dropped

@@ -352,11 +352,8 @@ fn wait_until(
                     }
                     // A periodic timerfd may hold an expiration of a release already
                     // passed (a late job): read until the target is reached.
-                    loop {
-                        match fd.wait() {
-                            Ok(n) => *expirations += n,
-                            Err(_) => break,
-                        }
+                    while let Ok(n) = fd.wait() {
+                        *expirations += n;
                         if monotonic_ns() >= target {
                             break;
                         }

@@ -22,7 +22,7 @@
 
 mod axis;
 mod draw;
-mod font;
+pub(crate) mod font;
 
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
