@@ -117,6 +117,21 @@ fn value<'a>(
     }
 }
 
+/// Parses a model with its arguments as written after `-w`, e.g. `PERIODIC 4ms 5ms`.
+pub fn parse_model(words: &str) -> Result<Workload, CmdError> {
+    let mut v: Vec<String> = vec!["-w".to_owned()];
+    v.extend(words.split_whitespace().map(str::to_owned));
+    let mut i = 0;
+    let w = parse_workload(&v, &mut i)?;
+    if i + 1 != v.len() {
+        return Err(err(
+            "-w",
+            format!("unexpected words after the model in '{words}'"),
+        ));
+    }
+    Ok(w)
+}
+
 fn parse_workload(args: &[String], i: &mut usize) -> Result<Workload, CmdError> {
     const FORMS: &str = "CPU, CPU_SCAN <KB>, CPU_YIELD <amount>, CPU_SCAN_YIELD <KB> <amount>, \
                          PERIODIC <amount> <period>, CPU_PERIODIC <amount> <period>, LAT <period>";

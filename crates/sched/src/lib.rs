@@ -9,9 +9,11 @@
 #![deny(unsafe_code)]
 
 pub mod cmdline;
+pub mod figures;
 pub mod perfetto;
 pub mod recorder;
 pub mod result;
 pub mod run;
+pub mod scenario;
 pub mod spec;
 pub mod trace;
