@@ -1,6 +1,8 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+pub mod sched;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
 use latlab_core::units::Nanos;
@@ -43,6 +45,9 @@ pub enum Command {
   latlab show run1.json run2.json --merge --csv merged.csv
   latlab show run.json --percentiles 50,99.9,99.999")]
     Show(ShowArgs),
+    /// Hourglass on Linux: map when each of several differently-behaving threads ran,
+    /// with deadline accounting; render, analyze, cache-cost.
+    Sched(sched::SchedArgs),
 }
 
 /// `latlab host …`

@@ -3,6 +3,7 @@
 
 mod host_clocks;
 mod plot;
+mod sched;
 mod show;
 
 use crate::args::{Cli, Command, HostCommand};
@@ -13,6 +14,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
+        Command::Sched(a) => sched::run(a, argv),
     }
 }
 

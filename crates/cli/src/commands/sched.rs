@@ -1,0 +1,357 @@
+//! `latlab sched`: Hourglass runs, and `render`, `analyze`, `cache-cost` on their results.
+
+use crate::args::sched::{AnalyzeArgs, CacheCostArgs, RenderArgs, SchedArgs, SchedCommand};
+use crate::exit::usage;
+use crate::output::{default_result_path, unique};
+use crate::table::Table;
+use anyhow::Context as _;
+use latlab_core::parse::Percentile;
+use latlab_core::results::{write_atomically, ResultFile, ThreadPlacement};
+use latlab_core::units::{format_ns, Nanos};
+use latlab_sched::cmdline::{self, CmdError};
+use latlab_sched::result::{self as sresult, SchedRunData};
+use latlab_sched::run::{self as srun, RunError, RunParams};
+use latlab_sched::spec::{RunSpec, Workload};
+use latlab_sched::trace::{latlate_lines, text_trace, Trace};
+use latlab_sys::rt::RtError;
+use latlab_sys::sched::SchedError;
+use latlab_sys::{host, sched, tsc::Clock};
+use std::path::{Path, PathBuf};
+
+/// Calibration iterations of the recording loop.
+const CALIBRATION_ITERATIONS: usize = 200_000;
+
+pub fn run(a: SchedArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    match a.command {
+        Some(SchedCommand::Render(r)) => render(r),
+        Some(SchedCommand::Analyze(r)) => analyze(r),
+        Some(SchedCommand::CacheCost(c)) => cache_cost(c, argv),
+        None => hourglass(&a.hourglass, argv),
+    }
+}
+
+fn cmd_usage(e: CmdError) -> anyhow::Error {
+    usage(e.to_string())
+}
+
+/// Maps a run failure to the error whose class gives the exit code: refusals (privilege,
+/// placement rule, admission control) exit 3, invalid parameters 2, the rest 1.
+pub fn run_error(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::Policy { thread, source } => match source {
+            RtError::Refused { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
+                what: format!("thread {thread}: {what}"),
+                remedy: Box::leak(reason.into_boxed_str()),
+            }),
+            RtError::Rejected { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
+                what: format!("thread {thread}: {what}"),
+                remedy: Box::leak(
+                    format!("rejected by admission control: {reason}").into_boxed_str(),
+                ),
+            }),
+            RtError::Invalid { what, reason } => {
+                usage(format!("thread {thread}: {what}: {reason}"))
+            }
+            other => anyhow::Error::new(other).context(format!("thread {thread}")),
+        },
+        RunError::Placement { thread, source } => {
+            anyhow::Error::new(source).context(format!("thread {thread}"))
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// The TSC clock every sched run needs, or why there is none.
+pub fn tsc_clock() -> anyhow::Result<(Clock, latlab_core::results::Timebase, u64)> {
+    let (clock, timebase) = Clock::establish(Nanos::from_millis(50));
+    let hz = match (clock.is_tsc(), timebase.tsc.rate_hz) {
+        (true, Some(hz)) => hz,
+        _ => anyhow::bail!(
+            "latlab sched needs an invariant TSC with rdtscp ({})",
+            timebase
+                .fallback_reason
+                .clone()
+                .unwrap_or_else(|| "no TSC rate".into())
+        ),
+    };
+    Ok((clock, timebase, hz))
+}
+
+/// Runs a spec and writes result, trace, text trace, Perfetto file and timeline; returns
+/// the result path. Shared with the experiment.
+pub fn run_and_save(
+    spec: &RunSpec,
+    argv: Vec<String>,
+    out_path: &Path,
+    perfetto: Option<PathBuf>,
+    render_path: Option<PathBuf>,
+) -> anyhow::Result<(ResultFile, SchedRunData, Trace, Vec<PathBuf>)> {
+    let started_utc = host::utc_now_rfc3339();
+    let (_clock, timebase, hz) = tsc_clock()?;
+    let memory_locked = sched::lock_memory().is_ok();
+    let outcome = srun::run(
+        spec,
+        RunParams {
+            tsc_hz: hz,
+            calibration_iterations: CALIBRATION_ITERATIONS,
+        },
+    )
+    .map_err(run_error)?;
+    let placements = outcome
+        .threads
+        .iter()
+        .map(|t| ThreadPlacement {
+            role: format!("thread {} {}", t.spec.id, t.spec.workload.describe()),
+            pinned_cpu: t.spec.cpu,
+            observed_cpus: t.cpus.clone(),
+            policy: t.policy.clone(),
+            priority: t.priority,
+        })
+        .collect();
+    let provenance = host::provenance(timebase, placements, memory_locked, started_utc);
+    let stem = out_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "sched".into());
+    let trace_name = format!("{stem}.trace.tsv");
+    let (mut result, trace) = sresult::build(&outcome, argv, provenance, &trace_name);
+    if !memory_locked {
+        result
+            .warnings
+            .push("memory not locked (mlockall refused); page faults may show as gaps".into());
+    }
+    let dir = out_path.parent().unwrap_or(Path::new("."));
+    if !dir.as_os_str().is_empty() {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    // The trace first, then the result that points at it.
+    let trace_path = dir.join(&trace_name);
+    write_atomically(&trace_path, trace.to_tsv().as_bytes())?;
+    result.save(out_path)?;
+    let (d, trace) = sresult::load(&result, out_path)?;
+    let mut written = vec![out_path.to_path_buf(), trace_path];
+    // The paper's text output.
+    let txt_path = dir.join(format!("{stem}.txt"));
+    write_atomically(&txt_path, paper_text(&d, &trace).as_bytes())?;
+    written.push(txt_path);
+    let pf = perfetto.unwrap_or_else(|| dir.join(format!("{stem}.perfetto.json")));
+    let doc = latlab_sched::perfetto::export(&d, &trace);
+    write_atomically(&pf, serde_json::to_string(&doc)?.as_bytes())?;
+    written.push(pf);
+    let rp = render_path.unwrap_or_else(|| dir.join(format!("{stem}.svg")));
+    let to = d.spec.duration_ns.min(500_000_000);
+    draw(&d, &trace, &rp, 0, to, d.cpus > 1, 1200)?;
+    written.push(rp);
+    Ok((result, d, trace, written))
+}
+
+fn paper_text(d: &SchedRunData, trace: &Trace) -> String {
+    let mut s = text_trace(trace, d.spec.raw_cycles.then_some((d.t0_tsc, d.tsc_hz)));
+    s.push_str(&sresult::deadline_lines(d, trace));
+    for t in &d.threads {
+        if matches!(t.spec.workload, Workload::Lat { .. }) {
+            s.push_str(&latlate_lines(trace, t.spec.id));
+        }
+    }
+    s
+}
+
+fn draw(
+    d: &SchedRunData,
+    trace: &Trace,
+    path: &Path,
+    from: u64,
+    to: u64,
+    cpus: bool,
+    width: u32,
+) -> anyhow::Result<()> {
+    let rows = latlab_sched::figures::timeline_rows(d, trace, cpus);
+    let spec = latlab_report::timeline::TimelineSpec {
+        title: format!(
+            "latlab sched: {} thread(s), {} to {}",
+            d.threads.len(),
+            format_ns(from as f64),
+            format_ns(to as f64)
+        ),
+        width,
+        window: (from as f64, to as f64),
+        ..Default::default()
+    };
+    latlab_report::timeline::render_timeline(&rows, &spec, path)
+        .with_context(|| format!("drawing {}", path.display()))
+}
+
+fn hourglass(args: &[String], argv: Vec<String>) -> anyhow::Result<()> {
+    let (mut spec, out) = cmdline::parse(args).map_err(cmd_usage)?;
+    if let Some(sc) = &out.scenario {
+        let text = std::fs::read_to_string(sc)
+            .map_err(|e| usage(format!("--scenario: {}: {e}", sc.display())))?;
+        spec = latlab_sched::scenario::parse(&text, &spec)
+            .map_err(|e| usage(format!("{}: {e}", sc.display())))?;
+    }
+    for p in [&out.render].into_iter().flatten() {
+        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--render: {e}")))?;
+    }
+    let started = host::utc_now_rfc3339();
+    let out_path = out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path("sched", &started)));
+    let (result, d, trace, written) = run_and_save(
+        &spec,
+        argv,
+        &out_path,
+        out.perfetto.clone(),
+        out.render.clone(),
+    )?;
+    if out.quiet {
+        return Ok(());
+    }
+    if out.print_trace {
+        print!(
+            "{}",
+            text_trace(&trace, d.spec.raw_cycles.then_some((d.t0_tsc, d.tsc_hz)))
+        );
+        for t in &d.threads {
+            if matches!(t.spec.workload, Workload::Lat { .. }) {
+                print!("{}", latlate_lines(&trace, t.spec.id));
+            }
+        }
+    }
+    print!("{}", summary(&result, &d, &trace));
+    println!(
+        "written: {}",
+        written
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+/// The human summary of a run: calibration evidence, thread table, deadline and latency
+/// lines, warnings.
+pub fn summary(result: &ResultFile, d: &SchedRunData, trace: &Trace) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "latlab sched: {} thread(s) for {} on {} CPU(s), TSC {} MHz\n",
+        d.threads.len(),
+        format_ns(d.spec.duration_ns as f64),
+        d.cpus,
+        d.tsc_hz / 1_000_000
+    ));
+    for c in &d.calibrations {
+        s.push_str(&format!(
+            "loop iteration ({}, smallest detectable gap): min {} median {} p99 {} p99.9 {} p99.99 {} over {} iterations\n  gap threshold {} ({}), {:.1} ppm of calibration iterations above it\n",
+            c.loop_kind,
+            format_ns(c.min_ns),
+            format_ns(c.p50_ns),
+            format_ns(c.p99_ns),
+            format_ns(c.p999_ns),
+            format_ns(c.p9999_ns),
+            c.iterations,
+            format_ns(c.gap_ns),
+            if c.gap_given { "--gap" } else { "2 x median, as in the paper" },
+            c.over_gap_ppm
+        ));
+    }
+    let mut t = Table::new([
+        "thread",
+        "model",
+        "policy",
+        "timer",
+        "slack",
+        "cpus",
+        "cpu share",
+        "blocks",
+        "dropped",
+        "migr",
+        "deadlines hit/missed",
+    ]);
+    for r in sresult::thread_rows(d, trace) {
+        t.row(vec![
+            r.thread.to_string(),
+            r.model,
+            r.policy,
+            r.timer,
+            format_ns(r.timer_slack_ns as f64),
+            r.cpus,
+            format!("{:.1}%", r.cpu_share * 100.0),
+            r.blocks.to_string(),
+            r.dropped.to_string(),
+            r.migrations.to_string(),
+            r.deadlines
+                .map(|(h, m)| format!("{h}/{m}"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    s.push_str(&t.render());
+    s.push_str(&sresult::deadline_lines(d, trace));
+    let p = |v: u64| Percentile::from_fraction(v, 1000).expect("valid");
+    for th in &d.threads {
+        let id = th.spec.id;
+        let name = if matches!(th.spec.workload, Workload::Lat { .. }) {
+            "dispatch"
+        } else {
+            "lateness"
+        };
+        if let Some(Ok(h)) = result.histogram(&sresult::hist_name(name, id)) {
+            if !h.is_empty() {
+                s.push_str(&format!(
+                    "thread {id} {}: n {} min {} median {} p99 {} max {}\n",
+                    if name == "dispatch" {
+                        "wakeup lateness (latlate)"
+                    } else {
+                        "lateness of missed deadlines"
+                    },
+                    h.count(),
+                    format_ns(h.min() as f64),
+                    format_ns(h.value_at(p(500)) as f64),
+                    format_ns(h.value_at(p(990)) as f64),
+                    format_ns(h.max() as f64)
+                ));
+            }
+        }
+        if let Some(x) = th.timerfd_expirations {
+            s.push_str(&format!("thread {id}: {x} timerfd expirations read\n"));
+        }
+    }
+    for w in &result.warnings {
+        s.push_str(&format!("warning: {w}\n"));
+    }
+    s
+}
+
+fn load_run(path: &Path) -> anyhow::Result<(ResultFile, SchedRunData, Trace)> {
+    let r = ResultFile::load(path)?;
+    let (d, t) = sresult::load(&r, path).map_err(|e| usage(e.to_string()))?;
+    Ok((r, d, t))
+}
+
+fn render(a: RenderArgs) -> anyhow::Result<()> {
+    latlab_report::ImageFormat::from_path(&a.output).map_err(|e| usage(format!("-o: {e}")))?;
+    let (_r, d, trace) = load_run(&a.result)?;
+    let from = a.from.get();
+    let to =
+        a.to.map(|t| t.get())
+            .unwrap_or_else(|| (from + 500_000_000).min(d.spec.duration_ns));
+    if to <= from {
+        return Err(usage(format!(
+            "--to must be after --from ({} <= {})",
+            format_ns(to as f64),
+            format_ns(from as f64)
+        )));
+    }
+    draw(&d, &trace, &a.output, from, to, a.cpus, a.width)?;
+    println!("wrote {}", a.output.display());
+    Ok(())
+}
+
+fn analyze(_a: AnalyzeArgs) -> anyhow::Result<()> {
+    anyhow::bail!("not yet")
+}
+
+fn cache_cost(_a: CacheCostArgs, _argv: Vec<String>) -> anyhow::Result<()> {
+    anyhow::bail!("not yet")
+}
