@@ -13,6 +13,7 @@ pub mod figures;
 pub mod perfetto;
 pub mod recorder;
 pub mod result;
+pub mod rta;
 pub mod run;
 pub mod scenario;
 pub mod spec;
