@@ -8,6 +8,7 @@
 //! ([`analyze`], [`rta`]).
 #![deny(unsafe_code)]
 
+pub mod analyze;
 pub mod cmdline;
 pub mod figures;
 pub mod perfetto;

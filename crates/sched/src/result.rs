@@ -319,3 +319,37 @@ pub fn deadline_lines(d: &SchedRunData, trace: &Trace) -> String {
     }
     s
 }
+
+/// Test support: run data for `threads` with nothing recorded.
+#[cfg(test)]
+pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64) -> SchedRunData {
+    let runs = threads
+        .iter()
+        .map(|th| {
+            serde_json::from_value(serde_json::json!({
+                "spec": th, "tid": 1, "policy": "SCHED_OTHER", "priority": 0,
+                "timer_slack_ns": 50000, "gap_ns": 40.0, "capacity": 100, "dropped": 0,
+                "migrations": 0, "cpus": [0], "activations_dropped": 0,
+                "timerfd_expirations": null, "scan_passes": 0, "yields": 0,
+                "voluntary_switches": 0, "involuntary_switches": 0, "cpu_received_ns": 0}))
+            .expect("valid thread run")
+        })
+        .collect();
+    SchedRunData {
+        version: 1,
+        spec: RunSpec {
+            threads,
+            duration_ns,
+            records: 100,
+            raw_cycles: false,
+            gap_ns: None,
+            timer_slack_ns: None,
+        },
+        threads: runs,
+        calibrations: vec![],
+        tsc_hz: 1_000_000_000,
+        t0_tsc: 0,
+        trace_file: "t.tsv".into(),
+        cpus: 1,
+    }
+}

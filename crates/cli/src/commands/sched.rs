@@ -348,8 +348,109 @@ fn render(a: RenderArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn analyze(_a: AnalyzeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+fn st(s: &latlab_sched::analyze::Stats) -> String {
+    if s.n == 0 {
+        return "none seen".into();
+    }
+    format!(
+        "n {} min {} median {} p90 {} p99 {} max {}",
+        s.n,
+        format_ns(s.min_ns as f64),
+        format_ns(s.median_ns as f64),
+        format_ns(s.p90_ns as f64),
+        format_ns(s.p99_ns as f64),
+        format_ns(s.max_ns as f64)
+    )
+}
+
+/// The analysis as text. Pure.
+pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
+    let mut s = String::new();
+    s.push_str(&format!(
+        "context switches between traced threads ({:.1}/s):\n  voluntary (after yield/sleep): {}\n  involuntary (preempted):       {}\n",
+        a.switches.per_second,
+        st(&a.switches.voluntary),
+        st(&a.switches.involuntary)
+    ));
+    if let Some(i) = &a.interrupts {
+        s.push_str(&format!(
+            "interruptions of thread {} ({}), gaps < {}: {:.0}/s, {:.3}% of its time\n  cost: {}\n  {:.0}/s of 1 us or more{}\n",
+            i.thread,
+            i.policy,
+            format_ns(a.merge_gap_ns as f64),
+            i.per_second,
+            i.lost_fraction * 100.0,
+            st(&i.cost),
+            i.long_per_second,
+            i.long_interval_median_ns
+                .map(|p| format!(", median interval {} (~{:.0} Hz: the tick, if they recur)", format_ns(p as f64), 1e9 / p as f64))
+                .unwrap_or_default()
+        ));
+    }
+    for q in &a.quanta {
+        s.push_str(&format!(
+            "quantum of thread {} ({}): {}\n",
+            q.thread,
+            q.priority,
+            st(&q.runs)
+        ));
+    }
+    for (t, d) in &a.dispatch {
+        s.push_str(&format!("dispatch latency of thread {t}: {}\n", st(d)));
+    }
+    for d in &a.deadlines {
+        s.push_str(&format!(
+            "thread {} {}: missed {} deadlines, hit {}\n  response {}\n  lateness of misses {}\n  CPU by deadline {}\n  dispatch {}\n",
+            d.thread, d.model, d.misses, d.hits, st(&d.response), st(&d.lateness), st(&d.cpu_by_deadline), st(&d.dispatch)
+        ));
+    }
+    if !a.rta.is_empty() {
+        let mut t = Table::new([
+            "thread",
+            "C",
+            "T",
+            "RTA bound",
+            "schedulable",
+            "observed worst",
+            "verdict",
+        ]);
+        for r in &a.rta {
+            t.row(vec![
+                r.thread.to_string(),
+                format_ns(r.task.c as f64),
+                format_ns(r.task.t as f64),
+                r.bound_ns
+                    .map(|b| format_ns(b as f64))
+                    .unwrap_or_else(|| "unbounded".into()),
+                if r.schedulable { "yes" } else { "no" }.into(),
+                r.observed_ns
+                    .map(|b| format_ns(b as f64))
+                    .unwrap_or_else(|| "-".into()),
+                if r.exceeds_bound {
+                    "OBSERVED > BOUND"
+                } else {
+                    "ok"
+                }
+                .into(),
+            ]);
+        }
+        s.push_str("response-time analysis (fixed priority, one CPU):\n");
+        s.push_str(&t.render());
+    }
+    for n in &a.notes {
+        s.push_str(&format!("note: {n}\n"));
+    }
+    s
+}
+
+fn analyze(a: AnalyzeArgs) -> anyhow::Result<()> {
+    let (_r, d, trace) = load_run(&a.result)?;
+    let an = latlab_sched::analyze::analyze(&d, &trace, a.merge_gap.get(), !a.no_overheads);
+    if let Some(j) = &a.json {
+        write_atomically(j, serde_json::to_string_pretty(&an)?.as_bytes())?;
+    }
+    print!("{}", analysis_text(&an));
+    Ok(())
 }
 
 fn cache_cost(_a: CacheCostArgs, _argv: Vec<String>) -> anyhow::Result<()> {
