@@ -9,6 +9,7 @@
 #![deny(unsafe_code)]
 
 pub mod analyze;
+pub mod cache;
 pub mod cmdline;
 pub mod figures;
 pub mod perfetto;

@@ -186,6 +186,10 @@ pub struct ThreadRun {
     pub timerfd_expirations: Option<u64>,
     /// Full passes over the scanned array (CPU_SCAN*: the unit of work).
     pub scan_passes: u64,
+    /// Cache lines (64 bytes) read by the scan (CPU_SCAN*: the unit of work, exact to
+    /// the line, unlike passes).
+    #[serde(default)]
+    pub scan_lines: u64,
     /// `sched_yield` calls.
     pub yields: u64,
     /// Voluntary context switches during its life (`getrusage`).
@@ -381,6 +385,7 @@ fn run_model(
     end_mono: u64,
     expirations: &mut u64,
     passes: &mut u64,
+    lines: &mut u64,
     yields: &mut u64,
     acts_dropped: &mut u64,
 ) {
@@ -439,6 +444,9 @@ fn run_model(
                 }
             }
             std::hint::black_box(acc);
+            if let Some(a) = arr.as_ref() {
+                *lines = *passes * (a.len() as u64 / 8) + idx as u64 / 8;
+            }
         }
         Workload::Periodic {
             amount_ns,
@@ -663,7 +671,8 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                     let end_mono = t0 + th.finish_ns.unwrap_or(spec.duration_ns);
                     let (v0, i0) = rt::thread_context_switches();
                     let mut expirations = 0u64;
-                    let (mut passes, mut yields, mut acts_dropped) = (0u64, 0u64, 0u64);
+                    let (mut passes, mut lines, mut yields, mut acts_dropped) =
+                        (0u64, 0u64, 0u64, 0u64);
                     run_model(
                         &th,
                         &mut p,
@@ -672,6 +681,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                         end_mono,
                         &mut expirations,
                         &mut passes,
+                        &mut lines,
                         &mut yields,
                         &mut acts_dropped,
                     );
@@ -719,6 +729,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                             timerfd_expirations: (th.timer == Timer::Timerfd)
                                 .then_some(expirations),
                             scan_passes: passes,
+                            scan_lines: lines,
                             yields,
                             voluntary_switches: v1.saturating_sub(v0),
                             involuntary_switches: i1.saturating_sub(i0),

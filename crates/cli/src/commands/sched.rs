@@ -453,6 +453,129 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cache_cost(_a: CacheCostArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    anyhow::bail!("not yet")
+fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    use latlab_sched::cache::{self, CacheCostData, Trial};
+    use latlab_sched::spec::{ThreadSpec, Workload};
+    if a.sizes.is_empty() || a.sizes.iter().any(|&s| s == 0 || s > 1024 * 1024) {
+        return Err(usage(
+            "--sizes: give working-set sizes in KiB, 1..1048576, e.g. 4,64,1024",
+        ));
+    }
+    if a.trials == 0 || a.threads < 2 {
+        return Err(usage(
+            "--trials must be at least 1 and --threads at least 2",
+        ));
+    }
+    if a.duration.get() < 10_000_000 {
+        return Err(usage("--duration must be at least 10ms, e.g. 1s"));
+    }
+    if !sched::allowed_cpus().contains(&a.cpu) {
+        return Err(usage(format!(
+            "--cpu {}: not available; allowed CPUs: {}",
+            a.cpu,
+            sched::format_cpu_list(&sched::allowed_cpus())
+        )));
+    }
+    let started_utc = host::utc_now_rfc3339();
+    let (_clock, timebase, hz) = tsc_clock()?;
+    let memory_locked = sched::lock_memory().is_ok();
+    let params = RunParams {
+        tsc_hz: hz,
+        calibration_iterations: 20_000,
+    };
+    let spec_for = |n: u32, kb: u64| RunSpec {
+        threads: (0..n)
+            .map(|i| {
+                let mut t = ThreadSpec::new(i);
+                t.workload = Workload::CpuScan { kb };
+                t.cpu = Some(a.cpu);
+                t
+            })
+            .collect(),
+        duration_ns: a.duration.get(),
+        records: 100_000,
+        raw_cycles: false,
+        gap_ns: None,
+        timer_slack_ns: None,
+    };
+    let mut trials = Vec::new();
+    let total = a.sizes.len() as u64 * u64::from(a.trials);
+    let pb = crate::output::progress(
+        total,
+        2.0 * total as f64 * a.duration.get() as f64 / 1e9,
+        a.quiet,
+    );
+    for &kb in &a.sizes {
+        for _ in 0..a.trials {
+            let one = srun::run(&spec_for(1, kb), params).map_err(run_error)?;
+            let many = srun::run(&spec_for(a.threads, kb), params).map_err(run_error)?;
+            let w1 = one.threads[0].scan_lines;
+            let wn: u64 = many.threads.iter().map(|t| t.scan_lines).sum();
+            let mut trace = Trace::default();
+            for t in &many.threads {
+                trace.blocks.extend(t.blocks.iter().copied());
+            }
+            let switches = cache::switches_on(&trace, a.cpu);
+            let cpu1_ns = one.threads[0].cpu_received_ns;
+            let cpun_ns: u64 = many.threads.iter().map(|t| t.cpu_received_ns).sum();
+            trials.push(Trial {
+                cpu1_ns,
+                cpun_ns,
+                paper_cost_ns: cache::cost_per_switch(w1, wn, a.duration.get(), switches),
+                size_kb: kb,
+                w1,
+                wn,
+                switches,
+                kernel_involuntary: many.threads.iter().map(|t| t.involuntary_switches).sum(),
+                t_ns: a.duration.get(),
+                cost_ns: cache::cost_per_switch_cpu(w1, cpu1_ns, wn, cpun_ns, switches),
+            });
+            pb.inc(1);
+        }
+    }
+    pb.finish_and_clear();
+    let rows = cache::summarize(&trials);
+    let provenance = host::provenance(timebase, Vec::new(), memory_locked, started_utc.clone());
+    let mut r = ResultFile::new(
+        cache::KIND,
+        argv,
+        serde_json::json!({"sizes_kb": a.sizes, "trials": a.trials, "duration_ns": a.duration.get(),
+            "threads": a.threads, "cpu": a.cpu}),
+        provenance,
+    );
+    r.duration_ns = 2 * total * a.duration.get();
+    r.counters.insert("trials".into(), trials.len() as u64);
+    r.counters.insert(
+        "trials.without_switches".into(),
+        trials.iter().filter(|t| t.cost_ns.is_none()).count() as u64,
+    );
+    r.data = serde_json::to_value(CacheCostData {
+        cpu: a.cpu,
+        threads: a.threads,
+        trials,
+        rows: rows.clone(),
+    })?;
+    let out = a
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path("sched-cache-cost", &started_utc)));
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    r.save(&out)?;
+    if a.quiet {
+        return Ok(());
+    }
+    let mut t = Table::new(["working set", "trials", "cost per switch", "95% CI"]);
+    for row in &rows {
+        t.row(vec![
+            format!("{} KB", row.size_kb),
+            row.n.to_string(),
+            format!("{:.2} us", row.mean_ns / 1e3),
+            format!("+/- {:.2} us", row.ci95_ns / 1e3),
+        ]);
+    }
+    print!("{}", t.render());
+    println!("written: {}", out.display());
+    Ok(())
 }
