@@ -48,6 +48,9 @@ pub enum Command {
     /// Hourglass on Linux: map when each of several differently-behaving threads ran,
     /// with deadline accounting; render, analyze, cache-cost.
     Sched(sched::SchedArgs),
+    /// Experiments that combine several runs into results, figures and a summary.
+    #[command(subcommand)]
+    Experiment(sched::ExperimentCommand),
 }
 
 /// `latlab host …`

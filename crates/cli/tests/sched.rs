@@ -281,3 +281,48 @@ fn cache_cost_writes_a_result() {
     assert_eq!(r.data["trials"].as_array().unwrap().len(), 4);
     assert!(r.data["trials"][0]["w1"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn hourglass_experiment_runs_selected_scenarios() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "experiment",
+            "hourglass",
+            "--duration",
+            "200ms",
+            "--quick",
+            "--only",
+            "5.5,5.6",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("== 5.5") && stdout.contains("== 5.6"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("RTA bound 3.00ms"), "{stdout}");
+    let r = ResultFile::load(&dir.path().join("experiment.json")).unwrap();
+    assert_eq!(r.kind, "sched.hourglass_experiment");
+    let sc = r.data["scenarios"].as_array().unwrap();
+    assert_eq!(sc.len(), 2);
+    for s in sc {
+        for f in s["results"].as_array().unwrap() {
+            assert!(dir.path().join(f.as_str().unwrap()).exists(), "{f}");
+        }
+        assert!(!s["linux_note"].as_str().unwrap().is_empty());
+    }
+    let out = latlab()
+        .args(["experiment", "hourglass", "--only", "9.9"])
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["--only", "5.1"]);
+}

@@ -154,19 +154,10 @@ pub struct Analysis {
     pub notes: Vec<String>,
 }
 
-/// Analyses a run. `with_overheads` adds twice the median switch cost to each C and the
-/// measured interrupt load as a highest-priority task in the response-time analysis.
-pub fn analyze(
-    d: &SchedRunData,
-    trace: &Trace,
-    merge_gap_ns: u64,
-    with_overheads: bool,
-) -> Analysis {
-    let mut a = Analysis {
-        merge_gap_ns,
-        ..Analysis::default()
-    };
-    // Context switches, per CPU.
+/// The gaps between a block of one thread and the next block of another on the same CPU,
+/// split into voluntary (the first block ended in a yield or sleep) and involuntary ones,
+/// in ns. Pure.
+pub fn switch_gaps(trace: &Trace) -> (Vec<u64>, Vec<u64>) {
     let mut per_cpu: BTreeMap<u32, Vec<&crate::run::Block>> = BTreeMap::new();
     for b in &trace.blocks {
         per_cpu.entry(b.cpu).or_default().push(b);
@@ -186,6 +177,22 @@ pub fn analyze(
             }
         }
     }
+    (vol, invol)
+}
+
+/// Analyses a run. `with_overheads` adds twice the median switch cost to each C and the
+/// measured interrupt load as a highest-priority task in the response-time analysis.
+pub fn analyze(
+    d: &SchedRunData,
+    trace: &Trace,
+    merge_gap_ns: u64,
+    with_overheads: bool,
+) -> Analysis {
+    let mut a = Analysis {
+        merge_gap_ns,
+        ..Analysis::default()
+    };
+    let (mut vol, mut invol) = switch_gaps(trace);
     let secs = d.spec.duration_ns as f64 / 1e9;
     a.switches.per_second = (vol.len() + invol.len()) as f64 / secs;
     a.switches.voluntary = stats(&mut vol);

@@ -158,3 +158,36 @@ pub struct CacheCostArgs {
 fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
+
+/// `latlab experiment …` (the experiments of latlab sched).
+#[derive(Debug, Subcommand)]
+pub enum ExperimentCommand {
+    /// The Hourglass paper's Section 5 scenarios adapted to this machine: context-switch
+    /// cost, cache cost, dispatch latency, deadlines under receive load, response-time
+    /// analysis, SCHED_DEADLINE reservations. Writes results, figures and a summary.
+    #[command(after_help = "Examples:
+  latlab experiment hourglass
+  latlab experiment hourglass --duration 20s --dir latlab-results/hourglass
+  latlab experiment hourglass --duration 1s --quick --only 5.1,5.5")]
+    Hourglass(HourglassExperimentArgs),
+}
+
+/// Options of `latlab experiment hourglass`.
+#[derive(Debug, Args)]
+pub struct HourglassExperimentArgs {
+    /// Directory for results and figures.
+    #[arg(long, default_value = "latlab-results/hourglass")]
+    pub dir: PathBuf,
+    /// Length of each run (the paper used 20 s to 6 min).
+    #[arg(long, default_value = "5s", value_parser = duration_arg)]
+    pub duration: Nanos,
+    /// The CPU that stands in for the paper's uniprocessor (default: the last one).
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// A smaller cache-cost ladder (3 sizes, 2 trials).
+    #[arg(long)]
+    pub quick: bool,
+    /// Only these scenarios, comma separated (5.1 … 5.6).
+    #[arg(long, value_delimiter = ',')]
+    pub only: Vec<String>,
+}

@@ -15,6 +15,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
         Command::Sched(a) => sched::run(a, argv),
+        Command::Experiment(e) => sched::experiment(e, argv),
     }
 }
 

@@ -18,6 +18,10 @@ use latlab_sys::sched::SchedError;
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
 
+mod experiment;
+
+pub use experiment::run as experiment;
+
 /// Calibration iterations of the recording loop.
 const CALIBRATION_ITERATIONS: usize = 200_000;
 
@@ -454,8 +458,7 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<()> {
 }
 
 fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    use latlab_sched::cache::{self, CacheCostData, Trial};
-    use latlab_sched::spec::{ThreadSpec, Workload};
+    use latlab_sched::cache::{self, CacheCostData};
     if a.sizes.is_empty() || a.sizes.iter().any(|&s| s == 0 || s > 1024 * 1024) {
         return Err(usage(
             "--sizes: give working-set sizes in KiB, 1..1048576, e.g. 4,64,1024",
@@ -479,60 +482,21 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let started_utc = host::utc_now_rfc3339();
     let (_clock, timebase, hz) = tsc_clock()?;
     let memory_locked = sched::lock_memory().is_ok();
-    let params = RunParams {
-        tsc_hz: hz,
-        calibration_iterations: 20_000,
-    };
-    let spec_for = |n: u32, kb: u64| RunSpec {
-        threads: (0..n)
-            .map(|i| {
-                let mut t = ThreadSpec::new(i);
-                t.workload = Workload::CpuScan { kb };
-                t.cpu = Some(a.cpu);
-                t
-            })
-            .collect(),
-        duration_ns: a.duration.get(),
-        records: 100_000,
-        raw_cycles: false,
-        gap_ns: None,
-        timer_slack_ns: None,
-    };
-    let mut trials = Vec::new();
     let total = a.sizes.len() as u64 * u64::from(a.trials);
     let pb = crate::output::progress(
         total,
         2.0 * total as f64 * a.duration.get() as f64 / 1e9,
         a.quiet,
     );
-    for &kb in &a.sizes {
-        for _ in 0..a.trials {
-            let one = srun::run(&spec_for(1, kb), params).map_err(run_error)?;
-            let many = srun::run(&spec_for(a.threads, kb), params).map_err(run_error)?;
-            let w1 = one.threads[0].scan_lines;
-            let wn: u64 = many.threads.iter().map(|t| t.scan_lines).sum();
-            let mut trace = Trace::default();
-            for t in &many.threads {
-                trace.blocks.extend(t.blocks.iter().copied());
-            }
-            let switches = cache::switches_on(&trace, a.cpu);
-            let cpu1_ns = one.threads[0].cpu_received_ns;
-            let cpun_ns: u64 = many.threads.iter().map(|t| t.cpu_received_ns).sum();
-            trials.push(Trial {
-                cpu1_ns,
-                cpun_ns,
-                paper_cost_ns: cache::cost_per_switch(w1, wn, a.duration.get(), switches),
-                size_kb: kb,
-                w1,
-                wn,
-                switches,
-                kernel_involuntary: many.threads.iter().map(|t| t.involuntary_switches).sum(),
-                t_ns: a.duration.get(),
-                cost_ns: cache::cost_per_switch_cpu(w1, cpu1_ns, wn, cpun_ns, switches),
-            });
-            pb.inc(1);
-        }
-    }
+    let trials = cache_sweep(
+        &a.sizes,
+        a.trials,
+        a.duration.get(),
+        a.threads,
+        a.cpu,
+        hz,
+        &|| pb.inc(1),
+    )?;
     pb.finish_and_clear();
     let rows = cache::summarize(&trials);
     let provenance = host::provenance(timebase, Vec::new(), memory_locked, started_utc.clone());
@@ -578,4 +542,68 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     print!("{}", t.render());
     println!("written: {}", out.display());
     Ok(())
+}
+
+/// Runs the cache-cost sweep: per size and trial, one lone CPU_SCAN thread and `threads`
+/// of them, all pinned to `cpu`, for `duration_ns` each. `tick` is called after each trial.
+pub fn cache_sweep(
+    sizes: &[u64],
+    trials: u32,
+    duration_ns: u64,
+    threads: u32,
+    cpu: u32,
+    hz: u64,
+    tick: &dyn Fn(),
+) -> anyhow::Result<Vec<latlab_sched::cache::Trial>> {
+    use latlab_sched::cache::{self, Trial};
+    use latlab_sched::spec::ThreadSpec;
+    let params = RunParams {
+        tsc_hz: hz,
+        calibration_iterations: 20_000,
+    };
+    let spec_for = |n: u32, kb: u64| RunSpec {
+        threads: (0..n)
+            .map(|i| {
+                let mut t = ThreadSpec::new(i);
+                t.workload = Workload::CpuScan { kb };
+                t.cpu = Some(cpu);
+                t
+            })
+            .collect(),
+        duration_ns,
+        records: 100_000,
+        raw_cycles: false,
+        gap_ns: None,
+        timer_slack_ns: None,
+    };
+    let mut out = Vec::new();
+    for &kb in sizes {
+        for _ in 0..trials {
+            let one = srun::run(&spec_for(1, kb), params).map_err(run_error)?;
+            let many = srun::run(&spec_for(threads, kb), params).map_err(run_error)?;
+            let w1 = one.threads[0].scan_lines;
+            let wn: u64 = many.threads.iter().map(|t| t.scan_lines).sum();
+            let mut trace = Trace::default();
+            for t in &many.threads {
+                trace.blocks.extend(t.blocks.iter().copied());
+            }
+            let switches = cache::switches_on(&trace, cpu);
+            let cpu1_ns = one.threads[0].cpu_received_ns;
+            let cpun_ns: u64 = many.threads.iter().map(|t| t.cpu_received_ns).sum();
+            out.push(Trial {
+                size_kb: kb,
+                w1,
+                wn,
+                switches,
+                kernel_involuntary: many.threads.iter().map(|t| t.involuntary_switches).sum(),
+                t_ns: duration_ns,
+                cpu1_ns,
+                cpun_ns,
+                paper_cost_ns: cache::cost_per_switch(w1, wn, duration_ns, switches),
+                cost_ns: cache::cost_per_switch_cpu(w1, cpu1_ns, wn, cpun_ns, switches),
+            });
+            tick();
+        }
+    }
+    Ok(out)
 }
