@@ -8,6 +8,9 @@ DEMO_PACKAGES := fonts-dejavu-core
 TEST_PACKAGES := fonts-dejavu-core
 # headless Chromium for the HTML report's browser test
 TEST_PACKAGES += chromium
+# latlab sched: cyclictest for scripts/sched-vs-cyclictest.sh (the LAT comparison)
+TEST_PACKAGES += rt-tests
+DEMO_PACKAGES += rt-tests
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))

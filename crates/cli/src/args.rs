@@ -1,6 +1,8 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+pub mod sched;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
 use latlab_core::units::Nanos;
@@ -80,6 +82,12 @@ SERIES a latency budget must hold for every histogram. A budget file is TOML:
 Exit codes: 0 every budget holds; 1 a budget fails; 2 malformed budget, unsupported
 percentile, unknown histogram or counter, or unreadable result.")]
     Check(CheckArgs),
+    /// Hourglass on Linux: map when each of several differently-behaving threads ran,
+    /// with deadline accounting; render, analyze, cache-cost.
+    Sched(sched::SchedArgs),
+    /// Experiments that combine several runs into results, figures and a summary.
+    #[command(subcommand)]
+    Experiment(sched::ExperimentCommand),
 }
 
 /// `latlab host …`

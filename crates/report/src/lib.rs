@@ -32,6 +32,7 @@ pub mod figures;
 pub mod html;
 pub mod input;
 pub mod plot;
+pub mod timeline;
 pub mod trust;
 
 pub use plot::{

@@ -10,6 +10,8 @@
 //!   it and as calibrated), and [`tsc::Clock`], the timebase the measuring loops use;
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
+//! - [`rt`]: `SCHED_IDLE`, nice, `SCHED_DEADLINE` (with reclaiming), timer slack, yield;
+//! - [`timer`]: relative/absolute sleeps and `timerfd`;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -20,7 +22,9 @@
 pub mod clocks;
 pub mod host;
 pub mod process;
+pub mod rt;
 pub mod sched;
+pub mod timer;
 pub mod tsc;
 
 #[cfg(target_arch = "x86_64")]

@@ -4,6 +4,7 @@
 mod host_clocks;
 mod plot;
 mod report;
+mod sched;
 mod show;
 
 use crate::args::{Cli, Command, HostCommand};
@@ -17,6 +18,8 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Report(a) => report::report(a),
         Command::Compare(a) => report::compare_cmd(a),
         Command::Check(a) => report::check(a),
+        Command::Sched(a) => sched::run(a, argv),
+        Command::Experiment(e) => sched::experiment(e, argv),
     }
 }
 

@@ -22,7 +22,7 @@
 
 mod axis;
 mod draw;
-mod font;
+pub(crate) mod font;
 
 pub use draw::PixelSeries;
 

@@ -1,0 +1,328 @@
+//! End-to-end tests of `latlab sched`: short real runs (a few hundred ms), every output
+//! file read back, and the bad-input and refusal paths with their exit codes.
+
+use assert_cmd::Command;
+use latlab_core::results::ResultFile;
+use std::path::Path;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+fn one_line_error(out: &std::process::Output, code: i32, needles: &[&str]) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "'{n}' missing from: {err}");
+    }
+}
+
+fn run_ok(dir: &Path, name: &str, args: &str) -> (std::path::PathBuf, String) {
+    let path = dir.join(name);
+    let out = latlab()
+        .arg("sched")
+        .args(args.split_whitespace())
+        .arg("-o")
+        .arg(&path)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args}: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (path, stdout)
+}
+
+#[test]
+fn the_papers_figure_3_command_writes_every_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, stdout) = run_ok(
+        dir.path(),
+        "run.json",
+        "-n 3 -d 300ms -t 0 -p LOW -t 1 -p NORMAL -t 2 -p HIGH",
+    );
+    assert!(stdout.contains("loop iteration"), "{stdout}");
+    assert!(stdout.contains("gap threshold"), "{stdout}");
+    let r = ResultFile::load(&path).unwrap();
+    assert_eq!(r.kind, "sched.run");
+    assert!(r.histogram("gap.t0").is_some());
+    assert!(r.counters.contains_key("trace.dropped"));
+    let d = &r.data;
+    assert_eq!(d["threads"].as_array().unwrap().len(), 3);
+    assert!(d["calibrations"][0]["p50_ns"].as_f64().unwrap() > 0.0);
+    let trace = std::fs::read_to_string(dir.path().join("run.trace.tsv")).unwrap();
+    assert!(trace.lines().filter(|l| l.starts_with("B\t")).count() >= 3);
+    let txt = std::fs::read_to_string(dir.path().join("run.txt")).unwrap();
+    let first = txt.lines().next().unwrap();
+    assert_eq!(
+        first.split(' ').count(),
+        5,
+        "thread start finish duration gap: {first}"
+    );
+    let pf: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("run.perfetto.json")).unwrap(),
+    )
+    .unwrap();
+    let ev = pf["traceEvents"].as_array().unwrap();
+    assert!(ev.iter().any(|e| e["ph"] == "X"));
+    assert!(ev.iter().any(|e| e["name"] == "thread_name"));
+    let svg = std::fs::read_to_string(dir.path().join("run.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("CPU"));
+
+    // analyze and render the same run
+    let out = latlab()
+        .args(["sched", "analyze"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        s.contains("context switches") && s.contains("quantum of thread 2"),
+        "{s}"
+    );
+    let png = dir.path().join("w.png");
+    let out = latlab()
+        .args(["sched", "render"])
+        .arg(&path)
+        .arg("-o")
+        .arg(&png)
+        .args(["--from", "100ms", "--to", "200ms", "--cpus"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(std::fs::metadata(&png).unwrap().len() > 1000);
+    let out = latlab()
+        .args(["sched", "render"])
+        .arg(&path)
+        .arg("-o")
+        .arg(&png)
+        .args(["--from", "200ms", "--to", "100ms"])
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["--to"]);
+}
+
+#[test]
+fn periodic_and_lat_threads_print_the_papers_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, stdout) = run_ok(
+        dir.path(),
+        "p.json",
+        "-n 2 -d 300ms -t 0 -p RTHIGH -w PERIODIC 1ms 10ms -i HR -t 1 -p RTMED -w LAT 1ms -i TIMERFD --print-trace",
+    );
+    assert!(stdout.contains("thread 0: missed "), "{stdout}");
+    assert!(stdout.contains("latlate: "), "{stdout}");
+    let r = ResultFile::load(&path).unwrap();
+    let hits = r.counters["deadline.hits.t0"];
+    let misses = r.counters["deadline.misses.t0"];
+    assert_eq!(hits + misses, 30, "every activation is counted");
+    assert!(r.histogram("dispatch.t1").unwrap().unwrap().count() > 100);
+    let out = latlab()
+        .args(["sched", "analyze"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(s.contains("dispatch latency of thread 1"), "{s}");
+    assert!(s.contains("response-time analysis"), "{s}");
+}
+
+#[test]
+fn scenario_file_and_deadline_reservation() {
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("s.toml");
+    std::fs::write(
+        &sc,
+        "duration = \"200ms\"\n[[thread]]\nworkload = \"PERIODIC 1ms 10ms\"\nreservation = { amount = \"2ms\", period = \"10ms\" }\n[[thread]]\nworkload = \"CPU_SCAN 16KB\"\npriority = \"IDLE\"\n",
+    )
+    .unwrap();
+    let (path, _) = run_ok(
+        dir.path(),
+        "s.json",
+        &format!("--scenario {} -q", sc.display()),
+    );
+    let r = ResultFile::load(&path).unwrap();
+    let th = &r.data["threads"];
+    if is_root() {
+        assert_eq!(th[0]["policy"], "SCHED_DEADLINE");
+        assert_eq!(th[1]["policy"], "SCHED_IDLE");
+    }
+    assert_eq!(
+        r.counters["deadline.hits.t0"] + r.counters["deadline.misses.t0"],
+        20
+    );
+}
+
+#[test]
+fn refused_reservations_exit_3_with_the_reason() {
+    // two reservations of 99% each on this machine's CPUs: more than 95% per CPU in all
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let n = cpus + 1;
+    let out = latlab()
+        .args([
+            "sched",
+            "-n",
+            &n.to_string(),
+            "-d",
+            "100ms",
+            "-a",
+            "-w",
+            "PERIODIC",
+            "1ms",
+            "10ms",
+        ])
+        .args(["-rh", "9.9ms", "10ms", "-q"])
+        .output()
+        .unwrap();
+    if is_root() {
+        one_line_error(
+            &out,
+            3,
+            &["SCHED_DEADLINE", "admission control", "sched_rt_runtime_us"],
+        );
+    } else {
+        eprintln!("not root: checking the refusal without privilege instead");
+        one_line_error(&out, 3, &["SCHED_DEADLINE", "refused"]);
+    }
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_flag() {
+    let cases: [(&[&str], &[&str]); 6] = [
+        (&["-n", "2", "-t", "0", "-w", "WALK"], &["-w", "CPU_SCAN"]),
+        (
+            &["-n", "1", "-t", "0", "-i", "RTC"],
+            &["-i", "HR", "TIMERFD"],
+        ),
+        (&["-n", "1", "-d", "5"], &["-d", "1.5s"]),
+        (&["-d", "1s"], &["-n"]),
+        (&["-n", "1", "-t", "3", "-p", "LOW"], &["-t", "0..0"]),
+        (
+            &["-n", "1", "-t", "0", "-rh", "2ms", "1ms"],
+            &["-rh", "runtime <= deadline"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let out = latlab().arg("sched").args(args).output().unwrap();
+        one_line_error(&out, 2, needles);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let sc = dir.path().join("bad.toml");
+    std::fs::write(&sc, "[[thread]]\ntimer = \"MM\"\n").unwrap();
+    let out = latlab()
+        .arg("sched")
+        .arg("--scenario")
+        .arg(&sc)
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["bad.toml", "scenario timer"]);
+    let out = latlab()
+        .args(["sched", "analyze", "/nonexistent/run.json"])
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["/nonexistent/run.json"]);
+    let out = latlab()
+        .args(["sched", "cache-cost", "--sizes", "0"])
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["--sizes"]);
+}
+
+#[test]
+fn cache_cost_writes_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cc.json");
+    let cpu = std::thread::available_parallelism()
+        .map(|n| n.get() - 1)
+        .unwrap_or(0);
+    let out = latlab()
+        .args([
+            "sched",
+            "cache-cost",
+            "--sizes",
+            "4,64",
+            "--trials",
+            "2",
+            "--duration",
+            "50ms",
+        ])
+        .args(["--threads", "3", "--cpu", &cpu.to_string(), "-o"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&path).unwrap();
+    assert_eq!(r.kind, "sched.cache_cost");
+    assert_eq!(r.data["trials"].as_array().unwrap().len(), 4);
+    assert!(r.data["trials"][0]["w1"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn hourglass_experiment_runs_selected_scenarios() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "experiment",
+            "hourglass",
+            "--duration",
+            "200ms",
+            "--quick",
+            "--only",
+            "5.5,5.6",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("== 5.5") && stdout.contains("== 5.6"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("RTA bound 3.00ms"), "{stdout}");
+    let r = ResultFile::load(&dir.path().join("experiment.json")).unwrap();
+    assert_eq!(r.kind, "sched.hourglass_experiment");
+    let sc = r.data["scenarios"].as_array().unwrap();
+    assert_eq!(sc.len(), 2);
+    for s in sc {
+        for f in s["results"].as_array().unwrap() {
+            assert!(dir.path().join(f.as_str().unwrap()).exists(), "{f}");
+        }
+        assert!(!s["linux_note"].as_str().unwrap().is_empty());
+    }
+    let out = latlab()
+        .args(["experiment", "hourglass", "--only", "9.9"])
+        .output()
+        .unwrap();
+    one_line_error(&out, 2, &["--only", "5.1"]);
+}

@@ -1,0 +1,57 @@
+//! From a run to figures: the rows of the execution timeline (the paper's Figure 3), for
+//! [`latlab_report::timeline`].
+
+use crate::result::SchedRunData;
+use crate::spec::Workload;
+use crate::trace::Trace;
+use latlab_report::timeline::TimelineRow;
+
+/// One row per thread (label: number, model, policy), deadline misses marked, then, when
+/// `per_cpu`, one row per CPU showing when any traced thread ran there. Pure.
+pub fn timeline_rows(d: &SchedRunData, trace: &Trace, per_cpu: bool) -> Vec<TimelineRow> {
+    let mut rows = Vec::new();
+    for t in &d.threads {
+        let id = t.spec.id;
+        let cpu_periodic = matches!(t.spec.workload, Workload::CpuPeriodic { .. });
+        let marks = trace
+            .activations_of(id)
+            .filter(|a| {
+                !matches!(t.spec.workload, Workload::Lat { .. })
+                    && !a.hit(cpu_periodic)
+                    && a.deadline_ns <= t.spec.finish_ns.unwrap_or(d.spec.duration_ns)
+            })
+            .map(|a| a.deadline_ns as f64)
+            .collect();
+        let prio = if t.spec.reservation.is_some() {
+            "DL".to_owned()
+        } else {
+            t.spec.priority.name().to_owned()
+        };
+        rows.push(TimelineRow {
+            label: format!("{id}: {} {prio}", t.spec.workload.name()),
+            blocks: trace
+                .blocks_of(id)
+                .map(|b| (b.start_ns as f64, b.end_ns as f64))
+                .collect(),
+            marks,
+        });
+    }
+    if per_cpu {
+        let mut cpus: Vec<u32> = trace.blocks.iter().map(|b| b.cpu).collect();
+        cpus.sort_unstable();
+        cpus.dedup();
+        for c in cpus {
+            rows.push(TimelineRow {
+                label: format!("CPU {c}"),
+                blocks: trace
+                    .blocks
+                    .iter()
+                    .filter(|b| b.cpu == c)
+                    .map(|b| (b.start_ns as f64, b.end_ns as f64))
+                    .collect(),
+                marks: Vec::new(),
+            });
+        }
+    }
+    rows
+}

@@ -1,0 +1,22 @@
+//! # latlab-sched
+//!
+//! Hourglass (Regehr, USENIX 2002) rebuilt for Linux 6.x on SMP machines: synthetic threads
+//! with different execution models spin on `rdtscp` and record when they ran
+//! ([`recorder`]), periodic and latency threads sleep on a chosen timer and account every
+//! activation ([`run`]), and the execution map is analysed for context-switch cost,
+//! interrupt load, quanta, dispatch latency and deadlines, beside a response-time analysis
+//! ([`analyze`], [`rta`]).
+#![deny(unsafe_code)]
+
+pub mod analyze;
+pub mod cache;
+pub mod cmdline;
+pub mod figures;
+pub mod perfetto;
+pub mod recorder;
+pub mod result;
+pub mod rta;
+pub mod run;
+pub mod scenario;
+pub mod spec;
+pub mod trace;
