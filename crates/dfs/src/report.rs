@@ -1,0 +1,1 @@
+//! Pure functions turning a loaded `dfs.*` result file into tables and series.
