@@ -29,6 +29,8 @@ pub mod sender;
 pub mod sim;
 mod stats;
 
+pub use params::Mode;
+
 /// A reading of a node's local clock, in nanoseconds since an arbitrary epoch.
 pub type Time = i64;
 /// A duration in nanoseconds.

@@ -201,3 +201,23 @@ mod tests {
         assert!(p.validate().is_err());
     }
 }
+
+/// How inputs send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// FLESnet without DFS: send whenever credits allow, in fixed order.
+    BestEffort,
+    /// The Data-Flow Scheduler.
+    Dfs,
+}
+
+impl Mode {
+    /// Short name used in result files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::BestEffort => "best-effort",
+            Mode::Dfs => "dfs",
+        }
+    }
+}

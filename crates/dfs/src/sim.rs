@@ -1,1 +1,0 @@
-//! Discrete-event simulator (filled in below).
