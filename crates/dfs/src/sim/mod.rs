@@ -21,6 +21,7 @@
 //! The same configuration and seed always give the same result.
 
 pub mod net;
+pub mod result;
 pub mod rng;
 
 use crate::compute::{Arrival, ArrivalOutcome, ComputeCounters, ComputeNode};
