@@ -6,6 +6,9 @@ CARGO ?= cargo
 # fonts for PNG figures (plotters lays text out with a TrueType font)
 DEMO_PACKAGES := fonts-dejavu-core
 TEST_PACKAGES := fonts-dejavu-core
+# latlab dfs run/bench: Open MPI, and libclang for rsmpi's bindgen (crate mpi-sys)
+DEMO_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
+TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))

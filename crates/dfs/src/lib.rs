@@ -13,6 +13,7 @@
 //!   speed-up (Eq. 1), clock synchroniser (Eqs. 2–3).
 //! - [`sim`]: a deterministic discrete-event simulator running the same state machines on a
 //!   modelled network (`latlab dfs sim`).
+//! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
 //! - [`report`]: pure functions turning a loaded result file into tables and series.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
@@ -23,6 +24,8 @@ pub mod compute;
 pub mod dde;
 pub mod ie;
 pub mod model;
+#[cfg(feature = "mpi")]
+pub mod mpirun;
 pub mod params;
 pub mod report;
 pub mod sender;

@@ -10,6 +10,7 @@
 //!   it and as calibrated), and [`tsc::Clock`], the timebase the measuring loops use;
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
+//! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -19,6 +20,8 @@
 
 pub mod clocks;
 pub mod host;
+#[cfg(feature = "mpi")]
+pub mod mpi_rma;
 pub mod process;
 pub mod sched;
 pub mod tsc;

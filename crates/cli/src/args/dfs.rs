@@ -20,6 +20,18 @@ With --mode both (the default) two result files are written, <output>-best-effor
 and <output>-dfs.json, and the table ends with the best-effort/DFS ratios. The model and
 every default are documented in docs/dfs.md.")]
     Sim(SimArgs),
+    /// Build time-slices over MPI: inputs write contributions into the compute nodes' RMA
+    /// windows (MPI_Put), control messages are two-sided. Start under mpirun with
+    /// inputs + computes ranks.
+    #[command(after_help = "Examples:
+  mpirun -n 8 latlab dfs run --inputs 4 --computes 4 --mode dfs
+  mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs run --mode best-effort -o be.json
+  mpirun -n 8 latlab dfs run --dde-replicas 2 --kill-dde 0@10 --clock-skew 1ms
+
+Every contribution carries a checksum the compute node verifies; the table reports lost,
+duplicated and corrupt contributions (all must be 0) and the result file holds the full
+completion-duration histograms. Rank 0 resolves the flags and writes the result.")]
+    Run(RunArgs),
 }
 
 /// Which modes to run.
@@ -136,6 +148,42 @@ pub struct SimArgs {
     pub kill_dde: Vec<String>,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Best effort or DFS.
+    #[arg(long, value_enum, default_value_t = RunModeArg::Dfs)]
+    pub mode: RunModeArg,
+    /// DDE replicas on compute nodes 0..N (0: one on every compute node).
+    #[arg(long, default_value_t = 0)]
+    pub dde_replicas: usize,
+    /// Stop DDE replica R once it gets a report of interval J: R@J, e.g. 0@10.
+    #[arg(long, value_name = "R@INTERVAL")]
+    pub kill_dde: Option<String>,
+    /// Injected clock offset: rank r's clock runs r × this ahead.
+    #[arg(long, default_value = "0ns", value_parser = duration_arg)]
+    pub clock_skew: Nanos,
+    /// Injected drift: rank r's clock drifts r × this many ppm.
+    #[arg(long, default_value_t = 0.0)]
+    pub drift_ppm: f64,
+    /// Buffer-fill sampling period at the compute nodes.
+    #[arg(long, default_value = "5ms", value_parser = duration_arg)]
+    pub sample: Nanos,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Mode of one MPI run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunModeArg {
+    /// FLESnet without DFS.
+    BestEffort,
+    /// The Data-Flow Scheduler.
+    Dfs,
 }
 
 /// Parses a size in bytes: 65536, 64K, 64KiB, 1M, 1MiB (binary multiples).

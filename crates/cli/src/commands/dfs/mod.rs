@@ -1,5 +1,6 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
+mod run;
 mod sim;
 
 use crate::args::dfs::{DfsCommand, ModelArgs, SsuCriterionArg};
@@ -10,6 +11,7 @@ use latlab_dfs::params::{DfsParams, SsuCriterion, Topology};
 pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
     match c {
         DfsCommand::Sim(a) => sim::run(a, argv),
+        DfsCommand::Run(a) => run::run(a, argv),
     }
 }
 
