@@ -14,6 +14,7 @@
 //! - [`sim`]: a deterministic discrete-event simulator running the same state machines on a
 //!   modelled network (`latlab dfs sim`).
 //! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
+//! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
 //! - [`report`]: pure functions turning a loaded result file into tables and series.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
@@ -24,6 +25,8 @@ pub mod compute;
 pub mod dde;
 pub mod ie;
 pub mod model;
+#[cfg(feature = "mpi")]
+pub mod mpibench;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
 pub mod params;

@@ -181,6 +181,16 @@ impl<'c> Window<'c> {
         check("MPI_Win_flush", code)
     }
 
+    /// Starts a batch of puts completed together by [`PutBatch::flush_all`] (or on drop).
+    /// The batch borrows every buffer it puts until then.
+    pub fn batch<'d>(&self) -> PutBatch<'_, 'c, 'd> {
+        PutBatch {
+            win: self,
+            pending: false,
+            _data: PhantomData,
+        }
+    }
+
     /// Synchronises the public and private copies of this rank's window
     /// (`MPI_Win_sync`): call before reading data other ranks have put.
     pub fn sync(&self) -> Result<(), RmaError> {
@@ -215,6 +225,70 @@ impl<'c> Window<'c> {
         // does not overlap `data`, a distinct Rust slice.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.base.add(offset), data.len()) };
         Ok(())
+    }
+}
+
+/// Puts in flight on a [`Window`]; the buffers they read stay borrowed (`'d`) until the
+/// batch is flushed or dropped, which completes them at every target (`MPI_Win_flush_all`).
+pub struct PutBatch<'w, 'c, 'd> {
+    win: &'w Window<'c>,
+    pending: bool,
+    _data: PhantomData<&'d [u8]>,
+}
+
+impl<'d> PutBatch<'_, '_, 'd> {
+    /// Starts writing `data` at `offset` of `target`'s window (`MPI_Put`, not yet complete).
+    pub fn put(&mut self, target: i32, offset: usize, data: &'d [u8]) -> Result<(), RmaError> {
+        self.win.bounds(target, offset, data.len())?;
+        if data.is_empty() {
+            return Ok(());
+        }
+        let count = i32::try_from(data.len()).map_err(|_| RmaError::OutOfBounds {
+            rank: target,
+            offset,
+            len: data.len(),
+            size: i32::MAX as usize,
+        })?;
+        // SAFETY: `data` stays borrowed for 'd, i.e. until this batch is flushed (flush_all
+        // or drop), so MPI reads live, unmodified memory; the target range is bounds-checked;
+        // the window is live with an open lock_all epoch.
+        let code = unsafe {
+            ffi::MPI_Put(
+                data.as_ptr().cast(),
+                count,
+                ffi::RSMPI_UINT8_T,
+                target,
+                offset as ffi::MPI_Aint,
+                count,
+                ffi::RSMPI_UINT8_T,
+                self.win.win,
+            )
+        };
+        check("MPI_Put", code)?;
+        self.pending = true;
+        Ok(())
+    }
+
+    /// Completes every put of the batch at origin and targets (`MPI_Win_flush_all`).
+    pub fn flush_all(mut self) -> Result<(), RmaError> {
+        self.flush()
+    }
+
+    fn flush(&mut self) -> Result<(), RmaError> {
+        if !self.pending {
+            return Ok(());
+        }
+        self.pending = false;
+        // SAFETY: the window is live with an open epoch; completes the batch's puts.
+        let code = unsafe { ffi::MPI_Win_flush_all(self.win.win) };
+        check("MPI_Win_flush_all", code)
+    }
+}
+
+impl Drop for PutBatch<'_, '_, '_> {
+    fn drop(&mut self) {
+        // the borrowed buffers must not be released with puts in flight
+        let _ = self.flush();
     }
 }
 

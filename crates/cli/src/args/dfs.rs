@@ -32,6 +32,14 @@ Every contribution carries a checksum the compute node verifies; the table repor
 duplicated and corrupt contributions (all must be 0) and the result file holds the full
 completion-duration histograms. Rank 0 resolves the flags and writes the result.")]
     Run(RunArgs),
+    /// MPI_Put many-to-many micro-benchmark (paper §V-A): half the ranks send, half
+    /// receive; round duration and bandwidth per sender over message sizes, plain and Mix.
+    #[command(after_help = "Examples:
+  mpirun -n 8 latlab dfs bench
+  mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs bench --sizes 4K,64K,1M --no-mix
+
+Its bandwidth is the reference the DFS runs are compared against (Fig. 7).")]
+    Bench(BenchArgs),
 }
 
 /// Which modes to run.
@@ -173,6 +181,25 @@ pub struct RunArgs {
     /// Buffer-fill sampling period at the compute nodes.
     #[arg(long, default_value = "5ms", value_parser = duration_arg)]
     pub sample: Nanos,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Message sizes, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1K,4K,16K,64K,256K,1M", value_parser = size_arg)]
+    pub sizes: Vec<u64>,
+    /// Bytes each sender moves per size (sets the rounds).
+    #[arg(long, default_value = "64M", value_parser = size_arg)]
+    pub bytes: u64,
+    /// At least this many rounds per size.
+    #[arg(long, default_value_t = 20)]
+    pub min_rounds: u64,
+    /// Skip the Mix variant (small messages added).
+    #[arg(long)]
+    pub no_mix: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -1,7 +1,8 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
+mod bench;
 mod run;
-mod sim;
+pub(crate) mod sim;
 
 use crate::args::dfs::{DfsCommand, ModelArgs, SsuCriterionArg};
 use crate::exit::usage;
@@ -12,6 +13,7 @@ pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
     match c {
         DfsCommand::Sim(a) => sim::run(a, argv),
         DfsCommand::Run(a) => run::run(a, argv),
+        DfsCommand::Bench(a) => bench::run(a, argv),
     }
 }
 
