@@ -11,6 +11,9 @@ TEST_PACKAGES += chromium
 # latlab sched: cyclictest for scripts/sched-vs-cyclictest.sh (the LAT comparison)
 TEST_PACKAGES += rt-tests
 DEMO_PACKAGES += rt-tests
+# latlab dfs run/bench: Open MPI, and libclang for rsmpi's bindgen (crate mpi-sys)
+DEMO_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
+TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))

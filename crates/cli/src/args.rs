@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+pub mod dfs;
 pub mod sched;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -36,6 +37,9 @@ pub enum Command {
     /// In-host latency: clock-read baseline.
     #[command(subcommand)]
     Host(HostCommand),
+    /// The Data-Flow Scheduler: time-slice building over MPI, its simulator and benchmark.
+    #[command(subcommand)]
+    Dfs(dfs::DfsCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
   latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)

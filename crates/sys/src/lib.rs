@@ -12,6 +12,7 @@
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
 //! - [`rt`]: `SCHED_IDLE`, nice, `SCHED_DEADLINE` (with reclaiming), timer slack, yield;
 //! - [`timer`]: relative/absolute sleeps and `timerfd`;
+//! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -21,6 +22,8 @@
 
 pub mod clocks;
 pub mod host;
+#[cfg(feature = "mpi")]
+pub mod mpi_rma;
 pub mod process;
 pub mod rt;
 pub mod sched;

@@ -1,0 +1,252 @@
+//! `latlab dfs …` command-line definitions.
+
+use super::{duration_arg, OutputArgs};
+use clap::{Args, Subcommand, ValueEnum};
+use latlab_core::units::Nanos;
+
+/// `latlab dfs …`
+#[derive(Debug, Subcommand)]
+pub enum DfsCommand {
+    /// Simulate time-slice building (best effort and/or DFS) on a modelled network:
+    /// deterministic, paper scale (64–384 nodes) on one core.
+    #[command(after_help = "Examples:
+  latlab dfs sim --nodes 128                          (64 inputs + 64 computes, both modes)
+  latlab dfs sim --nodes 384 --time-slices 1000 --mode dfs -o big.json
+  latlab dfs sim --nodes 192 --time-slices 40000 --mode dfs --drop 15-25:0.75
+  latlab dfs sim --inputs 8 --computes 8 --slow input:3:0.5 --drop 20ms-40ms:0.5
+  latlab dfs sim --nodes 16 --dde-replicas 2 --kill-dde 0@50ms
+
+With --mode both (the default) two result files are written, <output>-best-effort.json
+and <output>-dfs.json, and the table ends with the best-effort/DFS ratios. The model and
+every default are documented in docs/dfs.md.")]
+    Sim(SimArgs),
+    /// Build time-slices over MPI: inputs write contributions into the compute nodes' RMA
+    /// windows (MPI_Put), control messages are two-sided. Start under mpirun with
+    /// inputs + computes ranks.
+    #[command(after_help = "Examples:
+  mpirun -n 8 latlab dfs run --inputs 4 --computes 4 --mode dfs
+  mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs run --mode best-effort -o be.json
+  mpirun -n 8 latlab dfs run --dde-replicas 2 --kill-dde 0@10 --clock-skew 1ms
+
+Every contribution carries a checksum the compute node verifies; the table reports lost,
+duplicated and corrupt contributions (all must be 0) and the result file holds the full
+completion-duration histograms. Rank 0 resolves the flags and writes the result.")]
+    Run(RunArgs),
+    /// MPI_Put many-to-many micro-benchmark (paper §V-A): half the ranks send, half
+    /// receive; round duration and bandwidth per sender over message sizes, plain and Mix.
+    #[command(after_help = "Examples:
+  mpirun -n 8 latlab dfs bench
+  mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs bench --sizes 4K,64K,1M --no-mix
+
+Its bandwidth is the reference the DFS runs are compared against (Fig. 7).")]
+    Bench(BenchArgs),
+}
+
+/// Which modes to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// FLESnet without DFS.
+    BestEffort,
+    /// The Data-Flow Scheduler.
+    Dfs,
+    /// Both, one after the other, same seed.
+    Both,
+}
+
+/// Sizes and DFS parameters shared by `dfs sim` and `dfs run`.
+#[derive(Debug, Args)]
+pub struct ModelArgs {
+    /// Total nodes, split half inputs, half computes (overrides --inputs/--computes).
+    #[arg(long)]
+    pub nodes: Option<usize>,
+    /// Input nodes.
+    #[arg(long, default_value_t = 4)]
+    pub inputs: usize,
+    /// Compute nodes.
+    #[arg(long, default_value_t = 4)]
+    pub computes: usize,
+    /// Time-slices to build (rounded up to whole rounds of C).
+    #[arg(long)]
+    pub time_slices: Option<u64>,
+    /// Size of one contribution (micro-time-slice), e.g. 65536, 64K, 1M.
+    #[arg(long, value_parser = size_arg)]
+    pub mts_size: Option<u64>,
+    /// Ring slots per input at each compute node (credits).
+    #[arg(long, default_value_t = 16)]
+    pub slots: u32,
+    /// Time-slices per interval (Table I: 10000; the simulator's default is 1000).
+    #[arg(long)]
+    pub ts_per_interval: Option<u64>,
+    /// History length in intervals (hist_cnt).
+    #[arg(long, default_value_t = 10)]
+    pub hist_cnt: usize,
+    /// Speed-up threshold ssu_TH, percent.
+    #[arg(long, default_value_t = 10.0)]
+    pub ssu_th: f64,
+    /// Speed-up amount ssu_pct, percent.
+    #[arg(long, default_value_t = 5.0)]
+    pub ssu_pct: f64,
+    /// Statistic compared with ssu_TH: the paper's variance, or the mean deviation.
+    #[arg(long, value_enum, default_value_t = SsuCriterionArg::Variance)]
+    pub ssu_criterion: SsuCriterionArg,
+    /// θ: percent of an interval's contributions acknowledged before the next starts.
+    #[arg(long, default_value_t = 70.0)]
+    pub theta: f64,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+}
+
+/// SSU criterion.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SsuCriterionArg {
+    /// VAR_j ≤ ssu_TH (Eq. 1).
+    Variance,
+    /// μ_j ≤ ssu_TH.
+    Mean,
+}
+
+/// Options of `latlab dfs sim`.
+#[derive(Debug, Args)]
+pub struct SimArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Best effort, DFS, or both.
+    #[arg(long, value_enum, default_value_t = ModeArg::Both)]
+    pub mode: ModeArg,
+    /// Injection and ejection bandwidth per node in GB/s.
+    #[arg(long, default_value_t = 4.0)]
+    pub bandwidth: f64,
+    /// One-way latency.
+    #[arg(long, default_value = "2us", value_parser = duration_arg)]
+    pub latency: Nanos,
+    /// Mean of the exponential jitter added to every message.
+    #[arg(long, default_value = "2us", value_parser = duration_arg)]
+    pub jitter: Nanos,
+    /// Writes an input keeps in flight at most.
+    #[arg(long, default_value_t = 8)]
+    pub max_inflight: u32,
+    /// Mean processing time of a complete time-slice before its slots are released.
+    #[arg(long, default_value = "20us", value_parser = duration_arg)]
+    pub processing: Nanos,
+    /// Bandwidth noise: each port redrawn uniformly in [1-noise, 1] of nominal.
+    #[arg(long, default_value_t = 0.2)]
+    pub noise: f64,
+    /// How often the noise is redrawn.
+    #[arg(long, default_value = "200us", value_parser = duration_arg)]
+    pub noise_period: Nanos,
+    /// Largest clock offset between nodes.
+    #[arg(long, default_value = "1ms", value_parser = duration_arg)]
+    pub clock_offset: Nanos,
+    /// Largest clock drift in ppm.
+    #[arg(long, default_value_t = 10.0)]
+    pub drift_ppm: f64,
+    /// A slow node: input:INDEX:FACTOR or compute:INDEX:FACTOR (repeatable).
+    #[arg(long, value_name = "ROLE:INDEX:FACTOR")]
+    pub slow: Vec<String>,
+    /// A bandwidth drop: FIRST-LAST:FACTOR by interval (15-25:0.75) or
+    /// FROM-TO:FACTOR by time (10ms-20ms:0.5) (repeatable).
+    #[arg(long, value_name = "WINDOW:FACTOR")]
+    pub drop: Vec<String>,
+    /// DDE replicas on compute nodes 0..N (0: one on every compute node).
+    #[arg(long, default_value_t = 0)]
+    pub dde_replicas: usize,
+    /// Kill DDE replica R at time T: R@T, e.g. 0@50ms (repeatable).
+    #[arg(long, value_name = "R@TIME")]
+    pub kill_dde: Vec<String>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Best effort or DFS.
+    #[arg(long, value_enum, default_value_t = RunModeArg::Dfs)]
+    pub mode: RunModeArg,
+    /// DDE replicas on compute nodes 0..N (0: one on every compute node).
+    #[arg(long, default_value_t = 0)]
+    pub dde_replicas: usize,
+    /// Stop DDE replica R once it gets a report of interval J: R@J, e.g. 0@10.
+    #[arg(long, value_name = "R@INTERVAL")]
+    pub kill_dde: Option<String>,
+    /// Injected clock offset: rank r's clock runs r × this ahead.
+    #[arg(long, default_value = "0ns", value_parser = duration_arg)]
+    pub clock_skew: Nanos,
+    /// Injected drift: rank r's clock drifts r × this many ppm.
+    #[arg(long, default_value_t = 0.0)]
+    pub drift_ppm: f64,
+    /// Buffer-fill sampling period at the compute nodes.
+    #[arg(long, default_value = "5ms", value_parser = duration_arg)]
+    pub sample: Nanos,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Message sizes, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "1K,4K,16K,64K,256K,1M", value_parser = size_arg)]
+    pub sizes: Vec<u64>,
+    /// Bytes each sender moves per size (sets the rounds).
+    #[arg(long, default_value = "64M", value_parser = size_arg)]
+    pub bytes: u64,
+    /// At least this many rounds per size.
+    #[arg(long, default_value_t = 20)]
+    pub min_rounds: u64,
+    /// Skip the Mix variant (small messages added).
+    #[arg(long)]
+    pub no_mix: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Mode of one MPI run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RunModeArg {
+    /// FLESnet without DFS.
+    BestEffort,
+    /// The Data-Flow Scheduler.
+    Dfs,
+}
+
+/// Parses a size in bytes: 65536, 64K, 64KiB, 1M, 1MiB (binary multiples).
+pub fn size_arg(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let err = || format!("invalid size '{s}': expected bytes, e.g. 65536, 64K, 1M");
+    let (num, mult) = match t.find(|c: char| !c.is_ascii_digit()) {
+        None => (t, 1),
+        Some(k) => {
+            let m = match t[k..].to_ascii_lowercase().as_str() {
+                "k" | "kib" | "kb" => 1024,
+                "m" | "mib" | "mb" => 1024 * 1024,
+                "g" | "gib" | "gb" => 1024 * 1024 * 1024,
+                "b" => 1,
+                _ => return Err(err()),
+            };
+            (&t[..k], m)
+        }
+    };
+    let n: u64 = num.parse().map_err(|_| err())?;
+    if n == 0 {
+        return Err(format!("invalid size '{s}': must be positive"));
+    }
+    n.checked_mul(mult).ok_or_else(err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(size_arg("65536"), Ok(65536));
+        assert_eq!(size_arg("64K"), Ok(65536));
+        assert_eq!(size_arg("1MiB"), Ok(1 << 20));
+        assert!(size_arg("0").is_err());
+        assert!(size_arg("12 parsecs").is_err());
+    }
+}

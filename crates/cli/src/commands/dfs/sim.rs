@@ -1,0 +1,279 @@
+//! `latlab dfs sim`: the discrete-event simulator.
+
+use super::{f, resolve_model};
+use crate::args::dfs::{ModeArg, SimArgs};
+use crate::exit::usage;
+use crate::output::{default_result_path, unique};
+use crate::table::Table;
+use anyhow::Context as _;
+use latlab_core::results::{Provenance, ResultFile, Timebase};
+use latlab_dfs::report::{compare, sim_data, sim_summary};
+use latlab_dfs::sim::{
+    self, result::to_result, BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig,
+    SlowNode,
+};
+use latlab_dfs::Mode;
+use latlab_sys::host;
+use std::path::{Path, PathBuf};
+
+pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let (topology, params) = resolve_model(&a.model, 64 * 1024, 1_000)?;
+    let net = NetModel {
+        inj_gbs: a.bandwidth,
+        ej_gbs: a.bandwidth,
+        latency_ns: a.latency.get() as i64,
+        jitter_ns: a.jitter.get() as f64,
+        max_inflight: a.max_inflight,
+        processing_ns: a.processing.get() as f64,
+        noise: a.noise,
+        noise_period_ns: a.noise_period.get() as i64,
+        max_clock_offset_ns: a.clock_offset.get() as i64,
+        max_drift_ppm: a.drift_ppm,
+    };
+    let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
+    base.topology = topology;
+    base.params = params;
+    base.net = net;
+    base.seed = a.model.seed;
+    if let Some(n) = a.model.time_slices {
+        base.time_slices = n;
+    }
+    base.slow = a
+        .slow
+        .iter()
+        .map(|s| parse_slow(s))
+        .collect::<Result<_, _>>()?;
+    base.drops = a
+        .drop
+        .iter()
+        .map(|s| parse_drop(s))
+        .collect::<Result<_, _>>()?;
+    base.dde_replicas = a.dde_replicas;
+    base.dde_faults = a
+        .kill_dde
+        .iter()
+        .map(|s| parse_kill(s))
+        .collect::<Result<_, _>>()?;
+    base.validate().map_err(|e| usage(format!("{e}")))?;
+
+    let modes: Vec<Mode> = match a.mode {
+        ModeArg::BestEffort => vec![Mode::BestEffort],
+        ModeArg::Dfs => vec![Mode::Dfs],
+        ModeArg::Both => vec![Mode::BestEffort, Mode::Dfs],
+    };
+    let started_utc = host::utc_now_rfc3339();
+    let out = a
+        .out
+        .output
+        .clone()
+        .unwrap_or_else(|| default_result_path("dfs-sim", &started_utc));
+    let paths: Vec<PathBuf> = if modes.len() == 1 {
+        vec![if a.out.output.is_some() {
+            out.clone()
+        } else {
+            unique(out.clone())
+        }]
+    } else {
+        modes
+            .iter()
+            .map(|m| unique(suffixed(&out, m.name())))
+            .collect()
+    };
+
+    let mut saved = Vec::new();
+    for (mode, path) in modes.iter().zip(&paths) {
+        let cfg = SimConfig {
+            mode: *mode,
+            ..base.clone()
+        };
+        let wall = std::time::Instant::now();
+        let o = sim::run(&cfg).map_err(|e| usage(format!("{e}")))?;
+        let wall_s = wall.elapsed().as_secs_f64();
+        let mut r = to_result(&o, argv.clone(), provenance(&started_utc));
+        r.counters
+            .insert("wall_ms".into(), (wall_s * 1e3).round() as u64);
+        r.save(path).context("writing the result")?;
+        saved.push((path.clone(), ResultFile::load(path)?));
+    }
+
+    if !a.out.quiet {
+        print_summary(&saved)?;
+    }
+    Ok(())
+}
+
+/// Provenance of a simulation: the host that ran it, and a timebase that says no clock
+/// was read (all times are simulated).
+pub(crate) fn provenance(started_utc: &str) -> Provenance {
+    host::provenance(
+        Timebase {
+            source: "simulated".into(),
+            fallback_reason: None,
+            tsc: Default::default(),
+        },
+        vec![],
+        false,
+        started_utc.to_string(),
+    )
+}
+
+fn suffixed(p: &Path, s: &str) -> PathBuf {
+    let stem = p
+        .file_stem()
+        .map(|x| x.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    p.with_file_name(format!("{stem}-{s}.json"))
+}
+
+pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<()> {
+    let mut t = Table::new([
+        "mode",
+        "nodes",
+        "ts",
+        "min ms",
+        "p10 ms",
+        "median ms",
+        "p90 ms",
+        "max ms",
+        "GB/s",
+        "% nominal",
+        "lost",
+        "bad",
+    ]);
+    let mut datas = Vec::new();
+    for (p, r) in saved {
+        let d = sim_data(r).with_context(|| format!("reading {}", p.display()))?;
+        let s = sim_summary(&d);
+        let c = s.completion_ms;
+        t.row(vec![
+            s.mode.name().into(),
+            s.nodes.to_string(),
+            s.time_slices.to_string(),
+            f(c.min, 3),
+            f(c.p10, 3),
+            f(c.median, 3),
+            f(c.p90, 3),
+            f(c.max, 3),
+            f(s.bandwidth_gbs, 1),
+            f(s.bandwidth_pct_of_reference, 1),
+            s.lost.to_string(),
+            s.bad.to_string(),
+        ]);
+        datas.push(d);
+    }
+    println!("time-slice completion duration (last - first arrival), after warm-up:");
+    print!("{}", t.render());
+    if let [be, dfs] = &datas[..] {
+        if be.config.mode == Mode::BestEffort && dfs.config.mode == Mode::Dfs {
+            let c = compare(be, dfs);
+            println!(
+                "best effort / DFS: median {}x, p90 {}x, variance {}x; DFS / best effort bandwidth {}x",
+                f(c.median_ratio, 2),
+                f(c.p90_ratio, 2),
+                f(c.variance_ratio, 1),
+                f(c.bandwidth_ratio, 3)
+            );
+        }
+    }
+    for (p, r) in saved {
+        for w in &r.warnings {
+            println!("warning: {w}");
+        }
+        println!("result: {}", p.display());
+    }
+    Ok(())
+}
+
+fn parse_slow(s: &str) -> anyhow::Result<SlowNode> {
+    let err = || {
+        usage(format!(
+            "--slow '{s}': expected input:INDEX:FACTOR or compute:INDEX:FACTOR, e.g. input:3:0.5"
+        ))
+    };
+    let parts: Vec<&str> = s.split(':').collect();
+    let [role, idx, fac] = parts[..] else {
+        return Err(err());
+    };
+    let role = match role {
+        "input" => Role::Input,
+        "compute" => Role::Compute,
+        _ => return Err(err()),
+    };
+    Ok(SlowNode {
+        role,
+        index: idx.parse().map_err(|_| err())?,
+        factor: fac.parse().map_err(|_| err())?,
+    })
+}
+
+fn parse_drop(s: &str) -> anyhow::Result<BandwidthDrop> {
+    let err = || {
+        usage(format!(
+            "--drop '{s}': expected FIRST-LAST:FACTOR (intervals, e.g. 15-25:0.75) or FROM-TO:FACTOR (times, e.g. 10ms-20ms:0.5)"
+        ))
+    };
+    let (win, fac) = s.rsplit_once(':').ok_or_else(err)?;
+    let factor: f64 = fac.parse().map_err(|_| err())?;
+    let (a, b) = win.split_once('-').ok_or_else(err)?;
+    let window = match (a.parse::<u64>(), b.parse::<u64>()) {
+        (Ok(first), Ok(last)) if first <= last => DropWindow::Intervals { first, last },
+        (Ok(_), Ok(_)) => return Err(err()),
+        _ => {
+            let from = latlab_core::parse::parse_duration(a).map_err(|_| err())?;
+            let to = latlab_core::parse::parse_duration(b).map_err(|_| err())?;
+            if to.get() <= from.get() {
+                return Err(err());
+            }
+            DropWindow::Time {
+                from_ns: from.get() as i64,
+                to_ns: to.get() as i64,
+            }
+        }
+    };
+    Ok(BandwidthDrop { window, factor })
+}
+
+fn parse_kill(s: &str) -> anyhow::Result<DdeFault> {
+    let err = || {
+        usage(format!(
+            "--kill-dde '{s}': expected REPLICA@TIME, e.g. 0@50ms"
+        ))
+    };
+    let (r, t) = s.split_once('@').ok_or_else(err)?;
+    Ok(DdeFault {
+        replica: r.parse().map_err(|_| err())?,
+        kill_ns: latlab_core::parse::parse_duration(t)
+            .map_err(|_| err())?
+            .get() as i64,
+        restart_ns: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_drops_slow_nodes_and_kills() {
+        assert_eq!(
+            parse_drop("15-25:0.75").unwrap().window,
+            DropWindow::Intervals {
+                first: 15,
+                last: 25
+            }
+        );
+        assert_eq!(
+            parse_drop("10ms-20ms:0.5").unwrap().window,
+            DropWindow::Time {
+                from_ns: 10_000_000,
+                to_ns: 20_000_000
+            }
+        );
+        assert!(parse_drop("25-15:0.5").is_err());
+        assert!(parse_drop("15-25").is_err());
+        assert_eq!(parse_slow("compute:2:0.5").unwrap().role, Role::Compute);
+        assert!(parse_slow("router:2:0.5").is_err());
+        assert_eq!(parse_kill("1@5ms").unwrap().kill_ns, 5_000_000);
+        assert!(parse_kill("1").is_err());
+    }
+}

@@ -1,0 +1,199 @@
+//! End-to-end tests of `latlab dfs`: the simulator through the binary, and the MPI runtime
+//! under `mpirun` (skipped with a printed reason when mpirun or MPI support is missing).
+
+use assert_cmd::Command;
+use latlab_core::results::ResultFile;
+use std::path::Path;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn data(path: &Path) -> serde_json::Value {
+    ResultFile::load(path).unwrap().data
+}
+
+#[test]
+fn sim_writes_both_modes_and_prints_ratios() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let o = latlab()
+        .args([
+            "dfs",
+            "sim",
+            "--nodes",
+            "8",
+            "--time-slices",
+            "400",
+            "--ts-per-interval",
+            "40",
+        ])
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{stdout} {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout.contains("best effort / DFS"), "{stdout}");
+    for m in ["best-effort", "dfs"] {
+        let p = dir.path().join(format!("s-{m}.json"));
+        let r = ResultFile::load(&p).unwrap();
+        assert_eq!(r.kind, "dfs.sim");
+        assert_eq!(r.counters["completed"], 400);
+        assert_eq!(r.counters["contributions_stored"], 1600);
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+    }
+}
+
+#[test]
+fn sim_rejects_bad_input_with_exit_2() {
+    for args in [
+        vec!["--nodes", "7"],
+        vec!["--drop", "15-25"],
+        vec!["--slow", "router:1:0.5"],
+        vec!["--theta", "150"],
+    ] {
+        let o = latlab().args(["dfs", "sim"]).args(&args).output().unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+/// `mpirun` usable as root on this machine, or why not.
+fn mpirun() -> Result<(), String> {
+    let ok = std::process::Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
+    }
+    let help = latlab().args(["dfs", "run", "--help"]).output().unwrap();
+    if !help.status.success() {
+        return Err("latlab built without the mpi feature".into());
+    }
+    Ok(())
+}
+
+fn mpi_run(dir: &Path, name: &str, args: &[&str]) -> (std::process::Output, std::path::PathBuf) {
+    let out = dir.join(name);
+    let bin = assert_cmd::cargo::cargo_bin("latlab");
+    let o = std::process::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "8"])
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .arg(bin)
+        .args(["dfs", "run", "--inputs", "4", "--computes", "4", "-q", "-o"])
+        .arg(&out)
+        .args(args)
+        .output()
+        .unwrap();
+    (o, out)
+}
+
+#[test]
+fn mpi_both_modes_build_10000_time_slices_verified() {
+    if let Err(why) = mpirun() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["best-effort", "dfs"] {
+        let (o, out) = mpi_run(
+            dir.path(),
+            &format!("{mode}.json"),
+            &["--mode", mode, "--time-slices", "10000", "--mts-size", "4K"],
+        );
+        assert!(
+            o.status.success(),
+            "{mode}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let r = ResultFile::load(&out).unwrap();
+        assert_eq!(r.kind, "dfs.run");
+        let c = &r.counters;
+        assert_eq!(c["completed"], 10_000, "{mode}");
+        assert_eq!(c["contributions_stored"], 40_000, "{mode}");
+        assert_eq!(c["contributions_sent"], 40_000, "{mode}");
+        for k in [
+            "contributions_lost",
+            "duplicates",
+            "checksum_failures",
+            "overruns",
+            "misrouted",
+            "incomplete",
+        ] {
+            assert_eq!(c[k], 0, "{mode}: {k}");
+        }
+        let d = data(&out);
+        assert_eq!(d["verified"], true);
+        assert_eq!(
+            r.histograms[0].count,
+            10_000 - d["warmup_ts"].as_u64().unwrap()
+        );
+        if mode == "dfs" {
+            assert!(c["proposals_used"] > 0, "DFS never used a proposal");
+        }
+    }
+}
+
+#[test]
+fn mpi_run_survives_killing_one_of_two_dde_replicas() {
+    if let Err(why) = mpirun() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // 2,000 time-slices in intervals of 100: replica 0 stops at interval 8 of 20
+    let (o, out) = mpi_run(
+        dir.path(),
+        "kill.json",
+        &[
+            "--mode",
+            "dfs",
+            "--time-slices",
+            "2000",
+            "--ts-per-interval",
+            "100",
+            "--mts-size",
+            "4K",
+            "--dde-replicas",
+            "2",
+            "--kill-dde",
+            "0@8",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = ResultFile::load(&out).unwrap();
+    let c = &r.counters;
+    assert_eq!(c["dde_killed"], 1);
+    assert_eq!(c["completed"], 2_000);
+    assert_eq!(c["contributions_lost"], 0);
+    assert_eq!(c["duplicates"], 0);
+    assert_eq!(c["checksum_failures"], 0);
+    let d = data(&out);
+    assert_eq!(d["verified"], true);
+    // the surviving replica kept proposing after the kill: intervals past 10 were proposed
+    let intervals = d["intervals"].as_array().unwrap();
+    let late_proposed = intervals
+        .iter()
+        .filter(|i| i["index"].as_u64().unwrap() > 10 && !i["proposed_ms"].is_null())
+        .count();
+    assert!(
+        late_proposed > 0,
+        "no proposals after the kill: {intervals:?}"
+    );
+    assert!(
+        c["proposals_used"] > 40,
+        "proposals used: {}",
+        c["proposals_used"]
+    );
+}

@@ -1,0 +1,43 @@
+//! # latlab-dfs
+//!
+//! The Data-Flow Scheduler (DFS) of FLESnet (Salem, Schütt, Schintke, Reinefeld, *Scheduling
+//! Data Streams for Low Latency and High Throughput on a Cray XC40 Using Libfabric*, CUG 2019)
+//! and its best-effort baseline, as pure, deterministic state machines with time passed in.
+//!
+//! - [`params`]: the model's sizes and the DFS parameters (Table I defaults).
+//! - [`model`]: time-slice assignment (offset-based round-robin), checksums, payloads.
+//! - [`compute`]: a compute node — ring buffer per input, credits, completion detection.
+//! - [`sender`]: the best-effort sender (FLESnet without DFS).
+//! - [`ie`]: the DFS Input Engine (Eq. 4 pacing, θ acknowledgements, fallback, proposals).
+//! - [`dde`]: the Distributed Deterministic Engine — history manager, proposer, staged
+//!   speed-up (Eq. 1), clock synchroniser (Eqs. 2–3).
+//! - [`sim`]: a deterministic discrete-event simulator running the same state machines on a
+//!   modelled network (`latlab dfs sim`).
+//! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
+//! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
+//! - [`report`]: pure functions turning a loaded result file into tables and series.
+//!
+//! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
+//! reads a clock.
+#![deny(unsafe_code)]
+
+pub mod compute;
+pub mod dde;
+pub mod ie;
+pub mod model;
+#[cfg(feature = "mpi")]
+pub mod mpibench;
+#[cfg(feature = "mpi")]
+pub mod mpirun;
+pub mod params;
+pub mod report;
+pub mod sender;
+pub mod sim;
+mod stats;
+
+pub use params::Mode;
+
+/// A reading of a node's local clock, in nanoseconds since an arbitrary epoch.
+pub type Time = i64;
+/// A duration in nanoseconds.
+pub type Dur = i64;

@@ -1,0 +1,249 @@
+//! `latlab dfs bench`: the MPI_Put many-to-many micro-benchmark of §V-A (feature `mpi`).
+//!
+//! The first half of the ranks send, the second half receive. Each receiver exposes a
+//! window with one slot per sender. In a *round* every sender writes one message into every
+//! receiver's window (`MPI_Put`, receivers visited in offset order starting at the sender's
+//! index, completed together with `MPI_Win_flush_all`); senders run independently after a
+//! start barrier. Per message size the benchmark records every round's duration; the
+//! bandwidth per sender is bytes per round × rounds / time. The *Mix* variant adds, for each
+//! big message, one 16-byte and two 64-byte messages to the same receiver (the paper's
+//! descriptors and SYNC messages, Fig. 5).
+
+use crate::sim::FiveNum;
+use latlab_core::hist::{HistConfig, LatencyHistogram};
+use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
+use latlab_core::units::Nanos;
+use latlab_sys::mpi_rma::{RmaError, Window};
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+
+/// Result kind of `latlab dfs bench`.
+pub const RESULT_KIND: &str = "dfs.bench";
+
+const TAG_RESULT: i32 = 21;
+const SMALL: [usize; 3] = [16, 64, 64];
+
+/// Benchmark configuration (resolved on rank 0, broadcast).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    /// Message sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Bytes each sender should move per size (sets the number of rounds).
+    pub bytes_per_size: u64,
+    /// At least this many rounds per size.
+    pub min_rounds: u64,
+    /// Also run the Mix variant.
+    pub mix: bool,
+}
+
+/// One size (and variant) of the benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Message size, bytes.
+    pub size: u64,
+    /// Mix variant (small messages added).
+    pub mix: bool,
+    /// Rounds per sender.
+    pub rounds: u64,
+    /// Mean round duration over senders, µs.
+    pub round_us_mean: f64,
+    /// Round durations of all senders, µs (min, p10, median, p90, max).
+    pub round_us: FiveNum,
+    /// Bandwidth per sender (big messages only), GB/s: mean, min and max over senders.
+    pub bw_per_sender_gbs: (f64, f64, f64),
+    /// Aggregate bandwidth (sum over senders), GB/s.
+    pub aggregate_gbs: f64,
+}
+
+/// The data of a `dfs.bench` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchData {
+    /// Configuration.
+    pub config: BenchConfig,
+    /// Senders.
+    pub senders: usize,
+    /// Receivers.
+    pub receivers: usize,
+    /// One row per size and variant.
+    pub rows: Vec<BenchRow>,
+}
+
+/// Why the benchmark failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BenchError {
+    /// MPI could not be initialised.
+    #[error("MPI initialisation failed (run under mpirun, e.g. mpirun -n 8 latlab dfs bench)")]
+    Init,
+    /// Fewer than 2 or an odd number of ranks.
+    #[error("need an even number of at least 2 MPI ranks (half senders, half receivers), got {0}")]
+    Ranks(usize),
+    /// Rank 0 rejected the configuration.
+    #[error("{0}")]
+    Config(String),
+    /// An RMA call failed.
+    #[error(transparent)]
+    Rma(#[from] RmaError),
+}
+
+#[derive(Serialize, Deserialize)]
+struct SenderResult {
+    /// per (size, mix): total ns, rounds, histogram (base64)
+    runs: Vec<(u64, bool, u64, u64, String)>,
+}
+
+/// Runs the benchmark under MPI; returns the result file on rank 0.
+pub fn run(
+    resolve: impl FnOnce(usize) -> Result<BenchConfig, String>,
+    argv: Vec<String>,
+    provenance: impl FnOnce() -> Provenance,
+) -> Result<Option<ResultFile>, BenchError> {
+    let universe = mpi::initialize().ok_or(BenchError::Init)?;
+    let world = universe.world();
+    let rank = world.rank() as usize;
+    let size = world.size() as usize;
+    let mut msg = Vec::new();
+    if rank == 0 {
+        msg = serde_json::to_vec(&resolve(size).map_err(|e| e.to_string())).expect("json");
+    }
+    let mut len = msg.len() as u64;
+    world.process_at_rank(0).broadcast_into(&mut len);
+    msg.resize(len as usize, 0);
+    world.process_at_rank(0).broadcast_into(&mut msg[..]);
+    let cfg: Result<BenchConfig, String> =
+        serde_json::from_slice(&msg).map_err(|e| BenchError::Config(e.to_string()))?;
+    let cfg = cfg.map_err(BenchError::Config)?;
+    if size < 2 || size % 2 != 0 {
+        return Err(BenchError::Ranks(size));
+    }
+    let ns = size / 2;
+    let nr = size - ns;
+    let max = *cfg.sizes.iter().max().unwrap_or(&1) as usize;
+    let small: usize = SMALL.iter().sum();
+    let slot = max + small;
+    let hc = HistConfig::default();
+    let mut runs = Vec::new();
+    for &sz in &cfg.sizes {
+        for mix in [false, true] {
+            if mix && !cfg.mix {
+                continue;
+            }
+            let win = Window::allocate(&world, if rank >= ns { ns * slot } else { 0 })?;
+            let rounds = (cfg.bytes_per_size / (sz * nr as u64)).max(cfg.min_rounds);
+            let buf = vec![0x5au8; sz as usize];
+            let smalls: Vec<Vec<u8>> = SMALL.iter().map(|&n| vec![0xa5u8; n]).collect();
+            let mut h = LatencyHistogram::new(hc).expect("valid");
+            world.barrier();
+            let start = latlab_sys::clocks::monotonic_ns();
+            if rank < ns {
+                for _ in 0..rounds {
+                    let t = latlab_sys::clocks::monotonic_ns();
+                    let mut b = win.batch();
+                    for m in 0..nr {
+                        let r = (rank + m) % nr;
+                        let off = rank * slot;
+                        b.put((ns + r) as i32, off, &buf)?;
+                        if mix {
+                            let mut o = off + max;
+                            for s in &smalls {
+                                b.put((ns + r) as i32, o, s)?;
+                                o += s.len();
+                            }
+                        }
+                    }
+                    b.flush_all()?;
+                    h.record(Nanos(latlab_sys::clocks::monotonic_ns() - t));
+                }
+            }
+            let total = latlab_sys::clocks::monotonic_ns() - start;
+            world.barrier();
+            drop(win);
+            if rank < ns {
+                runs.push((sz, mix, rounds, total, h.to_base64()));
+            }
+        }
+    }
+    if rank == 0 {
+        let mut all = vec![SenderResult { runs }];
+        let mut buf = Vec::new();
+        for _ in 1..ns {
+            let (m, st) = world.any_process().matched_probe_with_tag(TAG_RESULT);
+            buf.resize(st.count(u8::equivalent_datatype()) as usize, 0);
+            m.matched_receive_into(&mut buf[..]);
+            all.push(serde_json::from_slice(&buf).map_err(|e| BenchError::Config(e.to_string()))?);
+        }
+        world.barrier();
+        return Ok(Some(assemble(cfg, ns, nr, all, argv, provenance())));
+    } else if rank < ns {
+        let b = serde_json::to_vec(&SenderResult { runs }).expect("json");
+        world.process_at_rank(0).send_with_tag(&b[..], TAG_RESULT);
+    }
+    world.barrier();
+    Ok(None)
+}
+
+fn assemble(
+    cfg: BenchConfig,
+    ns: usize,
+    nr: usize,
+    all: Vec<SenderResult>,
+    argv: Vec<String>,
+    provenance: Provenance,
+) -> ResultFile {
+    let hc = HistConfig::default();
+    let mut r = ResultFile::new(
+        RESULT_KIND,
+        argv,
+        serde_json::to_value(&cfg).expect("json"),
+        provenance,
+    );
+    let mut rows = Vec::new();
+    let nruns = all.first().map_or(0, |s| s.runs.len());
+    for k in 0..nruns {
+        let (sz, mix, rounds, _, _) = all[0].runs[k].clone();
+        let mut h = LatencyHistogram::new(hc).expect("valid");
+        let mut bws = Vec::new();
+        let mut means = Vec::new();
+        for s in &all {
+            let (_, _, rounds, total, b64) = &s.runs[k];
+            if let Ok(x) = LatencyHistogram::from_base64(b64, hc, 0) {
+                let _ = h.merge(&x);
+            }
+            let bytes = sz as f64 * nr as f64 * *rounds as f64;
+            bws.push(bytes / (*total).max(1) as f64);
+            means.push(*total as f64 / *rounds as f64 / 1e3);
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let minmax = |v: &[f64]| {
+            (
+                v.iter().copied().fold(f64::INFINITY, f64::min),
+                v.iter().copied().fold(0.0, f64::max),
+            )
+        };
+        let (bmin, bmax) = minmax(&bws);
+        rows.push(BenchRow {
+            size: sz,
+            mix,
+            rounds,
+            round_us_mean: mean(&means),
+            round_us: FiveNum::from_hist(&h, 1e3),
+            bw_per_sender_gbs: (mean(&bws), bmin, bmax),
+            aggregate_gbs: bws.iter().sum(),
+        });
+        r.histograms.push(
+            StoredHistogram::new(format!("round_{sz}{}", if mix { "_mix" } else { "" }), &h)
+                .with_label("size", sz.to_string())
+                .with_label("mix", mix.to_string()),
+        );
+    }
+    r.counters.insert("senders".into(), ns as u64);
+    r.counters.insert("receivers".into(), nr as u64);
+    r.data = serde_json::to_value(BenchData {
+        config: cfg,
+        senders: ns,
+        receivers: nr,
+        rows,
+    })
+    .expect("json");
+    r
+}

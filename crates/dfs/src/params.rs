@@ -1,0 +1,223 @@
+//! Sizes of the model and the DFS parameters. Defaults follow Table I of the paper
+//! (ts_per_intvl 10,000, hist_cnt 10, ssu_TH 10 %, ssu_pct 5 %) and §V-B (64 KiB mts,
+//! 16 mts of compute buffer per input connection).
+
+use serde::{Deserialize, Serialize};
+
+/// Input and compute node counts and buffer sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Number of input nodes (I).
+    pub inputs: usize,
+    /// Number of compute nodes (C).
+    pub computes: usize,
+    /// Size of one micro-time-slice (one contribution) in bytes.
+    pub mts_bytes: u64,
+    /// Ring-buffer slots (mts) per input connection at each compute node: the credits
+    /// (tickets) an input holds towards one compute node.
+    pub slots_per_input: u32,
+}
+
+impl Default for Topology {
+    fn default() -> Self {
+        Topology {
+            inputs: 4,
+            computes: 4,
+            mts_bytes: 64 * 1024,
+            slots_per_input: 16,
+        }
+    }
+}
+
+/// Why a configuration is rejected.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ParamError {
+    /// A count or size that must be positive is zero.
+    #[error("{0} must be at least 1")]
+    Zero(&'static str),
+    /// A percentage outside its range.
+    #[error("{name} must be in {lo}..={hi} (got {value})")]
+    Range {
+        /// Parameter name.
+        name: &'static str,
+        /// Value given.
+        value: f64,
+        /// Lowest accepted.
+        lo: f64,
+        /// Highest accepted.
+        hi: f64,
+    },
+}
+
+impl Topology {
+    /// Checks that every count is positive.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.inputs == 0 {
+            return Err(ParamError::Zero("inputs"));
+        }
+        if self.computes == 0 {
+            return Err(ParamError::Zero("computes"));
+        }
+        if self.mts_bytes == 0 {
+            return Err(ParamError::Zero("mts size"));
+        }
+        if self.slots_per_input == 0 {
+            return Err(ParamError::Zero("buffer slots per input"));
+        }
+        Ok(())
+    }
+}
+
+/// Which statistic of Eq. 1 gates the staged speed-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SsuCriterion {
+    /// The paper's Eq. 1: VAR_j ≤ ssu_TH, the variance of the per-interval deviations
+    /// (each in percent of the proposed duration, so VAR_j is in %²).
+    Variance,
+    /// The mean deviation μ_j (in percent) ≤ ssu_TH, closer to the authors' code.
+    MeanDeviation,
+}
+
+/// DFS parameters (Table I plus the θ acknowledgement threshold).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DfsParams {
+    /// Time-slices per interval (ts_per_intvl); an interval has
+    /// `max(1, ts_per_intvl / C)` rounds of C time-slices.
+    pub ts_per_intvl: u64,
+    /// Length of the history the proposer and SSU look at (hist_cnt), in intervals.
+    pub hist_cnt: usize,
+    /// Speed-up threshold ssu_TH in percent (see [`SsuCriterion`]).
+    pub ssu_th: f64,
+    /// Speed-up amount ssu_pct in percent of the interval duration.
+    pub ssu_pct: f64,
+    /// Statistic compared against ssu_TH.
+    pub ssu_criterion: SsuCriterion,
+    /// θ: fraction of an interval's contributions (in percent) that must be acknowledged
+    /// before the Input Engine starts the next interval. The paper leaves it open; the
+    /// authors' 2019 code uses 70 %.
+    pub theta_pct: f64,
+}
+
+impl Default for DfsParams {
+    fn default() -> Self {
+        DfsParams {
+            ts_per_intvl: 10_000,
+            hist_cnt: 10,
+            ssu_th: 10.0,
+            ssu_pct: 5.0,
+            ssu_criterion: SsuCriterion::Variance,
+            theta_pct: 70.0,
+        }
+    }
+}
+
+impl DfsParams {
+    /// Checks ranges.
+    pub fn validate(&self) -> Result<(), ParamError> {
+        if self.ts_per_intvl == 0 {
+            return Err(ParamError::Zero("ts-per-interval"));
+        }
+        if self.hist_cnt == 0 {
+            return Err(ParamError::Zero("hist-cnt"));
+        }
+        let pct = |name, value: f64, lo, hi| {
+            if value.is_finite() && value >= lo && value <= hi {
+                Ok(())
+            } else {
+                Err(ParamError::Range {
+                    name,
+                    value,
+                    lo,
+                    hi,
+                })
+            }
+        };
+        pct("ssu-th", self.ssu_th, 0.0, 1e6)?;
+        pct("ssu-pct", self.ssu_pct, 0.0, 99.0)?;
+        pct("theta", self.theta_pct, 0.0, 100.0)?;
+        Ok(())
+    }
+
+    /// Rounds per interval for `computes` compute nodes: `max(1, ts_per_intvl / C)`.
+    pub fn rounds(&self, computes: usize) -> u64 {
+        (self.ts_per_intvl / computes as u64).max(1)
+    }
+
+    /// Time-slices per interval for `computes` compute nodes (a whole number of rounds).
+    pub fn interval_len(&self, computes: usize) -> u64 {
+        self.rounds(computes) * computes as u64
+    }
+
+    /// Contributions (of one input) that must be acknowledged before the next interval
+    /// may start: `ceil(θ · n / 100)`.
+    pub fn theta_count(&self, n: u64) -> u64 {
+        ((self.theta_pct / 100.0) * n as f64).ceil() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_one_defaults() {
+        let p = DfsParams::default();
+        assert_eq!(p.ts_per_intvl, 10_000);
+        assert_eq!(p.hist_cnt, 10);
+        assert_eq!(p.ssu_th, 10.0);
+        assert_eq!(p.ssu_pct, 5.0);
+        p.validate().unwrap();
+    }
+
+    #[test]
+    fn rounds_are_whole_and_at_least_one() {
+        let p = DfsParams::default();
+        // 10,000 / 192 = 52 rounds of 192 = 9,984 time-slices
+        assert_eq!(p.rounds(192), 52);
+        assert_eq!(p.interval_len(192), 9_984);
+        let small = DfsParams {
+            ts_per_intvl: 3,
+            ..p
+        };
+        assert_eq!(small.rounds(4), 1);
+        assert_eq!(small.interval_len(4), 4);
+        assert_eq!(p.theta_count(10), 7);
+        assert_eq!(p.theta_count(9), 7); // 6.3 -> 7
+    }
+
+    #[test]
+    fn rejects_zero_and_out_of_range() {
+        let t = Topology {
+            computes: 0,
+            ..Topology::default()
+        };
+        assert_eq!(t.validate(), Err(ParamError::Zero("computes")));
+        let p = DfsParams {
+            theta_pct: 101.0,
+            ..DfsParams::default()
+        };
+        assert!(p.validate().is_err());
+    }
+}
+
+/// How inputs send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// FLESnet without DFS: send whenever credits allow, in fixed order.
+    BestEffort,
+    /// The Data-Flow Scheduler.
+    Dfs,
+}
+
+impl Mode {
+    /// Short name used in result files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::BestEffort => "best-effort",
+            Mode::Dfs => "dfs",
+        }
+    }
+}

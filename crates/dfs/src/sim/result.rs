@@ -1,0 +1,77 @@
+//! The `dfs.sim` result file.
+
+use super::SimOutcome;
+use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
+
+/// Result kind of `latlab dfs sim`.
+pub const RESULT_KIND: &str = "dfs.sim";
+
+/// Builds the result file of a simulation: configuration, both completion histograms
+/// (after warm-up: `completion`; all time-slices: `completion_all`), every counter,
+/// warnings for anything lost, duplicated or incomplete, and [`SimData`](super::SimData) in
+/// `data`.
+pub fn to_result(o: &SimOutcome, argv: Vec<String>, provenance: Provenance) -> ResultFile {
+    let d = &o.data;
+    let config = serde_json::to_value(&d.config).expect("config serialises");
+    let mut r = ResultFile::new(RESULT_KIND, argv, config, provenance);
+    r.duration_ns = (d.duration_ms * 1e6) as u64;
+    let mode = d.config.mode.name();
+    let nodes = d.nodes.to_string();
+    r.histograms.push(
+        StoredHistogram::new("completion", &o.completion)
+            .with_label("mode", mode)
+            .with_label("nodes", nodes.clone())
+            .with_label(
+                "what",
+                "time-slice completion duration after warm-up (last - first arrival)",
+            ),
+    );
+    r.histograms.push(
+        StoredHistogram::new("completion_all", &o.completion_all)
+            .with_label("mode", mode)
+            .with_label("nodes", nodes)
+            .with_label("what", "time-slice completion duration, every time-slice"),
+    );
+    let c = &mut r.counters;
+    c.insert("time_slices".into(), d.time_slices);
+    c.insert("contributions_sent".into(), d.sent);
+    c.insert("contributions_stored".into(), d.compute.stored);
+    c.insert("checksum_failures".into(), d.compute.checksum_failures);
+    c.insert("duplicates".into(), d.compute.duplicates);
+    c.insert("overruns".into(), d.compute.overruns);
+    c.insert("misrouted".into(), d.compute.misrouted);
+    c.insert("completed".into(), d.compute.completed);
+    c.insert("released".into(), d.compute.released);
+    c.insert("proposals_used".into(), d.ie.proposals_used);
+    c.insert("proposals_ignored".into(), d.ie.proposals_ignored);
+    c.insert("fallback_intervals".into(), d.ie.fallbacks);
+    c.insert("catch_up_sends".into(), d.ie.catch_up_sends);
+    c.insert("dde_speedups".into(), d.dde.speedups);
+    c.insert("events".into(), d.events);
+    let expected = d.time_slices * d.config.topology.inputs as u64;
+    if !d.complete {
+        r.warnings.push(format!(
+            "{} of {} time-slices completed",
+            d.compute.completed, d.time_slices
+        ));
+    }
+    if d.compute.stored != expected {
+        r.warnings.push(format!(
+            "{} contributions lost ({} stored of {expected})",
+            expected.saturating_sub(d.compute.stored),
+            d.compute.stored
+        ));
+    }
+    for (n, v) in [
+        ("duplicate", d.compute.duplicates),
+        ("overrun", d.compute.overruns),
+        ("misrouted", d.compute.misrouted),
+        ("checksum-failed", d.compute.checksum_failures),
+    ] {
+        if v > 0 {
+            r.warnings.push(format!("{v} {n} contributions"));
+        }
+    }
+    r.data = serde_json::to_value(d).expect("data serialises");
+    r
+}

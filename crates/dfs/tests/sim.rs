@@ -1,0 +1,118 @@
+//! Simulator behaviour: both modes build every time-slice exactly once, runs are
+//! reproducible from the seed, DFS survives a DDE replica failure, and the bandwidth-drop
+//! scenario shows the proposal following the drop and recovering through staged speed-up.
+
+use latlab_dfs::sim::{self, BandwidthDrop, DdeFault, DropWindow, SimConfig};
+use latlab_dfs::Mode;
+
+fn small(mode: Mode) -> SimConfig {
+    let mut c = SimConfig::new(4, 4, mode);
+    c.params.ts_per_intvl = 40; // 10 rounds per interval
+    c.time_slices = 800;
+    c
+}
+
+#[test]
+fn both_modes_build_every_time_slice_once_and_reproducibly() {
+    for mode in [Mode::BestEffort, Mode::Dfs] {
+        let cfg = small(mode);
+        let a = sim::run(&cfg).unwrap();
+        let d = &a.data;
+        assert!(d.complete, "{mode:?} incomplete: {:?}", d.compute);
+        assert_eq!(d.compute.completed, 800);
+        assert_eq!(d.compute.stored, 800 * 4);
+        assert_eq!(d.sent, 800 * 4);
+        assert_eq!(
+            (
+                d.compute.duplicates,
+                d.compute.overruns,
+                d.compute.misrouted
+            ),
+            (0, 0, 0)
+        );
+        assert_eq!(d.compute.checksum_failures, 0);
+        assert_eq!(a.completion_all.count(), 800);
+        assert!(d.bandwidth_gbs > 0.0 && d.bandwidth_gbs <= d.nominal_gbs);
+        let b = sim::run(&cfg).unwrap();
+        assert_eq!(a.data, b.data, "same seed, same result");
+        let other = sim::run(&SimConfig { seed: 2, ..cfg }).unwrap();
+        assert_ne!(
+            a.data.completion_ms, other.data.completion_ms,
+            "seed matters"
+        );
+    }
+}
+
+#[test]
+fn dfs_uses_proposals_after_the_two_best_effort_intervals() {
+    let d = sim::run(&small(Mode::Dfs)).unwrap().data;
+    // 20 intervals x 4 inputs; intervals 0 and 1 have no proposal
+    assert_eq!(d.ie.best_effort_intervals, 8);
+    assert_eq!(d.ie.proposals_used + d.ie.fallbacks, 18 * 4);
+    assert!(d.ie.proposals_used > 0);
+    assert!(d.intervals.iter().skip(2).all(|r| r.proposed_ms.is_some()));
+    assert!(d.intervals.iter().take(2).all(|r| r.proposed_ms.is_none()));
+}
+
+#[test]
+fn killing_one_of_two_dde_replicas_does_not_stop_the_run() {
+    let mut cfg = small(Mode::Dfs);
+    cfg.dde_replicas = 2;
+    let healthy = sim::run(&cfg).unwrap().data;
+    // kill replica 0 in the middle of the run
+    cfg.dde_faults.push(DdeFault {
+        replica: 0,
+        kill_ns: (healthy.duration_ms * 1e6 / 2.0) as i64,
+        restart_ns: None,
+    });
+    let d = sim::run(&cfg).unwrap().data;
+    assert!(d.complete);
+    assert_eq!(d.ie.fallbacks, 0, "the surviving replica kept proposing");
+    assert_eq!(d.ie.proposals_used, healthy.ie.proposals_used);
+    // with both replicas dead the inputs keep going on the fallback rule
+    cfg.dde_faults.push(DdeFault {
+        replica: 1,
+        kill_ns: (healthy.duration_ms * 1e6 / 2.0) as i64,
+        restart_ns: None,
+    });
+    let d = sim::run(&cfg).unwrap().data;
+    assert!(d.complete);
+    assert!(d.ie.fallbacks > 0);
+}
+
+#[test]
+fn bandwidth_drop_is_followed_and_recovered_by_staged_speed_up() {
+    let mut cfg = SimConfig::new(8, 8, Mode::Dfs);
+    cfg.time_slices = 60 * 1_000;
+    cfg.drops.push(BandwidthDrop {
+        window: DropWindow::Intervals {
+            first: 15,
+            last: 25,
+        },
+        factor: 0.75,
+    });
+    let d = sim::run(&cfg).unwrap().data;
+    assert!(d.complete);
+    let prop = |j: usize| d.intervals[j].proposed_ms.unwrap();
+    let before: f64 = (8..15).map(prop).sum::<f64>() / 7.0;
+    // the drop lengthens the actual intervals by about 1/0.75
+    let act_drop: f64 = (16..25).map(|j| d.intervals[j].actual_ms).sum::<f64>() / 9.0;
+    assert!(
+        act_drop > before * 1.2,
+        "actual {act_drop} vs before {before}"
+    );
+    // the proposal follows the drop within the drop window
+    let peak = (15..=28).map(prop).fold(0.0, f64::max);
+    assert!(
+        peak > before * 1.2,
+        "proposal peak {peak} vs before {before}"
+    );
+    // after the drop, staged speed-up brings the proposal down again
+    let after: Vec<_> = d.intervals.iter().filter(|r| r.index > 26).collect();
+    assert!(
+        after.iter().any(|r| r.speedup),
+        "no speed-up after the drop"
+    );
+    let last = after.last().unwrap().proposed_ms.unwrap();
+    assert!(last < peak * 0.9, "last proposal {last} vs peak {peak}");
+}
