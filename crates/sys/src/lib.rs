@@ -10,6 +10,8 @@
 //!   it and as calibrated), and [`tsc::Clock`], the timebase the measuring loops use;
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
+//! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
+//!   busy polling and NIC timestamping capabilities;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -19,6 +21,7 @@
 
 pub mod clocks;
 pub mod host;
+pub mod net;
 pub mod process;
 pub mod sched;
 pub mod tsc;
