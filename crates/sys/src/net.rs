@@ -321,6 +321,8 @@ pub struct MmsgBatch {
     addrs: Vec<libc::sockaddr_storage>,
     iovs: Vec<libc::iovec>,
     hdrs: Vec<libc::mmsghdr>,
+    send_iovs: Vec<libc::iovec>,
+    send_hdrs: Vec<libc::mmsghdr>,
     lens: Vec<usize>,
     addr_lens: Vec<libc::socklen_t>,
     control_lens: Vec<usize>,
@@ -367,6 +369,8 @@ impl MmsgBatch {
             addrs: vec![unsafe { zeroed() }; slots],
             iovs: vec![unsafe { zeroed() }; slots],
             hdrs: vec![unsafe { zeroed() }; slots],
+            send_iovs: vec![unsafe { zeroed() }; slots],
+            send_hdrs: vec![unsafe { zeroed() }; slots],
             lens: vec![0; slots],
             addr_lens: vec![0; slots],
             control_lens: vec![0; slots],
@@ -518,23 +522,24 @@ impl MmsgBatch {
         ts
     }
 
-    /// Sends datagrams `range` (their current lengths) with one `sendmmsg`: each back to
-    /// its source when `to` is `None`, else all to `to`. Returns how many were sent.
+    /// Sends the datagrams at `indices` (their current lengths) with `sendmmsg`: each back
+    /// to its source when `to` is `None`, else all to `to`. Returns how many were sent.
     /// Never sends more bytes than a datagram's recorded length, which is at most the slot.
     pub fn send<F: AsFd>(
         &mut self,
         fd: &F,
-        range: std::ops::Range<usize>,
+        indices: &[usize],
         to: Option<&SocketAddr>,
     ) -> io::Result<usize> {
-        let range = range.start.min(self.slots())..range.end.min(self.slots());
-        if range.is_empty() {
-            return Ok(0);
-        }
         let fixed = to.map(std_to_sockaddr);
-        for i in range.clone() {
+        let mut k = 0usize;
+        let slots = self.slots();
+        for &i in indices.iter().filter(|&&i| i < slots) {
+            if k >= self.send_hdrs.len() {
+                break;
+            }
             let len = self.lens[i].min(self.slot_size);
-            self.iovs[i] = libc::iovec {
+            self.send_iovs[k] = libc::iovec {
                 iov_base: self.data[i * self.slot_size..].as_mut_ptr().cast(),
                 iov_len: len,
             };
@@ -542,25 +547,25 @@ impl MmsgBatch {
                 self.addrs[i] = *ss;
                 self.addr_lens[i] = *l;
             }
-            let h = &mut self.hdrs[i].msg_hdr;
+            let h = &mut self.send_hdrs[k].msg_hdr;
             h.msg_name = (&mut self.addrs[i] as *mut libc::sockaddr_storage).cast();
             h.msg_namelen = self.addr_lens[i];
-            h.msg_iov = &mut self.iovs[i];
+            h.msg_iov = &mut self.send_iovs[k];
             h.msg_iovlen = 1;
             h.msg_control = std::ptr::null_mut();
             h.msg_controllen = 0;
             h.msg_flags = 0;
+            k += 1;
         }
         let mut sent = 0usize;
-        let mut start = range.start;
-        while start < range.end {
-            // SAFETY: `hdrs[start..range.end]` point to valid buffers owned by `self`, set
-            // up above and alive for the call.
+        while sent < k {
+            // SAFETY: `send_hdrs[sent..k]` point to valid buffers owned by `self`, set up
+            // above and alive for the call.
             let rc = unsafe {
                 libc::sendmmsg(
                     fd.as_fd().as_raw_fd(),
-                    self.hdrs[start..].as_mut_ptr(),
-                    (range.end - start) as libc::c_uint,
+                    self.send_hdrs[sent..].as_mut_ptr(),
+                    (k - sent) as libc::c_uint,
                     0,
                 )
             };
@@ -578,7 +583,6 @@ impl MmsgBatch {
                 break;
             }
             sent += rc as usize;
-            start += rc as usize;
         }
         Ok(sent)
     }
@@ -839,7 +843,7 @@ mod tests {
         assert_eq!(b2.recv(&rx, 4, Wait::Block).unwrap(), 1);
         assert!(b2.truncated(0));
         assert_eq!(b2.packet(0).len(), 32);
-        assert_eq!(b2.send(&rx, 0..1, None).unwrap(), 1);
+        assert_eq!(b2.send(&rx, &[0], None).unwrap(), 1);
         let mut back = [0u8; 64];
         let (n, _) = tx.recv_from(&mut back).unwrap();
         assert_eq!(n, 32);

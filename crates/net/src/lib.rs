@@ -1,0 +1,16 @@
+//! # latlab-net
+//!
+//! Measuring the killer microsecond on Linux networks (Primorac, Bugnion, Argyraki,
+//! *How to Measure the Killer Microsecond*): an open-loop probe generator and receiver
+//! with user, kernel and hardware timestamps, network functions that write their residence
+//! time into the probes, a namespace testbed (the paper's Fig. 1 on one host) and the
+//! experiment that compares measurement methods against an OS configuration ladder.
+//!
+//! - [`wire`]: the probe header, a checked zero-copy view;
+//! - [`nf`]: the reflector and the forwarder behind the [`nf::PacketIo`] trait;
+//! - [`rng`]: seeded draws for arrivals and delays.
+#![deny(unsafe_code)]
+
+pub mod nf;
+pub mod rng;
+pub mod wire;
