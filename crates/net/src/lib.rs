@@ -8,9 +8,15 @@
 //!
 //! - [`wire`]: the probe header, a checked zero-copy view;
 //! - [`nf`]: the reflector and the forwarder behind the [`nf::PacketIo`] trait;
+//! - [`probe`]: the open-loop and ping-pong generator/receiver;
+//! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
+//! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
 //! - [`rng`]: seeded draws for arrivals and delays.
 #![deny(unsafe_code)]
 
+pub mod decompose;
+pub mod netinfo;
 pub mod nf;
+pub mod probe;
 pub mod rng;
 pub mod wire;

@@ -124,7 +124,7 @@ fn flooding_the_reflector_with_garbage() {
         answers, valid,
         "every valid probe answered once, nothing else"
     );
-    assert!(matches!(s.recv_from(&mut back), Err(_)), "no extra answer");
+    assert!(s.recv_from(&mut back).is_err(), "no extra answer");
     // every reason was exercised
     for (name, v) in c.snapshot() {
         if name.starts_with("malformed_") {
