@@ -1,6 +1,8 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+pub mod net;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
 use latlab_core::units::Nanos;
@@ -31,6 +33,12 @@ pub enum Command {
     /// In-host latency: clock-read baseline.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Network latency: generator, network functions, timestamps, testbed.
+    #[command(subcommand)]
+    Net(net::NetCommand),
+    /// Experiments that combine several measurements.
+    #[command(subcommand)]
+    Experiment(net::ExperimentCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
   latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)

@@ -11,12 +11,20 @@
 //! - [`probe`]: the open-loop and ping-pong generator/receiver;
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
+//! - [`result`]: result files and the pure functions a report calls;
+//! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
+//! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
 //! - [`rng`]: seeded draws for arrivals and delays.
 #![deny(unsafe_code)]
 
+pub mod calibrate;
 pub mod decompose;
+pub mod experiment;
 pub mod netinfo;
 pub mod nf;
+pub mod orchestrate;
 pub mod probe;
+pub mod result;
 pub mod rng;
+pub mod testbed;
 pub mod wire;

@@ -19,6 +19,10 @@ pub struct NetworkFacts {
     pub net_irqs: BTreeMap<String, String>,
     /// Interfaces of this namespace.
     pub interfaces: Vec<InterfaceFacts>,
+    /// `kernel.sched_rt_runtime_us`: how long per `sched_rt_period_us` real-time threads
+    /// may run (-1: unthrottled). A spinning SCHED_FIFO thread is stopped for the rest.
+    #[serde(default)]
+    pub rt_runtime_us: Option<i64>,
 }
 
 fn read_trim(path: &str) -> Option<String> {
@@ -52,6 +56,22 @@ pub fn parse_net_irqs(interrupts: &str) -> Vec<(u32, String)> {
     out
 }
 
+/// Sum of the `dropped` column (the second, hex) of `/proc/net/softnet_stat` text: packets
+/// the kernel dropped because a CPU's input backlog was full. Pure.
+pub fn parse_softnet_dropped(text: &str) -> u64 {
+    text.lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter_map(|h| u64::from_str_radix(h, 16).ok())
+        .sum()
+}
+
+/// Backlog drops so far on this host (see [`parse_softnet_dropped`]).
+pub fn softnet_dropped() -> u64 {
+    std::fs::read_to_string("/proc/net/softnet_stat")
+        .map(|s| parse_softnet_dropped(&s))
+        .unwrap_or(0)
+}
+
 /// Collects the facts from the running system (current network namespace).
 pub fn collect() -> NetworkFacts {
     let mut net_irqs = BTreeMap::new();
@@ -77,6 +97,8 @@ pub fn collect() -> NetworkFacts {
         default_irq_affinity: read_trim("/proc/irq/default_smp_affinity"),
         net_irqs,
         interfaces,
+        rt_runtime_us: read_trim("/proc/sys/kernel/sched_rt_runtime_us")
+            .and_then(|s| s.parse().ok()),
     }
 }
 
@@ -90,6 +112,12 @@ mod tests {
         let v = parse_net_irqs(t);
         let ns: Vec<u32> = v.iter().map(|(n, _)| *n).collect();
         assert_eq!(ns, vec![25, 26, 30]);
+    }
+
+    #[test]
+    fn softnet_drops() {
+        let t = "0000a000 00000002 00000000\n0000b000 0000000f 00000001\n";
+        assert_eq!(parse_softnet_dropped(t), 17);
     }
 
     #[test]

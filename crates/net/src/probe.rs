@@ -13,6 +13,11 @@
 //! a ring of atomics. The RX thread joins a received probe with its ring slot; probes
 //! whose TX timestamps are not there yet wait in a bounded pending queue.
 //!
+//! Waiting threads yield the CPU (`sched_yield`) while they have slack: the TX thread
+//! while its next send is more than 5 µs away, a busy RX thread when a poll finds nothing.
+//! Alone on a core this costs one system call; on a small machine it lets TX and RX share
+//! a core without time-slicing each other for milliseconds.
+//!
 //! ## Closed loop (`pingpong`)
 //! One thread sends a probe, waits for its answer (up to [`PINGPONG_TIMEOUT`]), sends the
 //! next: the method of sockperf and netperf, for comparison.
@@ -799,6 +804,9 @@ pub struct ProbeOutcome {
     pub warnings: Vec<String>,
     /// Hardware timestamping state per interface.
     pub interfaces: Vec<InterfaceFacts>,
+    /// Packets the kernel dropped for full input backlogs during the run (host-wide,
+    /// `/proc/net/softnet_stat`; other traffic counts too).
+    pub backlog_drops: u64,
 }
 
 /// Facts about one interface that carried probes.
@@ -928,6 +936,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         sources.hardware = ok;
     }
     let kernel_any = sources.kernel || sources.hardware;
+    let drops_before = crate::netinfo::softnet_dropped();
 
     // sockets
     let tx = UdpSocket::bind(cfg.tx_bind).map_err(sock_err(format!("binding {}", cfg.tx_bind)))?;
@@ -1025,14 +1034,9 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         let (tx, receiver, (cpu, (pol, prio))) = h
             .join()
             .map_err(|_| ProbeError::Config("the ping-pong thread panicked".into()))??;
-        return Ok(finish(
-            cfg,
-            tx,
-            receiver,
-            (cpu, pol.clone(), prio),
-            warnings,
-            interfaces,
-        ));
+        let mut o = finish(cfg, tx, receiver, (cpu, pol, prio), warnings, interfaces);
+        o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+        return Ok(o);
     }
 
     let cfg_rx = cfg.clone();
@@ -1071,14 +1075,16 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         .map_err(|_| ProbeError::Config("the RX thread panicked".into()))?;
     let tx = tx_res?;
     let (receiver, (pol, prio)) = rx_res?;
-    Ok(finish(
+    let mut o = finish(
         cfg,
         tx,
         receiver,
         (cfg.rx_cpu, pol, prio),
         warnings,
         interfaces,
-    ))
+    );
+    o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+    Ok(o)
 }
 
 fn place(cpu: Option<u32>, fifo: Option<i32>) -> Result<(), ProbeError> {
@@ -1101,6 +1107,12 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let mut rng = Rng::new(cfg.seed);
     let max = cfg.max_probes();
     let drain_slack = ns_to_raw(&clock, 5_000);
+    // Far from the next send, sleep instead of spinning: a spinning SCHED_FIFO thread is
+    // throttled by sched_rt_runtime_us (stopped ~50 ms per second). Wake-ups come early
+    // by a margin covering the timer slack (0 for real-time threads, 50 µs by default).
+    let sleep_margin_ns: u64 = if cfg.fifo.is_some() { 25_000 } else { 80_000 };
+    let sleep_margin = ns_to_raw(&clock, sleep_margin_ns);
+    let sleep_min = ns_to_raw(&clock, sleep_margin_ns + 20_000);
     let mut k: u64 = 0;
     let mut poisson_offset = 0f64;
     loop {
@@ -1124,8 +1136,15 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
             if now >= sched_at {
                 break;
             }
-            if s.kernel && sched_at - now > drain_slack {
+            let left = sched_at - now;
+            if left > sleep_min {
                 s.drain_errqueue();
+                let nap = clock.raw_to_nanos(left - sleep_margin);
+                std::thread::sleep(Duration::from_nanos(nap.get()));
+            } else if left > drain_slack {
+                // slack: collect TX timestamps, and let a thread sharing this core run
+                s.drain_errqueue();
+                std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }
@@ -1208,7 +1227,10 @@ fn rx_loop(cfg: &ProbeConfig, receiver: &mut Receiver, batch: &mut MmsgBatch, rx
         IoMode::Busy => Wait::NonBlocking,
     };
     loop {
-        receive_batch(receiver, batch, rx, wait);
+        if receive_batch(receiver, batch, rx, wait) == 0 && wait == Wait::NonBlocking {
+            // nothing queued: give the core to a thread sharing it (free when alone)
+            std::thread::yield_now();
+        }
         let now = clock.now();
         receiver.poll_pending(now, false);
         if receiver.shared.tx_done.load(Ordering::Acquire) {
@@ -1356,6 +1378,7 @@ fn finish(
         rx_placement,
         warnings,
         interfaces,
+        backlog_drops: 0,
     }
 }
 
@@ -1439,6 +1462,7 @@ impl ProbeOutcome {
             ("missing_tx_kernel_timestamp", r.missing_tx_kernel),
             ("missing_rx_hardware_timestamp", r.missing_rx_hardware),
             ("pending_overflow", r.pending_overflow),
+            ("kernel_backlog_drops", self.backlog_drops),
         ] {
             c.insert(k.to_string(), v);
         }

@@ -2,6 +2,7 @@
 //! calls the library and prints.
 
 mod host_clocks;
+mod net;
 mod plot;
 mod show;
 
@@ -11,6 +12,8 @@ use crate::args::{Cli, Command, HostCommand};
 pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
+        Command::Net(c) => net::run(c, argv),
+        Command::Experiment(c) => net::experiment(c, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }
