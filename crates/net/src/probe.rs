@@ -936,6 +936,12 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         sources.hardware = ok;
     }
     let kernel_any = sources.kernel || sources.hardware;
+    // from here on, the sources that can actually run
+    let resolved = ProbeConfig {
+        sources,
+        ..cfg.clone()
+    };
+    let cfg = &resolved;
     let drops_before = crate::netinfo::softnet_dropped();
 
     // sockets
@@ -947,6 +953,9 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         None => tx.try_clone().map_err(sock_err("duplicating the socket"))?,
     };
     let _ = sysnet::set_recv_buffer(&rx, 8 << 20);
+    // TX timestamps queue on the TX socket's error queue, charged to its receive buffer:
+    // too small a buffer drops timestamps whenever the TX thread is held up
+    let _ = sysnet::set_recv_buffer(&tx, 8 << 20);
     let _ = sysnet::set_send_buffer(&tx, 4 << 20);
     let mut tx_flags = 0;
     let mut rx_flags = 0;

@@ -191,6 +191,11 @@ pub fn up() -> Result<bool, TestbedError> {
     for ns in [GEN_NS, NF_NS] {
         ip(&["netns", "add", ns])?;
         in_ns(ns, &["link", "set", "lo", "up"])?;
+        // no IPv6: no router solicitations or DAD traffic beside the probes
+        let _ = Command::new("ip")
+            .args(["netns", "exec", ns, "sh", "-c"])
+            .arg("echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6")
+            .status();
     }
     // pairs: ga<->na and nb<->gb, created in the generator's namespace and one end moved
     for (a, b) in [(0usize, 1usize), (3, 2)] {

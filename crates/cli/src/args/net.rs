@@ -174,16 +174,16 @@ pub struct ForwardArgs {
     #[arg(long, conflicts_with_all = ["a", "a_to", "b", "b_to"])]
     pub testbed: bool,
     /// Port A: address to listen on.
-    #[arg(long, required_unless_present = "testbed")]
+    #[arg(long)]
     pub a: Option<SocketAddr>,
     /// Next hop of probes received on A (sent out of B).
-    #[arg(long, required_unless_present = "testbed")]
+    #[arg(long)]
     pub a_to: Option<SocketAddr>,
     /// Port B: address to listen on.
-    #[arg(long, required_unless_present = "testbed")]
+    #[arg(long)]
     pub b: Option<SocketAddr>,
     /// Next hop of probes received on B (sent out of A).
-    #[arg(long, required_unless_present = "testbed")]
+    #[arg(long)]
     pub b_to: Option<SocketAddr>,
     /// Directions to run.
     #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
@@ -214,7 +214,7 @@ pub enum ArrivalsArg {
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
     /// Where probes go (a reflector or forwarder port).
-    #[arg(long, required_unless_present = "testbed")]
+    #[arg(long)]
     pub to: Option<SocketAddr>,
     /// Use the testbed: send from latlab-ga to the forwarder, receive on latlab-gb (runs
     /// itself inside namespace latlab-gen).
