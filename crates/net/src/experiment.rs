@@ -435,7 +435,7 @@ pub fn render_table(r: &ResultFile) -> String {
         s.push_str(&format!(
             "- {conf}: {}\n",
             p.as_deref()
-                .map(|p| format!("p{p}"))
+                .map(str::to_string)
                 .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
         ));
     }
@@ -496,6 +496,6 @@ mod tests {
         }
         assert_eq!(disagreement(&[&a, &a], 1_000), None);
         let p = disagreement(&[&a, &b], 1_000).unwrap();
-        assert_eq!(p.to_string(), "99.9");
+        assert_eq!(p.to_string(), "p99.9");
     }
 }
