@@ -3,6 +3,10 @@
 //! each timestamp source and percentile, the latency shift against the 0-delay run should
 //! equal the injected delay. The error (shift − injected) is what the instrument adds or
 //! loses at that percentile.
+//!
+//! The NF runs pinned under `SCHED_FIFO` 50 and the generator's threads under
+//! `SCHED_FIFO` 40, so that other work on the host does not preempt them; with the
+//! default blocking NF, no thread spins long enough to meet real-time throttling.
 
 use crate::nf::IoMode;
 use crate::orchestrate::{self, Placement, ProbeRun};
@@ -49,6 +53,9 @@ pub struct CalibrateConfig {
     pub nf_io: IoMode,
     /// Reflector on loopback instead of the testbed.
     pub loopback: bool,
+    /// Rounds: each round runs every delay once, in order; histograms of a delay are
+    /// merged over the rounds, so that slow drifts of the host hit every delay alike.
+    pub rounds: u32,
     /// No progress output.
     pub quiet: bool,
 }
@@ -117,39 +124,48 @@ pub fn run(
     orchestrate::prepare(placement)?;
     let (nf_cpu, gen_cpu) = orchestrate::cpus();
     let mut runs: Vec<(u64, PathBuf, ResultFile)> = Vec::new();
-    for d in &cfg.delays {
-        let tag = format_ns(d.get() as f64).replace(' ', "");
-        if !cfg.quiet {
-            eprintln!("calibrate: added delay {tag}…");
+    for round in 0..cfg.rounds.max(1) {
+        for d in &cfg.delays {
+            let tag = format_ns(d.get() as f64).replace(' ', "");
+            if !cfg.quiet {
+                eprintln!(
+                    "calibrate: round {}/{}, added delay {tag}…",
+                    round + 1,
+                    cfg.rounds.max(1)
+                );
+            }
+            let nf_args: Vec<String> = vec![
+                "--io".into(),
+                cfg.nf_io.name().into(),
+                "--cpu".into(),
+                nf_cpu.to_string(),
+                "--delay".into(),
+                format!("{}ns", d.get()),
+                "--fifo".into(),
+                "50".into(),
+            ];
+            let nf_path = dir.join(format!("nf-delay-{tag}-r{round}.json"));
+            let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
+            let probe_path = dir.join(format!("probe-delay-{tag}-r{round}.json"));
+            let pr = ProbeRun {
+                milli_pps: cfg.milli_pps,
+                duration: cfg.duration,
+                warmup: cfg.warmup,
+                rx_io: "blocking",
+                cpu: (gen_cpu != nf_cpu).then_some(gen_cpu),
+                timestamps: "user,kernel",
+                fifo: Some(40),
+                nf_config: serde_json::json!({
+                    "role": if cfg.loopback { "reflect" } else { "forward" },
+                    "io": cfg.nf_io.name(), "cpu": nf_cpu, "fifo": 50, "delay_ns": d.get()
+                }),
+            };
+            let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
+            let nf_res = nf.finish();
+            let res = res?;
+            nf_res?;
+            runs.push((d.get(), probe_path, res));
         }
-        let nf_args: Vec<String> = vec![
-            "--io".into(),
-            cfg.nf_io.name().into(),
-            "--cpu".into(),
-            nf_cpu.to_string(),
-            "--delay".into(),
-            format!("{}ns", d.get()),
-        ];
-        let nf_path = dir.join(format!("nf-delay-{tag}.json"));
-        let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
-        let probe_path = dir.join(format!("probe-delay-{tag}.json"));
-        let pr = ProbeRun {
-            milli_pps: cfg.milli_pps,
-            duration: cfg.duration,
-            warmup: cfg.warmup,
-            rx_io: "blocking",
-            cpu: (gen_cpu != nf_cpu).then_some(gen_cpu),
-            timestamps: "user,kernel",
-            nf_config: serde_json::json!({
-                "role": if cfg.loopback { "reflect" } else { "forward" },
-                "io": cfg.nf_io.name(), "cpu": nf_cpu, "delay_ns": d.get()
-            }),
-        };
-        let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
-        let nf_res = nf.finish();
-        let res = res?;
-        nf_res?;
-        runs.push((d.get(), probe_path, res));
     }
     let prov = runs
         .first()
@@ -165,21 +181,32 @@ pub fn run(
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
         ..Default::default()
     };
-    let base = &runs[0].2;
+    // histograms per source and delay, merged over the rounds
+    let merged = |name: &str, d: u64| -> Option<latlab_core::hist::LatencyHistogram> {
+        let mut acc: Option<latlab_core::hist::LatencyHistogram> = None;
+        for (_, _, r) in runs.iter().filter(|(x, _, _)| *x == d) {
+            let h = r.histogram(name)?.ok()?;
+            match acc.as_mut() {
+                None => acc = Some(h),
+                Some(a) => a.merge(&h).ok()?,
+            }
+        }
+        acc
+    };
     for (label, name) in SOURCES {
-        let Some(Ok(b)) = base.histogram(name) else {
+        let Some(b) = merged(name, 0) else {
             continue;
         };
-        for (d, path, r) in &runs {
-            let Some(Ok(h)) = r.histogram(name) else {
+        for d in cfg.delays.iter().map(|d| d.get()) {
+            let Some(h) = merged(name, d) else {
                 continue;
             };
             out.histograms.push(
-                StoredHistogram::new(format!("{name}@{}", format_ns(*d as f64)), &h)
+                StoredHistogram::new(format!("{name}@{}", format_ns(d as f64)), &h)
                     .with_label("source", name)
                     .with_label("injected_ns", d.to_string()),
             );
-            if *d == 0 {
+            if d == 0 {
                 continue;
             }
             for p in percentiles() {
@@ -188,25 +215,27 @@ pub fn run(
                 let shift = mv as i64 - bv as i64;
                 data.rows.push(Row {
                     source: label.to_string(),
-                    injected_ns: *d,
+                    injected_ns: d,
                     percentile: p.to_string(),
                     baseline_ns: bv,
                     measured_ns: mv,
                     shift_ns: shift,
-                    error_ns: shift - *d as i64,
+                    error_ns: shift - d as i64,
                     supported: is_supported(p, b.count()) && is_supported(p, h.count()),
                 });
             }
-            let _ = path;
         }
     }
     data.runs = runs
         .iter()
         .map(|(d, p, _)| (*d, p.display().to_string()))
         .collect();
-    for (_, _, r) in &runs {
+    for (d, p, r) in &runs {
         for w in &r.warnings {
-            out.warnings.push(w.clone());
+            let w = format!("{} (delay {}): {w}", p.display(), format_ns(*d as f64));
+            if !out.warnings.contains(&w) {
+                out.warnings.push(w);
+            }
         }
         for (k, v) in &r.counters {
             *out.counters.entry(k.clone()).or_insert(0) += v;

@@ -246,6 +246,7 @@ pub fn run(
                 rx_io: rx,
                 cpu: gen,
                 timestamps: "all",
+                fifo: None,
                 nf_config: nf_json.clone(),
             };
             let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);

@@ -164,6 +164,8 @@ pub struct ProbeRun {
     pub cpu: Option<u32>,
     /// `--timestamps` value.
     pub timestamps: &'static str,
+    /// SCHED_FIFO priority of the generator's threads.
+    pub fifo: Option<i32>,
     /// The NF configuration to record.
     pub nf_config: serde_json::Value,
 }
@@ -204,6 +206,9 @@ pub fn run_probe(
         .arg(p.nf_config.to_string())
         .arg("-o")
         .arg(result);
+    if let Some(prio) = p.fifo {
+        c.args(["--fifo", &prio.to_string()]);
+    }
     if let Some(cpu) = p.cpu {
         c.args(["--tx-cpu", &cpu.to_string(), "--rx-cpu", &cpu.to_string()]);
     }

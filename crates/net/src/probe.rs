@@ -1119,9 +1119,11 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     // Far from the next send, sleep instead of spinning: a spinning SCHED_FIFO thread is
     // throttled by sched_rt_runtime_us (stopped ~50 ms per second). Wake-ups come early
     // by a margin covering the timer slack (0 for real-time threads, 50 µs by default).
-    let sleep_margin_ns: u64 = if cfg.fifo.is_some() { 25_000 } else { 80_000 };
-    let sleep_margin = ns_to_raw(&clock, sleep_margin_ns);
-    let sleep_min = ns_to_raw(&clock, sleep_margin_ns + 20_000);
+    // The margin adapts: a wake-up later than half the margin doubles it (up to 500 µs),
+    // so a host with slow timers spins more rather than sending late.
+    let mut sleep_margin = ns_to_raw(&clock, if cfg.fifo.is_some() { 30_000 } else { 80_000 });
+    let max_margin = ns_to_raw(&clock, 500_000);
+    let spin_after_sleep = ns_to_raw(&clock, 20_000);
     let mut k: u64 = 0;
     let mut poisson_offset = 0f64;
     loop {
@@ -1146,10 +1148,15 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
                 break;
             }
             let left = sched_at - now;
-            if left > sleep_min {
+            if left > sleep_margin + spin_after_sleep {
                 s.drain_errqueue();
-                let nap = clock.raw_to_nanos(left - sleep_margin);
+                let target = sched_at - sleep_margin;
+                let nap = clock.delta_nanos(clock.now(), target);
                 std::thread::sleep(Duration::from_nanos(nap.get()));
+                let over = clock.now().saturating_sub(target);
+                if over > sleep_margin / 2 {
+                    sleep_margin = (sleep_margin * 2).min(max_margin);
+                }
             } else if left > drain_slack {
                 // slack: collect TX timestamps, and let a thread sharing this core run
                 s.drain_errqueue();

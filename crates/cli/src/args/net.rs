@@ -97,7 +97,7 @@ latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, recei
     /// percentile, the measured shift against the injected one.
     #[command(after_help = "Examples:
   sudo latlab net calibrate
-  sudo latlab net calibrate --delays 0,10us,50us --duration 10s --rate 20kpps
+  sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
   latlab net calibrate --loopback                    (no testbed: reflector on loopback)")]
     Calibrate(CalibrateArgs),
 }
@@ -310,7 +310,7 @@ pub struct TestbedArgs {
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
     /// Added delays to inject, comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "0,10us,50us", value_parser = duration_arg)]
+    #[arg(long, value_delimiter = ',', default_value = "0ns,10us,50us", value_parser = duration_arg)]
     pub delays: Vec<Nanos>,
     /// Measured duration per delay.
     #[arg(long, short = 'd', default_value = "5s", value_parser = duration_arg)]
@@ -321,9 +321,13 @@ pub struct CalibrateArgs {
     /// Probe rate.
     #[arg(long, default_value = "10kpps", value_parser = rate_arg)]
     pub rate: Rate,
-    /// NF I/O mode.
-    #[arg(long, value_enum, default_value_t = IoArg::Busy)]
+    /// NF I/O mode (busy spins under SCHED_FIFO: real-time throttling stops it ~50 ms
+    /// every second unless kernel.sched_rt_runtime_us is -1).
+    #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
     pub io: IoArg,
+    /// Rounds over all delays; histograms of a delay are merged over rounds.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
     /// Use a reflector on loopback instead of the testbed (no root needed).
     #[arg(long)]
     pub loopback: bool,

@@ -498,6 +498,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         milli_pps,
         nf_io: io_mode(a.io),
         loopback: a.loopback,
+        rounds: a.rounds,
         quiet: a.quiet,
     };
     if !cfg.loopback && !testbed::is_root() {
