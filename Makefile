@@ -6,11 +6,14 @@ CARGO ?= cargo
 # fonts for PNG figures (plotters lays text out with a TrueType font)
 DEMO_PACKAGES := fonts-dejavu-core
 TEST_PACKAGES := fonts-dejavu-core
+# latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
+DEMO_PACKAGES += iproute2
+TEST_PACKAGES += iproute2 sockperf
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
-.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench doc clean
+.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench bench-pingpong doc clean
 
 demo: deps-demo build
 	./target/release/latlab host clocks --duration 2s --cpu $(DEMO_CPU) \
@@ -49,6 +52,11 @@ unit:
 bench:
 	$(CARGO) bench -p latlab-core --bench record -- --warm-up-time 1 --measurement-time 5
 	taskset -c $(DEMO_CPU) $(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 4
+
+# latlab net: ping-pong RTT beside sockperf on loopback (figures in docs/benchmarks.md)
+bench-pingpong: build
+	@scripts/ensure-packages.sh sockperf
+	scripts/pingpong-vs-sockperf.sh 7 5
 
 doc:
 	$(CARGO) doc --workspace --no-deps
