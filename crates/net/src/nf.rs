@@ -21,9 +21,9 @@
 //! [`IoMode::Blocking`] receives one datagram per blocking `recvmmsg` call (as netperf's
 //! blocking receive); [`IoMode::Busy`] spins on non-blocking `recvmmsg` of up to
 //! [`NfConfig::batch`] datagrams and sends with one `sendmmsg` per batch, with
-//! `SO_BUSY_POLL` set on the sockets (as kernel-bypass tools spin); a poll that finds nothing
-//! yields the CPU (free when the thread has its core alone; it lets both directions of a
-//! forwarder share one core). An AF_XDP mode would be
+//! `SO_BUSY_POLL` set on the sockets (as kernel-bypass tools spin). It never yields: give
+//! each busy thread a core of its own (`--cpu 0,1`, or `--direction` to run one). An
+//! AF_XDP mode would be
 //! another [`PacketIo`] implementation: the function only sees frames.
 
 use crate::rng::Rng;
@@ -653,10 +653,7 @@ fn run_loop<I: PacketIo>(
     let busy = io.mode() == IoMode::Busy;
     while !stop.load(Ordering::Relaxed) {
         match io.process(&mut f) {
-            Ok(st) if st.received == 0 && busy => {
-                // nothing queued: yield, so the threads of a forwarder can share a core
-                std::thread::yield_now();
-            }
+            Ok(st) if st.received == 0 && busy => std::hint::spin_loop(),
             Ok(st) => {
                 if st.received > 0 {
                     counters.received.fetch_add(st.received, Ordering::Relaxed);

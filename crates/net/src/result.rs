@@ -65,7 +65,14 @@ pub fn probe_result(
     };
     let behind = cfg.mode == crate::probe::Mode::OpenLoop
         && fell_behind(&o.tx.lateness, o.tx.counters.late_over_gap, mean_gap_ns);
-    let elapsed_ns = cfg.duration.get() as f64;
+    // the TX thread's own elapsed time: a generator that fell behind took longer than
+    // planned, and its achieved rate says so
+    let tx_elapsed = o.tx_elapsed_ns as f64;
+    let elapsed_ns = if tx_elapsed > 0.0 {
+        tx_elapsed * (cfg.duration.get() as f64 / (cfg.duration.get() + cfg.warmup.get()) as f64)
+    } else {
+        cfg.duration.get() as f64
+    };
     let mut data = ProbeData {
         mode: match cfg.mode {
             crate::probe::Mode::OpenLoop => "open_loop".into(),
