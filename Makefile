@@ -14,11 +14,14 @@ DEMO_PACKAGES += rt-tests
 # latlab dfs run/bench: Open MPI, and libclang for rsmpi's bindgen (crate mpi-sys)
 DEMO_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
+# latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
+DEMO_PACKAGES += iproute2
+TEST_PACKAGES += iproute2 sockperf
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
-.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench doc clean
+.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench bench-pingpong doc clean
 
 demo: deps-demo build
 	./target/release/latlab host clocks --duration 2s --cpu $(DEMO_CPU) \
@@ -60,6 +63,11 @@ unit:
 bench:
 	$(CARGO) bench -p latlab-core --bench record -- --warm-up-time 1 --measurement-time 5
 	taskset -c $(DEMO_CPU) $(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 4
+
+# latlab net: ping-pong RTT beside sockperf on loopback (figures in docs/benchmarks.md)
+bench-pingpong: build
+	@scripts/ensure-packages.sh sockperf
+	scripts/pingpong-vs-sockperf.sh 7 5
 
 doc:
 	$(CARGO) doc --workspace --no-deps

@@ -2,6 +2,8 @@
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
 pub mod dfs;
+pub mod experiment;
+pub mod net;
 pub mod sched;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -40,6 +42,12 @@ pub enum Command {
     /// The Data-Flow Scheduler: time-slice building over MPI, its simulator and benchmark.
     #[command(subcommand)]
     Dfs(dfs::DfsCommand),
+    /// Network latency: generator, network functions, timestamps, testbed.
+    #[command(subcommand)]
+    Net(net::NetCommand),
+    /// Each paper's key experiment on this machine: results, figures, summary and report.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
   latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)
@@ -89,9 +97,6 @@ percentile, unknown histogram or counter, or unreadable result.")]
     /// Hourglass on Linux: map when each of several differently-behaving threads ran,
     /// with deadline accounting; render, analyze, cache-cost.
     Sched(sched::SchedArgs),
-    /// Experiments that combine several runs into results, figures and a summary.
-    #[command(subcommand)]
-    Experiment(sched::ExperimentCommand),
 }
 
 /// `latlab host …`

@@ -13,6 +13,8 @@
 //! - [`rt`]: `SCHED_IDLE`, nice, `SCHED_DEADLINE` (with reclaiming), timer slack, yield;
 //! - [`timer`]: relative/absolute sleeps and `timerfd`;
 //! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
+//! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
+//!   busy polling and NIC timestamping capabilities;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -24,6 +26,7 @@ pub mod clocks;
 pub mod host;
 #[cfg(feature = "mpi")]
 pub mod mpi_rma;
+pub mod net;
 pub mod process;
 pub mod rt;
 pub mod sched;

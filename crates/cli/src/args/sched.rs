@@ -159,19 +159,6 @@ fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 
-/// `latlab experiment …` (the experiments of latlab sched).
-#[derive(Debug, Subcommand)]
-pub enum ExperimentCommand {
-    /// The Hourglass paper's Section 5 scenarios adapted to this machine: context-switch
-    /// cost, cache cost, dispatch latency, deadlines under receive load, response-time
-    /// analysis, SCHED_DEADLINE reservations. Writes results, figures and a summary.
-    #[command(after_help = "Examples:
-  latlab experiment hourglass
-  latlab experiment hourglass --duration 20s --dir latlab-results/hourglass
-  latlab experiment hourglass --duration 1s --quick --only 5.1,5.5")]
-    Hourglass(HourglassExperimentArgs),
-}
-
 /// Options of `latlab experiment hourglass`.
 #[derive(Debug, Args)]
 pub struct HourglassExperimentArgs {

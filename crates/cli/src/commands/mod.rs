@@ -2,7 +2,9 @@
 //! calls the library and prints.
 
 mod dfs;
+mod experiment;
 mod host_clocks;
+mod net;
 mod plot;
 mod report;
 mod sched;
@@ -15,13 +17,14 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
+        Command::Net(c) => net::run(c, argv),
+        Command::Experiment(c) => experiment::run(c, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
         Command::Report(a) => report::report(a),
         Command::Compare(a) => report::compare_cmd(a),
         Command::Check(a) => report::check(a),
         Command::Sched(a) => sched::run(a, argv),
-        Command::Experiment(e) => sched::experiment(e, argv),
     }
 }
 

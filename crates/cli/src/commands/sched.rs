@@ -18,9 +18,7 @@ use latlab_sys::sched::SchedError;
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
 
-mod experiment;
-
-pub use experiment::run as experiment;
+pub mod experiment;
 
 /// Calibration iterations of the recording loop.
 const CALIBRATION_ITERATIONS: usize = 200_000;

@@ -5,7 +5,7 @@
 //! from the paper's 2002 kernels and why.
 
 use super::{cache_sweep, run_and_save, tsc_clock};
-use crate::args::sched::{ExperimentCommand, HourglassExperimentArgs};
+use crate::args::sched::HourglassExperimentArgs;
 use crate::exit::usage;
 use latlab_core::results::Timebase;
 use latlab_core::results::{write_atomically, ResultFile};
@@ -503,12 +503,8 @@ fn s56(c: &Ctx) -> anyhow::Result<Scenario> {
 }
 
 /// Runs the experiment.
-pub fn run(e: ExperimentCommand, argv: Vec<String>) -> anyhow::Result<()> {
-    let ExperimentCommand::Hourglass(a) = e;
-    hourglass(a, argv)
-}
 
-fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
+pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     const ALL: [&str; 6] = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6"];
     for o in &a.only {
         if !ALL.contains(&o.as_str()) {

@@ -1,0 +1,364 @@
+//! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
+
+use super::OutputArgs;
+use clap::{Args, Subcommand, ValueEnum};
+use latlab_core::parse::{parse_duration, parse_rate, Rate};
+use latlab_core::units::Nanos;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+fn duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn rate_arg(s: &str) -> Result<Rate, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn delay_arg(s: &str) -> Result<latlab_net::nf::DelaySpec, String> {
+    latlab_net::nf::DelaySpec::parse(s)
+}
+
+/// `--timestamps`: the sources, and whether they were asked for as `all`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimestampsArg {
+    /// The sources.
+    pub sources: latlab_net::probe::Sources,
+    /// Given as `all` (hardware then optional).
+    pub all: bool,
+}
+
+fn sources_arg(s: &str) -> Result<TimestampsArg, String> {
+    Ok(TimestampsArg {
+        sources: latlab_net::probe::Sources::parse(s)?,
+        all: s.split(',').any(|p| p.trim() == "all"),
+    })
+}
+
+/// A comma-separated CPU list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<u32>);
+
+fn cpu_list_arg(s: &str) -> Result<CpuList, String> {
+    s.split(',')
+        .map(|c| {
+            c.trim()
+                .parse::<u32>()
+                .map_err(|_| format!("'{s}' is not a CPU list; expected e.g. 1 or 0,1"))
+        })
+        .collect::<Result<Vec<u32>, String>>()
+        .map(CpuList)
+}
+
+/// `latlab net …`
+#[derive(Debug, Subcommand)]
+pub enum NetCommand {
+    /// Network function: return each probe to its sender, writing its residence time
+    /// into the probe.
+    #[command(after_help = "Examples:
+  latlab net reflect --bind 127.0.0.1:7000
+  latlab net reflect --io busy --cpu 1 --fifo 50 --duration 60s -o nf.json
+  latlab net reflect --delay 10us                       (known added delay, for calibration)
+  latlab net reflect --delay exp:20us --io busy
+
+Only datagrams with the probe's magic and version are answered, never with more bytes
+than they had; everything else is counted by reason (malformed_* counters).")]
+    Reflect(ReflectArgs),
+    /// Network function: the paper's port forwarder. Probes received on port A go to the
+    /// next hop of B out of port B, and the other way round, each direction on its own
+    /// thread.
+    #[command(after_help = "Examples:
+  latlab net forward --testbed --io busy --cpu 0      (inside the testbed's NF namespace)
+  latlab net forward --a 10.0.0.2:7000 --a-to 10.0.1.1:7001 --b 10.0.1.2:7000 --b-to 10.0.0.1:7001
+  latlab net forward --testbed --direction a-to-b --delay 10us")]
+    Forward(ForwardArgs),
+    /// Generator and receiver: open-loop probes at a rate (or ping-pong), latency from
+    /// the scheduled and the actual send, with user, kernel and hardware timestamps.
+    #[command(after_help = "Examples:
+  latlab net probe --to 127.0.0.1:7000 --rate 10kpps --duration 10s
+  latlab net probe --testbed --rate 100kpps --duration 120s --warmup 30s --tx-cpu 1 --rx-cpu 1
+  latlab net probe --to 127.0.0.1:7000 --mode pingpong --duration 5s
+  latlab net probe --to 10.0.0.2:7000 --timestamps all --arrivals poisson --flows 4 --plot
+
+Latency from the scheduled send time (user.sched) includes the generator's own lateness
+(generator.lateness); user.actual starts at the send call. With kernel timestamps each
+probe is split into segment.* histograms that add up to segment.end_to_end.")]
+    Probe(ProbeArgs),
+    /// Build, remove or inspect the namespace testbed (generator ⇄ NF over veth pairs).
+    #[command(after_help = "Examples:
+  sudo latlab net testbed up
+  latlab net testbed status
+  sudo latlab net testbed down
+
+Layout: namespace latlab-gen (latlab-ga 10.201.1.1, latlab-gb 10.201.2.1) and namespace
+latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, receiver 7001.")]
+    Testbed(TestbedArgs),
+    /// Run the forwarder with known added delays and report, per timestamp source and
+    /// percentile, the measured shift against the injected one.
+    #[command(after_help = "Examples:
+  sudo latlab net calibrate
+  sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
+  latlab net calibrate --loopback                    (no testbed: reflector on loopback)")]
+    Calibrate(CalibrateArgs),
+}
+
+/// Common options of the network functions.
+#[derive(Debug, Args)]
+pub struct NfArgs {
+    /// I/O mode: blocking receive (as netperf), or busy polling with recvmmsg/sendmmsg
+    /// and SO_BUSY_POLL.
+    #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
+    pub io: IoArg,
+    /// CPUs for the NF threads, comma separated (thread order A→B, B→A; one CPU pins all).
+    #[arg(long, value_parser = cpu_list_arg)]
+    pub cpu: Option<CpuList>,
+    /// SCHED_FIFO priority of the NF threads (needs root or CAP_SYS_NICE).
+    #[arg(long, value_name = "PRIO")]
+    pub fifo: Option<i32>,
+    /// Added processing time per probe, busy-waited on the TSC: 10us, exp:10us,
+    /// uniform:5us-15us.
+    #[arg(long, default_value = "0", value_parser = delay_arg)]
+    pub delay: latlab_net::nf::DelaySpec,
+    /// Datagrams per recvmmsg/sendmmsg call in busy mode.
+    #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub batch: u32,
+    /// SO_BUSY_POLL in µs for busy mode (0 leaves it unset).
+    #[arg(long, default_value_t = 50)]
+    pub busy_poll: u32,
+    /// Stop after this long (default: run until interrupted, or until stdin closes with
+    /// --until-stdin-closes).
+    #[arg(long, value_parser = duration_arg)]
+    pub duration: Option<Nanos>,
+    /// Stop when standard input reaches end of file (for orchestration), then write the
+    /// result.
+    #[arg(long)]
+    pub until_stdin_closes: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// I/O mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum IoArg {
+    /// Blocking receive, one datagram per call.
+    Blocking,
+    /// Busy polling with batches.
+    Busy,
+}
+
+/// Options of `latlab net reflect`.
+#[derive(Debug, Args)]
+pub struct ReflectArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0:7000")]
+    pub bind: SocketAddr,
+    #[command(flatten)]
+    pub nf: NfArgs,
+}
+
+/// Which directions the forwarder runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DirectionArg {
+    /// Both, each on its own thread.
+    Both,
+    /// A→B only.
+    AToB,
+    /// B→A only.
+    BToA,
+}
+
+/// Options of `latlab net forward`.
+#[derive(Debug, Args)]
+pub struct ForwardArgs {
+    /// Use the testbed's addresses (run inside namespace latlab-nf).
+    #[arg(long, conflicts_with_all = ["a", "a_to", "b", "b_to"])]
+    pub testbed: bool,
+    /// Port A: address to listen on.
+    #[arg(long)]
+    pub a: Option<SocketAddr>,
+    /// Next hop of probes received on A (sent out of B).
+    #[arg(long)]
+    pub a_to: Option<SocketAddr>,
+    /// Port B: address to listen on.
+    #[arg(long)]
+    pub b: Option<SocketAddr>,
+    /// Next hop of probes received on B (sent out of A).
+    #[arg(long)]
+    pub b_to: Option<SocketAddr>,
+    /// Directions to run.
+    #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
+    pub direction: DirectionArg,
+    #[command(flatten)]
+    pub nf: NfArgs,
+}
+
+/// Probe mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Open loop at --rate.
+    Open,
+    /// Closed loop, one probe in flight.
+    Pingpong,
+}
+
+/// Arrival process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalsArg {
+    /// Fixed gaps.
+    Constant,
+    /// Exponential gaps.
+    Poisson,
+}
+
+/// Options of `latlab net probe`.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Where probes go (a reflector or forwarder port).
+    #[arg(long)]
+    pub to: Option<SocketAddr>,
+    /// Use the testbed: send from latlab-ga to the forwarder, receive on latlab-gb (runs
+    /// itself inside namespace latlab-gen).
+    #[arg(long, conflicts_with_all = ["to", "bind", "rx_bind"])]
+    pub testbed: bool,
+    /// Local address of the TX socket.
+    #[arg(long)]
+    pub bind: Option<SocketAddr>,
+    /// Receive on a separate socket at this address (where a forwarder delivers);
+    /// default: answers come back to the TX socket (reflector).
+    #[arg(long)]
+    pub rx_bind: Option<SocketAddr>,
+    /// Open loop or ping-pong.
+    #[arg(long, value_enum, default_value_t = ModeArg::Open)]
+    pub mode: ModeArg,
+    /// Send rate (open loop): 10kpps, 1.5Mpps, 100Mbps.
+    #[arg(long, default_value = "10kpps", value_parser = rate_arg)]
+    pub rate: Rate,
+    /// Arrival process (open loop).
+    #[arg(long, value_enum, default_value_t = ArrivalsArg::Constant)]
+    pub arrivals: ArrivalsArg,
+    /// Number of flows (probes go round-robin over them; per-flow histograms).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub flows: u16,
+    /// Ethernet frame size in bytes, without FCS (64..=1514).
+    #[arg(long, default_value_t = 64)]
+    pub size: usize,
+    /// Measured duration.
+    #[arg(long, short = 'd', default_value = "5s", value_parser = duration_arg)]
+    pub duration: Nanos,
+    /// Warm-up before the measured phase (sent and counted, not recorded).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub warmup: Nanos,
+    /// How long to wait for answers after the last send.
+    #[arg(long, default_value = "200ms", value_parser = duration_arg)]
+    pub drain: Nanos,
+    /// Timestamp sources: user, kernel, hardware, comma separated, or all (all continues
+    /// without hardware when the interface cannot; naming hardware fails instead).
+    #[arg(long, default_value = "user,kernel", value_parser = sources_arg)]
+    pub timestamps: TimestampsArg,
+    /// How the RX thread waits: blocking receive or busy polling.
+    #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
+    pub rx_io: IoArg,
+    /// Pin the TX thread to this CPU.
+    #[arg(long)]
+    pub tx_cpu: Option<u32>,
+    /// Pin the RX thread to this CPU.
+    #[arg(long)]
+    pub rx_cpu: Option<u32>,
+    /// SCHED_FIFO priority of the TX and RX threads.
+    #[arg(long, value_name = "PRIO")]
+    pub fifo: Option<i32>,
+    /// Interval of the time series (interval log).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub interval: Nanos,
+    /// Seed of the Poisson schedule.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Significant digits of the histograms (1-5).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
+    pub sigfig: u8,
+    /// The network function's configuration as JSON, recorded in the result (set by
+    /// orchestrators such as calibrate and killer-us).
+    #[arg(long, hide = true)]
+    pub nf_config: Option<String>,
+    /// Also draw the CCDF of the sources; FILE defaults to the result's name with .svg.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub plot: Option<Option<PathBuf>>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Testbed action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TestbedAction {
+    /// Build it (idempotent).
+    Up,
+    /// Remove everything it made.
+    Down,
+    /// Show what exists.
+    Status,
+}
+
+/// Options of `latlab net testbed`.
+#[derive(Debug, Args)]
+pub struct TestbedArgs {
+    /// What to do.
+    #[arg(value_enum)]
+    pub action: TestbedAction,
+}
+
+/// Options of `latlab net calibrate`.
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// Added delays to inject, comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0ns,10us,50us", value_parser = duration_arg)]
+    pub delays: Vec<Nanos>,
+    /// Measured duration per delay.
+    #[arg(long, short = 'd', default_value = "5s", value_parser = duration_arg)]
+    pub duration: Nanos,
+    /// Warm-up per delay.
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub warmup: Nanos,
+    /// Probe rate.
+    #[arg(long, default_value = "10kpps", value_parser = rate_arg)]
+    pub rate: Rate,
+    /// NF I/O mode (busy spins under SCHED_FIFO: real-time throttling stops it ~50 ms
+    /// every second unless kernel.sched_rt_runtime_us is -1).
+    #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
+    pub io: IoArg,
+    /// Rounds over all delays; histograms of a delay are merged over rounds.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// Use a reflector on loopback instead of the testbed (no root needed).
+    #[arg(long)]
+    pub loopback: bool,
+    /// Directory for the result files (default latlab-results/calibrate-<time>/).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// Options of `latlab experiment killer-us`.
+#[derive(Debug, Args)]
+pub struct KillerUsArgs {
+    /// Short runs (5 s each): the whole experiment within 2 minutes.
+    #[arg(long)]
+    pub quick: bool,
+    /// Measured duration per run (default 5 s with --quick, 60 s otherwise).
+    #[arg(long, short = 'd', value_parser = duration_arg)]
+    pub duration: Option<Nanos>,
+    /// Probe rate.
+    #[arg(long, default_value = "20kpps", value_parser = rate_arg)]
+    pub rate: Rate,
+    /// Use a reflector on loopback instead of the testbed (no root needed; no one-way
+    /// path, the NF shares the host stack with the generator).
+    #[arg(long)]
+    pub loopback: bool,
+    /// Output directory (default latlab-results/killer-us-<time>/).
+    #[arg(long, short = 'o')]
+    pub output: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}

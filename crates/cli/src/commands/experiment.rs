@@ -1,0 +1,11 @@
+//! `latlab experiment …`: dispatches to the experiment of each area.
+
+use crate::args::experiment::ExperimentCommand;
+
+/// Runs one experiment.
+pub fn run(cmd: ExperimentCommand, argv: Vec<String>) -> anyhow::Result<()> {
+    match cmd {
+        ExperimentCommand::KillerUs(a) => super::net::killer_us(a, argv),
+        ExperimentCommand::Hourglass(a) => super::sched::experiment::hourglass(a, argv),
+    }
+}

@@ -1,0 +1,220 @@
+//! End-to-end tests of `latlab net`: the namespace testbed with a busy-polling forwarder
+//! (as root; skipped with a printed reason otherwise), ping-pong and bad input.
+
+use assert_cmd::Command;
+use latlab_core::results::ResultFile;
+use std::io::{BufRead, BufReader};
+use std::process::Stdio;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn is_root() -> bool {
+    latlab_net::testbed::is_root()
+}
+
+#[test]
+fn testbed_up_probe_through_the_busy_forwarder_down() {
+    if !is_root() {
+        eprintln!("skipped: the testbed needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // idempotent
+    let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("already up"));
+
+    let exe = assert_cmd::cargo::cargo_bin("latlab");
+    let nf_path = dir.path().join("nf.json");
+    let mut nf = std::process::Command::new("ip")
+        .args(["netns", "exec", "latlab-nf"])
+        .arg(&exe)
+        .args([
+            "net",
+            "forward",
+            "--testbed",
+            "--io",
+            "busy",
+            "--until-stdin-closes",
+            "-q",
+            "-o",
+        ])
+        .arg(&nf_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(nf.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert_eq!(line.trim(), "ready");
+
+    let probe_path = dir.path().join("probe.json");
+    let out = latlab()
+        .args([
+            "net",
+            "probe",
+            "--testbed",
+            "--rate",
+            "5kpps",
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--timestamps",
+            "all",
+            "-q",
+            "-o",
+        ])
+        .arg(&probe_path)
+        .output()
+        .unwrap();
+    drop(nf.stdin.take());
+    let nf_status = nf.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(nf_status.success());
+
+    let r = ResultFile::load(&probe_path).unwrap();
+    assert_eq!(r.kind, "net.probe");
+    let c = &r.counters;
+    assert_eq!(c["sent"], 6000, "{c:?}");
+    // exact accounting: every probe is either received once or lost
+    assert_eq!(c["received_unique"] + c["lost"], c["sent"], "{c:?}");
+    assert_eq!(c["duplicates"], 0);
+    // segments add up for every decomposed probe, and none was inconsistent
+    assert_eq!(c["decomposition_out_of_order"], 0, "{c:?}");
+    assert_eq!(c["decomposition_residence_too_long"], 0, "{c:?}");
+    let seg = r.histogram("segment.end_to_end").unwrap().unwrap();
+    assert_eq!(seg.count(), c["decomposed"]);
+    assert!(c["decomposed"] > 0);
+    let data = latlab_net::result::probe_data(&r).unwrap();
+    for k in ["segment.tx_stack", "segment.wire_nf", "segment.rx_stack"] {
+        assert!(data.segment_medians_ns.contains_key(k), "{k}");
+    }
+    // veth has no hardware timestamps: `all` went on without them and said so
+    assert!(
+        r.warnings.iter().any(|w| w.contains("latlab-ga")),
+        "{:?}",
+        r.warnings
+    );
+    let nf_r = ResultFile::load(&nf_path).unwrap();
+    assert_eq!(nf_r.kind, "net.nf");
+    assert_eq!(nf_r.counters["malformed"], 0);
+    assert!(nf_r.counters["sent"] >= c["received_unique"]);
+
+    let out = latlab().args(["net", "testbed", "down"]).output().unwrap();
+    assert!(out.status.success());
+    let ns = std::process::Command::new("ip")
+        .args(["netns", "list"])
+        .output()
+        .unwrap();
+    let ns = String::from_utf8_lossy(&ns.stdout);
+    assert!(
+        !ns.lines()
+            .any(|l| l.starts_with("latlab-gen") || l.starts_with("latlab-nf")),
+        "left behind: {ns}"
+    );
+    let out = latlab()
+        .args(["net", "testbed", "status"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("testbed down"));
+}
+
+#[test]
+fn pingpong_on_loopback_writes_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let exe = assert_cmd::cargo::cargo_bin("latlab");
+    let mut nf = std::process::Command::new(&exe)
+        .args([
+            "net",
+            "reflect",
+            "--bind",
+            "127.0.0.1:7301",
+            "--until-stdin-closes",
+            "-q",
+            "-o",
+        ])
+        .arg(dir.path().join("nf.json"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(nf.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let p = dir.path().join("pp.json");
+    let out = latlab()
+        .args([
+            "net",
+            "probe",
+            "--to",
+            "127.0.0.1:7301",
+            "--mode",
+            "pingpong",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "50ms",
+            "-o",
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    drop(nf.stdin.take());
+    nf.wait().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("user.actual"), "{stdout}");
+    let r = ResultFile::load(&p).unwrap();
+    assert!(
+        r.histogram("user.sched").is_none(),
+        "closed loop has no schedule"
+    );
+    assert_eq!(r.counters["lost"], 0);
+}
+
+#[test]
+fn bad_probe_input_is_one_line_with_exit_2() {
+    for (args, needle) in [
+        (vec!["--to", "127.0.0.1:9", "--size", "40"], "64..=1514"),
+        (
+            vec!["--to", "127.0.0.1:9", "--timestamps", "nic"],
+            "accepted",
+        ),
+        (vec!["--to", "127.0.0.1:9", "--rate", "fast"], "--rate"),
+        (vec!["--rate", "10kpps"], "--to"),
+    ] {
+        let out = latlab()
+            .args(["net", "probe"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let out = latlab()
+        .args(["net", "reflect", "--delay", "uniform:5us"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

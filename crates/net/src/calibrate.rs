@@ -1,0 +1,284 @@
+//! `latlab net calibrate`: the ground truth this machine can offer in place of a hardware
+//! tester. The NF busy-waits a known added delay per probe (0, 10, 50 µs by default); for
+//! each timestamp source and percentile, the latency shift against the 0-delay run should
+//! equal the injected delay. The error (shift − injected) is what the instrument adds or
+//! loses at that percentile.
+//!
+//! The NF runs pinned under `SCHED_FIFO` 50 and the generator's threads under
+//! `SCHED_FIFO` 40, so that other work on the host does not preempt them; with the
+//! default blocking NF, no thread spins long enough to meet real-time throttling.
+
+use crate::nf::IoMode;
+use crate::orchestrate::{self, Placement, ProbeRun};
+use crate::probe::series;
+use latlab_core::parse::Percentile;
+use latlab_core::results::{ResultFile, StoredHistogram};
+use latlab_core::stats::is_supported;
+use latlab_core::units::{format_ns, Nanos};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Result kind.
+pub const RESULT_KIND: &str = "net.calibrate";
+
+/// The sources compared.
+pub const SOURCES: [(&str, &str); 3] = [
+    ("user (scheduled)", series::USER_SCHED),
+    ("user (actual send)", series::USER_ACTUAL),
+    ("kernel (driver to driver)", series::KERNEL),
+];
+
+/// Percentiles compared.
+pub fn percentiles() -> Vec<Percentile> {
+    vec![
+        Percentile::LADDER[0],
+        Percentile::from_fraction(90, 100).expect("valid"),
+        Percentile::LADDER[2],
+        Percentile::LADDER[3],
+    ]
+}
+
+/// What to run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CalibrateConfig {
+    /// Injected delays (the first should be 0, the baseline).
+    pub delays: Vec<Nanos>,
+    /// Measured duration per delay.
+    pub duration: Nanos,
+    /// Warm-up per delay.
+    pub warmup: Nanos,
+    /// Probe rate, milli-pps.
+    pub milli_pps: u64,
+    /// NF I/O mode.
+    pub nf_io: IoMode,
+    /// Reflector on loopback instead of the testbed.
+    pub loopback: bool,
+    /// Rounds: each round runs every delay once, in order; histograms of a delay are
+    /// merged over the rounds, so that slow drifts of the host hit every delay alike.
+    pub rounds: u32,
+    /// No progress output.
+    pub quiet: bool,
+}
+
+/// One comparison.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    /// Source label.
+    pub source: String,
+    /// Injected delay, ns.
+    pub injected_ns: u64,
+    /// Percentile.
+    pub percentile: String,
+    /// Latency at this percentile with no added delay, ns.
+    pub baseline_ns: u64,
+    /// Latency with the delay, ns.
+    pub measured_ns: u64,
+    /// `measured − baseline`, ns.
+    pub shift_ns: i64,
+    /// `shift − injected`, ns.
+    pub error_ns: i64,
+    /// Both percentiles supported by their sample counts.
+    pub supported: bool,
+}
+
+/// Data of a `net.calibrate` result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CalibrateData {
+    /// Every comparison.
+    pub rows: Vec<Row>,
+    /// Probe result files per delay.
+    pub runs: Vec<(u64, String)>,
+    /// Where it ran: `testbed` or `loopback`.
+    pub placement: String,
+}
+
+/// Errors.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CalibrateError {
+    /// A child run failed.
+    #[error(transparent)]
+    Orchestrate(#[from] orchestrate::OrchestrateError),
+    /// Bad configuration.
+    #[error("{0}")]
+    Config(String),
+}
+
+/// Runs the calibration: one NF + probe run per delay, results under `dir`.
+pub fn run(
+    cfg: &CalibrateConfig,
+    exe: &Path,
+    dir: &Path,
+    argv: Vec<String>,
+) -> Result<ResultFile, CalibrateError> {
+    if cfg.delays.is_empty() || cfg.delays[0].get() != 0 {
+        return Err(CalibrateError::Config(
+            "--delays must start with 0 (the baseline)".into(),
+        ));
+    }
+    let placement = if cfg.loopback {
+        Placement::Loopback
+    } else {
+        Placement::Testbed
+    };
+    orchestrate::prepare(placement)?;
+    let (nf_cpu, gen_cpu) = orchestrate::cpus();
+    let mut runs: Vec<(u64, PathBuf, ResultFile)> = Vec::new();
+    for round in 0..cfg.rounds.max(1) {
+        for d in &cfg.delays {
+            let tag = format_ns(d.get() as f64).replace(' ', "");
+            if !cfg.quiet {
+                eprintln!(
+                    "calibrate: round {}/{}, added delay {tag}…",
+                    round + 1,
+                    cfg.rounds.max(1)
+                );
+            }
+            let nf_args: Vec<String> = vec![
+                "--io".into(),
+                cfg.nf_io.name().into(),
+                "--cpu".into(),
+                nf_cpu.to_string(),
+                "--delay".into(),
+                format!("{}ns", d.get()),
+                "--fifo".into(),
+                "50".into(),
+            ];
+            let nf_path = dir.join(format!("nf-delay-{tag}-r{round}.json"));
+            let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
+            let probe_path = dir.join(format!("probe-delay-{tag}-r{round}.json"));
+            let pr = ProbeRun {
+                milli_pps: cfg.milli_pps,
+                duration: cfg.duration,
+                warmup: cfg.warmup,
+                rx_io: "blocking",
+                cpu: (gen_cpu != nf_cpu).then_some(gen_cpu),
+                timestamps: "user,kernel",
+                fifo: Some(40),
+                nf_config: serde_json::json!({
+                    "role": if cfg.loopback { "reflect" } else { "forward" },
+                    "io": cfg.nf_io.name(), "cpu": nf_cpu, "fifo": 50, "delay_ns": d.get()
+                }),
+            };
+            let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
+            let nf_res = nf.finish();
+            let res = res?;
+            nf_res?;
+            runs.push((d.get(), probe_path, res));
+        }
+    }
+    let prov = runs
+        .first()
+        .map(|(_, _, r)| r.provenance.clone())
+        .unwrap_or_default();
+    let mut out = ResultFile::new(
+        RESULT_KIND,
+        argv,
+        serde_json::to_value(cfg).unwrap_or_default(),
+        prov,
+    );
+    let mut data = CalibrateData {
+        placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
+        ..Default::default()
+    };
+    // histograms per source and delay, merged over the rounds
+    let merged = |name: &str, d: u64| -> Option<latlab_core::hist::LatencyHistogram> {
+        let mut acc: Option<latlab_core::hist::LatencyHistogram> = None;
+        for (_, _, r) in runs.iter().filter(|(x, _, _)| *x == d) {
+            let h = r.histogram(name)?.ok()?;
+            match acc.as_mut() {
+                None => acc = Some(h),
+                Some(a) => a.merge(&h).ok()?,
+            }
+        }
+        acc
+    };
+    for (label, name) in SOURCES {
+        let Some(b) = merged(name, 0) else {
+            continue;
+        };
+        for d in cfg.delays.iter().map(|d| d.get()) {
+            let Some(h) = merged(name, d) else {
+                continue;
+            };
+            out.histograms.push(
+                StoredHistogram::new(format!("{name}@{}", format_ns(d as f64)), &h)
+                    .with_label("source", name)
+                    .with_label("injected_ns", d.to_string()),
+            );
+            if d == 0 {
+                continue;
+            }
+            for p in percentiles() {
+                let bv = b.value_at(p);
+                let mv = h.value_at(p);
+                let shift = mv as i64 - bv as i64;
+                data.rows.push(Row {
+                    source: label.to_string(),
+                    injected_ns: d,
+                    percentile: p.to_string(),
+                    baseline_ns: bv,
+                    measured_ns: mv,
+                    shift_ns: shift,
+                    error_ns: shift - d as i64,
+                    supported: is_supported(p, b.count()) && is_supported(p, h.count()),
+                });
+            }
+        }
+    }
+    data.runs = runs
+        .iter()
+        .map(|(d, p, _)| (*d, p.display().to_string()))
+        .collect();
+    for (d, p, r) in &runs {
+        for w in &r.warnings {
+            let w = format!("{} (delay {}): {w}", p.display(), format_ns(*d as f64));
+            if !out.warnings.contains(&w) {
+                out.warnings.push(w);
+            }
+        }
+        for (k, v) in &r.counters {
+            *out.counters.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+    out.duration_ns = runs.iter().map(|(_, _, r)| r.duration_ns).sum();
+    out.data = serde_json::to_value(&data).unwrap_or_default();
+    Ok(out)
+}
+
+/// The calibration table (pure): per source, delay and percentile.
+pub fn render_table(r: &ResultFile) -> Result<String, serde_json::Error> {
+    let d: CalibrateData = serde_json::from_value(r.data.clone())?;
+    let mut s = String::from(
+        "source                      injected  percentile  baseline   measured   shift      error\n",
+    );
+    for row in &d.rows {
+        s.push_str(&format!(
+            "{:<27} {:>8}  {:>10}  {:>9}  {:>9}  {:>9}  {:>9}{}\n",
+            row.source,
+            format_ns(row.injected_ns as f64),
+            row.percentile,
+            format_ns(row.baseline_ns as f64),
+            format_ns(row.measured_ns as f64),
+            signed(row.shift_ns),
+            signed(row.error_ns),
+            if row.supported { "" } else { "  (unsupported)" }
+        ));
+    }
+    Ok(s)
+}
+
+fn signed(v: i64) -> String {
+    if v < 0 {
+        format!("-{}", format_ns(v.unsigned_abs() as f64))
+    } else {
+        format!("+{}", format_ns(v as f64))
+    }
+}
+
+/// The rows of a result (pure).
+pub fn rows(r: &ResultFile) -> Vec<Row> {
+    serde_json::from_value::<CalibrateData>(r.data.clone())
+        .map(|d| d.rows)
+        .unwrap_or_default()
+}

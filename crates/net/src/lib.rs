@@ -1,0 +1,30 @@
+//! # latlab-net
+//!
+//! Measuring the killer microsecond on Linux networks (Primorac, Bugnion, Argyraki,
+//! *How to Measure the Killer Microsecond*): an open-loop probe generator and receiver
+//! with user, kernel and hardware timestamps, network functions that write their residence
+//! time into the probes, a namespace testbed (the paper's Fig. 1 on one host) and the
+//! experiment that compares measurement methods against an OS configuration ladder.
+//!
+//! - [`wire`]: the probe header, a checked zero-copy view;
+//! - [`nf`]: the reflector and the forwarder behind the [`nf::PacketIo`] trait;
+//! - [`probe`]: the open-loop and ping-pong generator/receiver;
+//! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
+//! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
+//! - [`result`]: result files and the pure functions a report calls;
+//! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
+//! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
+//! - [`rng`]: seeded draws for arrivals and delays.
+#![deny(unsafe_code)]
+
+pub mod calibrate;
+pub mod decompose;
+pub mod experiment;
+pub mod netinfo;
+pub mod nf;
+pub mod orchestrate;
+pub mod probe;
+pub mod result;
+pub mod rng;
+pub mod testbed;
+pub mod wire;
