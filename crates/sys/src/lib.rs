@@ -10,6 +10,9 @@
 //!   it and as calibrated), and [`tsc::Clock`], the timebase the measuring loops use;
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
+//! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
+//! - [`netns`]: entering a named network namespace from one thread;
+//! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -18,7 +21,11 @@
 #![allow(unsafe_code)]
 
 pub mod clocks;
+pub mod futex;
 pub mod host;
+pub mod ipc;
+pub mod netns;
+pub mod packet;
 pub mod process;
 pub mod sched;
 pub mod tsc;
