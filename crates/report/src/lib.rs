@@ -26,9 +26,11 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod charts;
 pub mod figures;
 pub mod plot;
 
+pub use charts::{render_errorbars, render_stacked, ChartSpec, ErrorSeries, StackedBar};
 pub use plot::{
     choose_unit, render, render_panels, render_svg_string, Curve, ImageFormat, PlotError, PlotKind,
     PlotSpec, TimeUnit,

@@ -1,6 +1,7 @@
 //! One module per subcommand; each turns parsed arguments into a library configuration,
 //! calls the library and prints.
 
+mod host_breakdown;
 mod host_clocks;
 mod plot;
 mod show;
@@ -11,6 +12,7 @@ use crate::args::{Cli, Command, HostCommand};
 pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
+        Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }
