@@ -6,10 +6,7 @@
 //!   histogram of the gaps between them (`latlab host clocks`).
 //! - [`breakdown`]: what each step inside a host costs, from a clock read to a round trip
 //!   across namespaces, classified Good / Bad / Ugly (`latlab host breakdown`).
-//! - [`netns`]: named network namespaces and veth links for the steps and experiments that
-//!   need them.
 #![deny(unsafe_code)]
 
 pub mod breakdown;
 pub mod clocks;
-pub mod netns;

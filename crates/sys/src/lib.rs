@@ -13,6 +13,7 @@
 //! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
 //! - [`netns`]: entering a named network namespace from one thread;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
+//! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -28,6 +29,7 @@ pub mod netns;
 pub mod packet;
 pub mod process;
 pub mod sched;
+pub mod signal;
 pub mod tsc;
 
 #[cfg(target_arch = "x86_64")]

@@ -17,7 +17,6 @@ pub mod classify;
 pub mod decompose;
 mod steps;
 
-use crate::netns::{Namespaces, NetnsError};
 use classify::{ClassRule, Classification};
 use decompose::Decomposition;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
@@ -25,6 +24,7 @@ use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, StoredHistogram};
 use latlab_core::stats::is_supported;
 use latlab_core::units::Nanos;
+use latlab_sys::netns::{Namespaces, TopologyError};
 use latlab_sys::tsc::Clock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -202,7 +202,7 @@ pub enum BreakdownError {
     Io(String, #[source] std::io::Error),
     /// Building the namespaces failed.
     #[error(transparent)]
-    Netns(#[from] NetnsError),
+    Netns(#[from] TopologyError),
     /// Entering a namespace failed.
     #[error(transparent)]
     Enter(#[from] latlab_sys::netns::NetnsError),
@@ -364,8 +364,8 @@ fn veth_round_trip(
     c: Option<u32>,
     s: Option<u32>,
 ) -> Result<StepOutcome, BreakdownError> {
-    let a = crate::netns::unique_name("bd-a");
-    let b = crate::netns::unique_name("bd-b");
+    let a = latlab_sys::netns::unique_name("bd-a");
+    let b = latlab_sys::netns::unique_name("bd-b");
     let ns = Namespaces::create(&[a.clone(), b.clone()])?;
     ns.veth(&a, "latlab-bd0", &b, "latlab-bd1")?;
     ns.addr(&a, "latlab-bd0", &format!("{VETH_CLIENT}/30"))?;
