@@ -2,6 +2,7 @@
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
 pub mod host_breakdown;
+pub mod net_delay;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
@@ -33,6 +34,9 @@ pub enum Command {
     /// In-host latency: clock-read baseline.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Network latency: the latency injector.
+    #[command(subcommand)]
+    Net(net_delay::NetCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
   latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)

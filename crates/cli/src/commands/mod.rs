@@ -3,6 +3,7 @@
 
 mod host_breakdown;
 mod host_clocks;
+mod net_delay;
 mod plot;
 mod show;
 
@@ -13,6 +14,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
+        Command::Net(crate::args::net_delay::NetCommand::Delay(a)) => net_delay::run(a, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }

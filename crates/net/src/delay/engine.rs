@@ -185,7 +185,10 @@ pub fn run(
     let ab = matches!(cfg.direction, Direction::Both | Direction::AToB);
     let ba = matches!(cfg.direction, Direction::Both | Direction::BToA);
     // sides[0] receives on A (and its frames leave on B), sides[1] receives on B.
-    let mut sides = [mk(sock_a, ab, cfg.seed)?, mk(sock_b, ba, cfg.seed ^ 0x5555)?];
+    let mut sides = [
+        mk(sock_a, ab, cfg.seed)?,
+        mk(sock_b, ba, cfg.seed ^ 0x5555)?,
+    ];
     // ns -> clock units: exact for the constant case, a factor for sampled delays.
     let per_sec = clock.raw_to_nanos(1_000_000_000).get().max(1) as u128;
     let to_raw = |ns: u64| ((u128::from(ns) * 1_000_000_000u128) / per_sec) as u64;
@@ -199,67 +202,31 @@ pub fn run(
     let start = clock.now();
     let end = cfg.duration.map(|d| start + to_raw(d.get()));
     let mut polls = 0u64;
+    // Estimated cost of one receive phase (clock units, EWMA). When the next frame is due
+    // sooner than twice that, the loop spins on the clock instead of receiving, so that a
+    // frame leaves at its release time, not up to a poll later.
+    let mut rx_cost: u64 = to_raw(1_000);
+    let spin_cap = to_raw(50_000);
     loop {
         polls += 1;
-        for i in 0..2 {
-            let s = &mut sides[i];
-            for _ in 0..BURST {
-                let got = match s.q.tail_slot() {
-                    Some(slot) => s.rx.recv(slot),
-                    None => s.rx.recv(&mut scratch),
-                };
-                let n = match got {
-                    Ok(Some(n)) => n,
-                    Ok(None) => break,
-                    Err(source) => {
-                        return Err(EngineError::Io {
-                            what: "recv",
-                            interface: s.rx.interface().to_string(),
-                            source,
-                        })
-                    }
-                };
-                let now = clock.now();
-                if s.q.len() == s.q.capacity() {
-                    s.q.count_full_drop();
-                    continue;
-                }
-                let d = if !s.delayed {
-                    0
-                } else if let Some(c) = const_raw {
-                    c
-                } else {
-                    (s.sampler.sample() as f64 * raw_per_ns) as u64
-                };
-                s.q.commit(n, now, d);
+        let now = clock.now();
+        let next_due = match (sides[0].q.next_release(), sides[1].q.next_release()) {
+            (Some(x), Some(y)) => Some(x.min(y)),
+            (x, y) => x.or(y),
+        };
+        let window = (2 * rx_cost).min(spin_cap);
+        if let Some(due) = next_due.filter(|&r| r > now && r - now <= window) {
+            while clock.now() < due {
+                std::hint::spin_loop();
             }
+        } else {
+            receive(&mut sides, &mut scratch, clock, const_raw, raw_per_ns)?;
+            let took = clock.now().saturating_sub(now);
+            rx_cost = rx_cost - rx_cost / 16 + took / 16;
         }
         let now = clock.now();
         for i in 0..2 {
-            let (first, second) = sides.split_at_mut(1);
-            let (from, to) = if i == 0 {
-                (&mut first[0], &second[0])
-            } else {
-                (&mut second[0], &first[0])
-            };
-            while let Some(due) = from.q.peek_due(now) {
-                let t0 = clock.now();
-                let sent = to.rx.send(due.frame).map_err(|source| EngineError::Io {
-                    what: "send",
-                    interface: to.rx.interface().to_string(),
-                    source,
-                })?;
-                let t1 = clock.now();
-                let (arrival, release) = (due.arrival, due.release);
-                from.q.pop();
-                if !sent {
-                    from.send_failures += 1;
-                    continue;
-                }
-                from.excess.record(clock.delta_nanos(release, t1));
-                from.lateness.record(clock.delta_nanos(release, t0.max(release)));
-                from.added.record(clock.delta_nanos(arrival, release));
-            }
+            flush(&mut sides, i, now, clock)?;
         }
         if polls % 1024 == 0 {
             if stop.load(Ordering::Relaxed) {
@@ -294,4 +261,83 @@ pub fn run(
         polls,
         left_in_queue: left,
     })
+}
+
+/// One receive phase: up to [`BURST`] frames from each side into its queue.
+fn receive(
+    sides: &mut [Side; 2],
+    scratch: &mut [u8],
+    clock: &Clock,
+    const_raw: Option<u64>,
+    raw_per_ns: f64,
+) -> Result<(), EngineError> {
+    for i in 0..2 {
+        for _ in 0..BURST {
+            let s = &mut sides[i];
+            let got = match s.q.tail_slot() {
+                Some(slot) => s.rx.recv(slot),
+                None => s.rx.recv(scratch),
+            };
+            let n = match got {
+                Ok(Some(n)) => n,
+                Ok(None) => break,
+                Err(source) => {
+                    return Err(EngineError::Io {
+                        what: "recv",
+                        interface: s.rx.interface().to_string(),
+                        source,
+                    })
+                }
+            };
+            let now = clock.now();
+            if s.q.len() == s.q.capacity() {
+                s.q.count_full_drop();
+                continue;
+            }
+            let d = if !s.delayed {
+                0
+            } else if let Some(c) = const_raw {
+                c
+            } else {
+                (s.sampler.sample() as f64 * raw_per_ns) as u64
+            };
+            s.q.commit(n, now, d);
+            // A frame with no delay left (0 µs, or behind due ones) leaves at once, not
+            // after the rest of the receive phase.
+            if s.q.peek_due(now).is_some() {
+                flush(sides, i, now, clock)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sends every frame of `sides[i]`'s queue that is due at `now` out of the other side.
+fn flush(sides: &mut [Side; 2], i: usize, now: u64, clock: &Clock) -> Result<(), EngineError> {
+    let (first, second) = sides.split_at_mut(1);
+    let (from, to) = if i == 0 {
+        (&mut first[0], &second[0])
+    } else {
+        (&mut second[0], &first[0])
+    };
+    while let Some(due) = from.q.peek_due(now) {
+        let t0 = clock.now();
+        let sent = to.rx.send(due.frame).map_err(|source| EngineError::Io {
+            what: "send",
+            interface: to.rx.interface().to_string(),
+            source,
+        })?;
+        let t1 = clock.now();
+        let (arrival, release) = (due.arrival, due.release);
+        from.q.pop();
+        if !sent {
+            from.send_failures += 1;
+            continue;
+        }
+        from.excess.record(clock.delta_nanos(release, t1));
+        from.lateness
+            .record(clock.delta_nanos(release, t0.max(release)));
+        from.added.record(clock.delta_nanos(arrival, release));
+    }
+    Ok(())
 }

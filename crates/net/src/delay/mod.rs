@@ -21,6 +21,7 @@
 //!   through them (for tests, `--compare-netem` and the where-time experiment).
 
 pub mod engine;
+pub mod report;
 pub mod testbed;
 
 use latlab_core::parse::parse_duration;
@@ -69,7 +70,11 @@ impl DelaySpec {
     /// A message naming the accepted forms.
     pub fn parse(s: &str) -> Result<DelaySpec, String> {
         let bad = |why: String| format!("'{s}' is not a delay ({why}); expected {DELAY_FORMS}");
-        let dur = |t: &str| parse_duration(t.trim()).map(Nanos::get).map_err(|e| bad(e.to_string()));
+        let dur = |t: &str| {
+            parse_duration(t.trim())
+                .map(Nanos::get)
+                .map_err(|e| bad(e.to_string()))
+        };
         let two = |rest: &str| -> Result<(u64, u64), String> {
             let (a, b) = rest
                 .split_once(',')
@@ -87,7 +92,9 @@ impl DelaySpec {
             let (mean_ns, sd_ns) = two(rest)?;
             Ok(DelaySpec::Normal { mean_ns, sd_ns })
         } else if let Some(rest) = s.strip_prefix("exp:") {
-            Ok(DelaySpec::Exponential { mean_ns: dur(rest)? })
+            Ok(DelaySpec::Exponential {
+                mean_ns: dur(rest)?,
+            })
         } else {
             Ok(DelaySpec::Constant { ns: dur(s)? })
         }
@@ -130,7 +137,11 @@ impl Sampler {
     pub fn new(spec: DelaySpec, seed: u64) -> Sampler {
         Sampler {
             spec,
-            state: if seed == 0 { 0x9E37_79B9_7F4A_7C15 } else { seed },
+            state: if seed == 0 {
+                0x9E37_79B9_7F4A_7C15
+            } else {
+                seed
+            },
         }
     }
 
@@ -375,21 +386,40 @@ mod tests {
 
     #[test]
     fn parse_forms() {
-        assert_eq!(DelaySpec::parse("20us"), Ok(DelaySpec::Constant { ns: 20_000 }));
-        assert_eq!(DelaySpec::parse("150ns"), Ok(DelaySpec::Constant { ns: 150 }));
+        assert_eq!(
+            DelaySpec::parse("20us"),
+            Ok(DelaySpec::Constant { ns: 20_000 })
+        );
+        assert_eq!(
+            DelaySpec::parse("150ns"),
+            Ok(DelaySpec::Constant { ns: 150 })
+        );
         assert_eq!(
             DelaySpec::parse("uniform:10us,30us"),
-            Ok(DelaySpec::Uniform { lo_ns: 10_000, hi_ns: 30_000 })
+            Ok(DelaySpec::Uniform {
+                lo_ns: 10_000,
+                hi_ns: 30_000
+            })
         );
         assert_eq!(
             DelaySpec::parse("normal:20us,2us"),
-            Ok(DelaySpec::Normal { mean_ns: 20_000, sd_ns: 2_000 })
+            Ok(DelaySpec::Normal {
+                mean_ns: 20_000,
+                sd_ns: 2_000
+            })
         );
         assert_eq!(
             DelaySpec::parse("exp:5us"),
             Ok(DelaySpec::Exponential { mean_ns: 5_000 })
         );
-        for bad in ["", "20", "uniform:30us,10us", "normal:20us", "poisson:1us", "exp:x"] {
+        for bad in [
+            "",
+            "20",
+            "uniform:30us,10us",
+            "normal:20us",
+            "poisson:1us",
+            "exp:x",
+        ] {
             let e = DelaySpec::parse(bad).unwrap_err();
             assert!(e.contains("normal:20us,2us"), "{bad}: {e}");
         }
@@ -400,7 +430,10 @@ mod tests {
     #[test]
     fn constant_delay_is_exact_to_the_unit() {
         let mut q = DelayQueue::new(4, 64);
-        assert_eq!(q.push(b"a", 1_000, 20_000), Push::Queued { release: 21_000 });
+        assert_eq!(
+            q.push(b"a", 1_000, 20_000),
+            Push::Queued { release: 21_000 }
+        );
         assert!(q.peek_due(20_999).is_none());
         let d = q.peek_due(21_000).unwrap();
         assert_eq!((d.frame, d.arrival, d.release), (&b"a"[..], 1_000, 21_000));
@@ -454,8 +487,20 @@ mod tests {
     fn samplers_have_the_right_mean_and_bounds() {
         let n = 200_000u64;
         for (spec, tol) in [
-            (DelaySpec::Uniform { lo_ns: 10_000, hi_ns: 30_000 }, 200.0),
-            (DelaySpec::Normal { mean_ns: 20_000, sd_ns: 2_000 }, 100.0),
+            (
+                DelaySpec::Uniform {
+                    lo_ns: 10_000,
+                    hi_ns: 30_000,
+                },
+                200.0,
+            ),
+            (
+                DelaySpec::Normal {
+                    mean_ns: 20_000,
+                    sd_ns: 2_000,
+                },
+                100.0,
+            ),
             (DelaySpec::Exponential { mean_ns: 20_000 }, 300.0),
         ] {
             let mut s = Sampler::new(spec, 42);
