@@ -1,6 +1,7 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+pub mod experiment;
 pub mod host_breakdown;
 pub mod net_delay;
 
@@ -34,6 +35,9 @@ pub enum Command {
     /// In-host latency: clock-read baseline.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Experiments that reproduce the papers' figures.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCommand),
     /// Network latency: the latency injector.
     #[command(subcommand)]
     Net(net_delay::NetCommand),

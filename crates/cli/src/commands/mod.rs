@@ -1,6 +1,7 @@
 //! One module per subcommand; each turns parsed arguments into a library configuration,
 //! calls the library and prints.
 
+mod experiment;
 mod host_breakdown;
 mod host_clocks;
 mod net_delay;
@@ -15,6 +16,9 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Net(crate::args::net_delay::NetCommand::Delay(a)) => net_delay::run(a, argv),
+        Command::Experiment(crate::args::experiment::ExperimentCommand::WhereTime(a)) => {
+            experiment::run_where_time(a, argv)
+        }
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }
