@@ -3,7 +3,9 @@
 
 pub mod dfs;
 pub mod experiment;
+pub mod host_breakdown;
 pub mod net;
+pub mod net_delay;
 pub mod sched;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -113,6 +115,18 @@ Each source is read for --duration on the calling thread. Gaps are recorded in c
 back-to-back reads (see docs/cli.md); the table's reads/s column is the read rate, p50 the
 cost of one read. Percentiles without 10 samples beyond them are shown as 'unsupported'.")]
     Clocks(ClocksArgs),
+    /// What each step inside a host costs, from a clock read to a round trip between two
+    /// network namespaces, each a full histogram classified Good / Bad / Ugly.
+    #[command(after_help = "Examples:
+  latlab host breakdown                                  (every step, 2 s each, about 35 s)
+  latlab host breakdown --duration 500ms --plot udp.svg
+  latlab host breakdown --steps null_syscall,udp_loopback,udp_loopback_busy --cpus 1,0
+
+Each sample of a round-trip step is one full round trip between two pinned threads; every
+sample also contains one clock read (the clock_read step). veth_netns needs root (it
+creates two network namespaces); without root it is skipped and says so. The class rule
+is in docs/host.md.")]
+    Breakdown(host_breakdown::BreakdownArgs),
 }
 
 /// Options of `latlab host clocks`.
@@ -231,7 +245,7 @@ pub struct ShowArgs {
     pub confidence: f64,
 }
 
-fn duration_arg(s: &str) -> Result<Nanos, String> {
+pub(crate) fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s).map_err(|e| e.to_string())
 }
 

@@ -4,7 +4,13 @@
 //!
 //! - [`clocks`]: the timestamp baseline — back-to-back reads of each clock source and the
 //!   histogram of the gaps between them (`latlab host clocks`).
+//! - [`breakdown`]: what each step inside a host costs, from a clock read to a round trip
+//!   across namespaces, classified Good / Bad / Ugly (`latlab host breakdown`).
+//! - [`where_time`]: how much added network latency real applications bear (`latlab
+//!   experiment where-time`, the paper's Fig. 1).
 #![deny(unsafe_code)]
 
+pub mod breakdown;
 pub mod clocks;
 pub mod report;
+pub mod where_time;

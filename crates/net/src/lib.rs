@@ -9,6 +9,8 @@
 //! - [`wire`]: the probe header, a checked zero-copy view;
 //! - [`nf`]: the reflector and the forwarder behind the [`nf::PacketIo`] trait;
 //! - [`probe`]: the open-loop and ping-pong generator/receiver;
+//! - [`delay`]: the latency injector behind `latlab net delay`, a software bump in the wire
+//!   that forwards every frame after an added latency (*Where Has My Time Gone?*);
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
 //! - [`result`]: result files and the pure functions a report calls;
@@ -19,6 +21,7 @@
 
 pub mod calibrate;
 pub mod decompose;
+pub mod delay;
 pub mod experiment;
 pub mod netinfo;
 pub mod nf;

@@ -26,6 +26,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod charts;
 pub mod check;
 pub mod compare;
 pub mod figures;
@@ -35,6 +36,7 @@ pub mod plot;
 pub mod timeline;
 pub mod trust;
 
+pub use charts::{render_errorbars, render_stacked, ChartSpec, ErrorSeries, StackedBar};
 pub use plot::{
     choose_unit, render, render_interactive, render_panels, render_svg_string, Curve, ImageFormat,
     InteractiveFigure, PixelSeries, PlotError, PlotKind, PlotSpec, TimeUnit,

@@ -15,6 +15,10 @@
 //! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
 //!   busy polling and NIC timestamping capabilities;
+//! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
+//! - [`netns`]: entering a named network namespace from one thread;
+//! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
+//! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
 //!
@@ -23,13 +27,18 @@
 #![allow(unsafe_code)]
 
 pub mod clocks;
+pub mod futex;
 pub mod host;
+pub mod ipc;
 #[cfg(feature = "mpi")]
 pub mod mpi_rma;
 pub mod net;
+pub mod netns;
+pub mod packet;
 pub mod process;
 pub mod rt;
 pub mod sched;
+pub mod signal;
 pub mod timer;
 pub mod tsc;
 

@@ -2,9 +2,12 @@
 //! experiment writes its result files first, then figures, a summary and an HTML report
 //! built from those files.
 
-use clap::Subcommand;
+use super::{duration_arg, OutputArgs};
+use clap::{Args, Subcommand};
+use latlab_core::units::Nanos;
+use std::path::PathBuf;
 
-/// The built-in experiments.
+/// `latlab experiment …`
 #[derive(Debug, Subcommand)]
 pub enum ExperimentCommand {
     /// How to Measure the Killer Microsecond, on one host: every measurement method
@@ -32,4 +35,61 @@ method and a summary table (summary.md, summary.csv)."
   latlab experiment hourglass --duration 20s --dir latlab-results/hourglass
   latlab experiment hourglass --duration 1s --quick --only 5.1,5.5")]
     Hourglass(super::sched::HourglassExperimentArgs),
+
+    /// How much added network latency real applications bear (Where Has My Time Gone?,
+    /// Fig. 1): memcached/memcaslap and nginx/wrk across client, delay and server
+    /// namespaces, with latlab's injector adding 0 to 1000 us per round trip.
+    #[command(after_help = "Examples:
+  latlab experiment where-time                          (11 delays x 5 repeats x 2 apps, about 9 min)
+  latlab experiment where-time --quick                  (3 delays, 1 repeat, about 20 s)
+  latlab experiment where-time --delays 0,10us,100us --repeats 3 --apps memcached
+  latlab experiment where-time -o wt.json --plot wt.svg
+
+Needs root and the packages memcached, libmemcached-tools (memcaslap), nginx-light and wrk
+(`make deps-demo` installs them). The servers and clients are started and stopped by the
+experiment; the delay applies to client-to-server frames, so a request/response round trip
+gains exactly the added delay. Before the curve, the injector's base latency and its shift
+at 20 us are measured and reported.")]
+    WhereTime(WhereTimeArgs),
+}
+
+/// Options of `latlab experiment where-time`.
+#[derive(Debug, Args)]
+pub struct WhereTimeArgs {
+    /// Added round-trip delays, comma separated (must include 0); default: the paper's
+    /// 0,1us,2us,5us,10us,20us,50us,100us,200us,500us,1ms.
+    #[arg(long, value_delimiter = ',', value_parser = delay_arg)]
+    pub delays: Vec<Nanos>,
+    /// Runs per delay and application.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeats: u32,
+    /// Length of one benchmark run (whole seconds).
+    #[arg(long, default_value = "4s", value_parser = duration_arg)]
+    pub run_time: Nanos,
+    /// Applications, comma separated: memcached, nginx.
+    #[arg(long, value_delimiter = ',', default_value = "memcached,nginx")]
+    pub apps: Vec<String>,
+    /// Concurrent connections of each benchmark client.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub connections: u32,
+    /// CPU of the injector (default: the last allowed CPU); servers and clients share the
+    /// first allowed CPU.
+    #[arg(long)]
+    pub cpu: Option<u32>,
+    /// Quick mode for tests: delays 0,20us,200us, one repeat, 1 s runs.
+    #[arg(long)]
+    pub quick: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    /// Draw normalised performance against added delay; FILE defaults to the result's
+    /// name with .svg.
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub plot: Option<Option<PathBuf>>,
+}
+
+fn delay_arg(s: &str) -> Result<Nanos, String> {
+    if s.trim() == "0" {
+        return Ok(Nanos(0));
+    }
+    duration_arg(s)
 }

@@ -100,6 +100,23 @@ latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, recei
   sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
   latlab net calibrate --loopback                    (no testbed: reflector on loopback)")]
     Calibrate(CalibrateArgs),
+
+    /// A latency injector: a bump in the wire between two interfaces that forwards every
+    /// frame, both directions, after an added delay (constant or from a distribution),
+    /// keeping order and counting every drop.
+    #[command(after_help = "Examples:
+  latlab net delay --ifaces veth-a,veth-b --delay 20us --cpu 1
+  latlab net delay --ifaces eth1,eth2 --delay normal:50us,5us --duration 60s
+  latlab net delay --netns latlab-d --ifaces latlab-dc,latlab-ds --delay 100us --direction a-to-b
+  latlab net delay --testbed --delay 20us          (verify on this host: shift and base latency)
+  latlab net delay --testbed --delay 20us --compare-netem
+
+The element busy-polls AF_PACKET sockets on one pinned CPU (needs root). Frames are held
+for the delay in a bounded queue per direction (--capacity): when delay x rate exceeds
+it, frames are dropped and counted. It runs until --duration or Ctrl-C, then writes its
+result (base latency, counters). --testbed builds client/delay/server namespaces itself
+and measures UDP round trips at 0 and at --delay (applied client to server only).")]
+    Delay(super::net_delay::DelayArgs),
 }
 
 /// Common options of the network functions.

@@ -3,12 +3,15 @@
 
 mod dfs;
 mod experiment;
+mod host_breakdown;
 mod host_clocks;
 mod net;
+mod net_delay;
 mod plot;
 mod report;
 mod sched;
 mod show;
+mod where_time;
 
 use crate::args::{Cli, Command, HostCommand};
 
@@ -19,6 +22,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Dfs(c) => dfs::run(c, argv),
         Command::Net(c) => net::run(c, argv),
         Command::Experiment(c) => experiment::run(c, argv),
+        Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
         Command::Report(a) => report::report(a),

@@ -21,7 +21,7 @@
 //!   non-finite y and, for CCDFs, y <= 0.
 
 mod axis;
-mod draw;
+pub(crate) mod draw;
 pub(crate) mod font;
 
 pub use draw::PixelSeries;

@@ -1,0 +1,261 @@
+//! `latlab experiment where-time`: application performance against added latency.
+
+use crate::args::experiment::WhereTimeArgs;
+use crate::exit::usage;
+use crate::output::{default_result_path, progress, sibling, unique};
+use crate::table::{ns, Table};
+use anyhow::Context as _;
+use latlab_core::results::{ResultFile, ThreadPlacement};
+use latlab_core::units::Nanos;
+use latlab_host::where_time::{self, App, WhereTimeConfig};
+use latlab_report::{render_errorbars, ChartSpec, ErrorSeries};
+use latlab_sys::{host, sched, tsc::Clock};
+use std::path::Path;
+
+pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let mut cfg = if a.quick {
+        WhereTimeConfig::quick()
+    } else {
+        WhereTimeConfig::default()
+    };
+    if !a.delays.is_empty() {
+        cfg.delays_ns = a.delays.iter().map(|d| d.get()).collect();
+        cfg.delays_ns.sort_unstable();
+        cfg.delays_ns.dedup();
+    }
+    if !cfg.delays_ns.contains(&0) {
+        return Err(usage(
+            "--delays must include 0 (the baseline), e.g. 0,20us,100us",
+        ));
+    }
+    if !a.quick {
+        cfg.repeats = a.repeats;
+        cfg.run_time = a.run_time;
+    }
+    if cfg.run_time.get() < 1_000_000_000 {
+        return Err(usage("--run-time must be at least 1s"));
+    }
+    cfg.apps = a
+        .apps
+        .iter()
+        .map(|n| {
+            App::from_name(n.trim()).ok_or_else(|| {
+                usage(format!(
+                    "--apps: unknown application '{n}'; accepted: memcached, nginx"
+                ))
+            })
+        })
+        .collect::<anyhow::Result<_>>()?;
+    cfg.connections = a.connections;
+    let allowed = sched::allowed_cpus();
+    if let Some(c) = a.cpu {
+        if !allowed.contains(&c) {
+            return Err(usage(format!(
+                "--cpu: CPU {c} is not available to this process (allowed: {})",
+                sched::format_cpu_list(&allowed)
+            )));
+        }
+    }
+    cfg.engine_cpu = a.cpu.or(allowed.last().copied());
+    cfg.endpoint_cpu = allowed
+        .iter()
+        .copied()
+        .find(|c| Some(*c) != cfg.engine_cpu)
+        .or(cfg.engine_cpu);
+    if !latlab_sys::netns::is_root() {
+        return Err(sched::SchedError::NotPermitted {
+            what: "latlab experiment where-time (network namespaces, AF_PACKET)".into(),
+            remedy: "run as root",
+        }
+        .into());
+    }
+    where_time::check_programs(&cfg.apps)?;
+    let started_utc = host::utc_now_rfc3339();
+    let out_path = a
+        .out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path("where-time", &started_utc)));
+    let plot_path = a
+        .plot
+        .as_ref()
+        .map(|p| p.clone().unwrap_or_else(|| sibling(&out_path, "svg")));
+    if let Some(p) = &plot_path {
+        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
+    }
+    let runs = cfg.delays_ns.len() as u64 * u64::from(cfg.repeats) * cfg.apps.len() as u64 + 1;
+    if !a.out.quiet {
+        eprintln!(
+            "where-time: {} runs, about {:.0} s",
+            runs - 1,
+            cfg.expected_secs()
+        );
+    }
+    let pb = progress(runs, cfg.expected_secs(), a.out.quiet);
+    let (clock, timebase) = Clock::establish(Nanos(100_000_000));
+    let t0 = clock.now();
+    let outcome = where_time::run(&cfg, &clock, |label| {
+        pb.set_message(label.to_string());
+        pb.inc(1);
+    })?;
+    pb.finish_and_clear();
+    let provenance = host::provenance(
+        timebase,
+        vec![
+            ThreadPlacement {
+                role: "injector".into(),
+                pinned_cpu: cfg.engine_cpu,
+                observed_cpus: cfg.engine_cpu.into_iter().collect(),
+                policy: "SCHED_OTHER".into(),
+                priority: 0,
+            },
+            ThreadPlacement {
+                role: "servers and benchmark clients (taskset)".into(),
+                pinned_cpu: cfg.endpoint_cpu,
+                observed_cpus: cfg.endpoint_cpu.into_iter().collect(),
+                policy: "SCHED_OTHER".into(),
+                priority: 0,
+            },
+        ],
+        false,
+        started_utc,
+    );
+    let config = serde_json::to_value(&cfg).context("encoding the configuration")?;
+    let mut result = ResultFile::new(where_time::RESULT_KIND, argv, config, provenance);
+    result.duration_ns = clock.delta_nanos(t0, clock.now()).get();
+    where_time::fill_result(&mut result, &outcome)?;
+    if let Some(vm) = &result.provenance.host.virtualization {
+        result.warnings.push(format!(
+            "running under a hypervisor ({vm}); servers, clients and the injector share {} CPUs",
+            allowed.len()
+        ));
+    }
+    result.save(&out_path).context("writing the result")?;
+    let saved = ResultFile::load(&out_path)?;
+    if !a.out.quiet {
+        print_tables(&saved)?;
+        println!("result: {}", out_path.display());
+    }
+    if let Some(p) = plot_path {
+        draw(&saved, &p)?;
+        if !a.out.quiet {
+            println!("plot: {}", p.display());
+        }
+    }
+    Ok(())
+}
+
+/// Draws normalised performance against added delay from a saved result.
+pub fn draw(r: &ResultFile, path: &Path) -> anyhow::Result<()> {
+    let d = where_time::data(r).map_err(anyhow::Error::msg)?;
+    let series: Vec<ErrorSeries> = d
+        .apps
+        .iter()
+        .filter_map(|a| {
+            let n = where_time::normalise(&a.runs)?;
+            Some(ErrorSeries {
+                label: format!("{} ({})", a.app, a.metric),
+                points: n
+                    .iter()
+                    .map(|p| {
+                        (
+                            p.delay_ns as f64 / 1e3,
+                            p.mean,
+                            p.mean - p.sd,
+                            p.mean + p.sd,
+                        )
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    let spec = ChartSpec {
+        title: "Delay effect on application performance (mean ± sd)".into(),
+        x_desc: "added round-trip delay (µs)".into(),
+        y_desc: "normalised performance".into(),
+        ..ChartSpec::default()
+    };
+    render_errorbars(&series, &spec, path).with_context(|| format!("drawing {}", path.display()))
+}
+
+fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
+    let d = where_time::data(r).map_err(anyhow::Error::msg)?;
+    let s = &d.injector;
+    println!(
+        "injector: base latency {} per round trip (vs a direct veth link), its own user-space part {}; 20 us added -> median shift {}, p99 shift {}",
+        signed(s.base_latency_ns),
+        ns(s.engine_excess_p50_ns),
+        signed(s.median_shift_ns),
+        signed(s.p99_shift_ns)
+    );
+    for a in &d.apps {
+        let Some(n) = where_time::normalise(&a.runs) else {
+            println!("{}: no zero-delay baseline", a.app);
+            continue;
+        };
+        println!("{} — {}", a.app, a.metric);
+        let mut t = Table::new([
+            "added delay",
+            "runs",
+            "mean",
+            "normalised",
+            "sd",
+            "min",
+            "max",
+        ]);
+        for p in &n {
+            let raw: Vec<f64> = a
+                .runs
+                .iter()
+                .filter(|x| x.delay_ns == p.delay_ns)
+                .map(|x| x.value)
+                .collect();
+            let mean = raw.iter().sum::<f64>() / raw.len() as f64;
+            t.row(vec![
+                if p.delay_ns == 0 {
+                    "0".into()
+                } else {
+                    ns(p.delay_ns)
+                },
+                p.n.to_string(),
+                format!("{mean:.0}"),
+                format!("{:.3}", p.mean),
+                format!("{:.3}", p.sd),
+                format!("{:.3}", p.min),
+                format!("{:.3}", p.max),
+            ]);
+        }
+        print!("{}", t.render());
+    }
+    for (app, us, drop) in where_time::PAPER_DROPS {
+        let ours = d
+            .apps
+            .iter()
+            .find(|a| app.contains(&a.app))
+            .and_then(|a| where_time::normalise(&a.runs))
+            .and_then(|n| n.into_iter().find(|p| p.delay_ns == us * 1_000));
+        match ours {
+            Some(p) => println!(
+                "paper: {app} -{:.0}% at {us} us; here: {:+.0}%",
+                drop * 100.0,
+                (p.mean - 1.0) * 100.0
+            ),
+            None => println!(
+                "paper: {app} -{:.0}% at {us} us; here: not measured",
+                drop * 100.0
+            ),
+        }
+    }
+    for w in &r.warnings {
+        println!("warning: {w}");
+    }
+    Ok(())
+}
+
+fn signed(v: i64) -> String {
+    if v < 0 {
+        format!("-{}", ns(v.unsigned_abs()))
+    } else {
+        ns(v as u64)
+    }
+}

@@ -1,0 +1,80 @@
+//! End-to-end test of `latlab host breakdown` with a short duration: every step, the result
+//! file read back, the classes, the stacked figure, and bad input.
+
+use assert_cmd::Command;
+use latlab_core::results::ResultFile;
+use latlab_host::breakdown;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+#[test]
+fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("bd.json");
+    let fig = dir.path().join("bd-udp.svg");
+    let out = latlab()
+        .args([
+            "host",
+            "breakdown",
+            "--duration",
+            "100ms",
+            "--warmup",
+            "20ms",
+            "-o",
+        ])
+        .arg(&result)
+        .arg("--plot")
+        .arg(&fig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, breakdown::RESULT_KIND);
+    let rows = breakdown::table(&r).unwrap();
+    let two_cpus = latlab_sys::sched::allowed_cpus().len() >= 2;
+    let root = latlab_sys::netns::is_root();
+    let expected = 3 + if two_cpus { 9 } else { 0 } + usize::from(two_cpus && root);
+    assert_eq!(rows.len(), expected, "{stdout}");
+    for row in &rows {
+        assert!(row.samples > 0);
+        assert!(stdout.contains(&row.step), "{stdout}");
+        assert!(row.p50_ns <= row.p99_ns && row.p99_ns <= row.max_ns);
+    }
+    let d = breakdown::data(&r).unwrap();
+    assert!(d.skipped.iter().any(|s| s.name == "latlab_nf"));
+    if !root {
+        assert!(d
+            .skipped
+            .iter()
+            .any(|s| s.name == "veth_netns" && s.reason.contains("root")));
+    }
+    if two_cpus {
+        let med = |n: &str| rows.iter().find(|r| r.step == n).unwrap().p50_ns;
+        assert!(med("cacheline_pingpong") < med("udp_loopback"));
+        assert_eq!(d.decomposition.len(), 2);
+        let svg = std::fs::read_to_string(&fig).unwrap();
+        assert!(svg.contains("udp_loopback"));
+    }
+    assert!(rows.iter().all(|r| stdout.contains(&r.class.to_string())));
+}
+
+#[test]
+fn unknown_step_is_a_usage_error() {
+    let out = latlab()
+        .args(["host", "breakdown", "--steps", "clock_read,warp_drive"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--steps") && err.contains("warp_drive") && err.contains("udp_loopback"),
+        "{err}"
+    );
+}

@@ -1,0 +1,138 @@
+//! Parsers of the benchmark clients' text output (pure; tested on captured output).
+
+/// What `memcaslap` reported at the end of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemcaslapReport {
+    /// Operations completed (`Ops:`).
+    pub ops: u64,
+    /// Operations per second (`TPS:`), the throughput.
+    pub tps: f64,
+    /// Run time in seconds (`Run time:`).
+    pub run_time_s: f64,
+    /// `get_misses:` (gets of keys not found).
+    pub get_misses: u64,
+}
+
+/// What `wrk` reported.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WrkReport {
+    /// `Requests/sec:`.
+    pub requests_per_sec: f64,
+    /// Requests completed (`N requests in ...`).
+    pub requests: u64,
+    /// Socket errors of all kinds (connect, read, write, timeout); 0 when not printed.
+    pub socket_errors: u64,
+    /// `Non-2xx or 3xx responses:`; 0 when not printed.
+    pub non_2xx: u64,
+}
+
+fn num_after(line: &str, key: &str) -> Option<f64> {
+    let rest = &line[line.find(key)? + key.len()..];
+    let tok = rest.split_whitespace().next()?;
+    let tok = tok.trim_end_matches(|c: char| !c.is_ascii_digit());
+    tok.parse().ok()
+}
+
+/// Parses memcaslap's final summary line (`Run time: 2.0s Ops: 143740 TPS: 71862 ...`).
+///
+/// # Errors
+/// A message quoting what was missing.
+pub fn memcaslap(out: &str) -> Result<MemcaslapReport, String> {
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("Run time:") && l.contains("TPS:"))
+        .ok_or_else(|| {
+            "no 'Run time: ... TPS: ...' summary line in memcaslap's output".to_string()
+        })?;
+    let get = |k: &str| num_after(line, k).ok_or_else(|| format!("no '{k}' in '{}'", line.trim()));
+    let get_misses = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("get_misses:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    Ok(MemcaslapReport {
+        ops: get("Ops:")? as u64,
+        tps: get("TPS:")?,
+        run_time_s: get("Run time:")?,
+        get_misses,
+    })
+}
+
+/// Parses wrk's summary.
+///
+/// # Errors
+/// A message quoting what was missing.
+pub fn wrk(out: &str) -> Result<WrkReport, String> {
+    let rps = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .ok_or_else(|| "no 'Requests/sec:' line in wrk's output".to_string())?;
+    let requests = out
+        .lines()
+        .find(|l| l.contains(" requests in "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| "no 'N requests in' line in wrk's output".to_string())?;
+    let socket_errors = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Socket errors:"))
+        .map(|rest| {
+            rest.split(',')
+                .filter_map(|part| part.split_whitespace().last()?.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap_or(0);
+    let non_2xx = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
+    Ok(WrkReport {
+        requests_per_sec: rps,
+        requests,
+        socket_errors,
+        non_2xx,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_captured_memcaslap_output() {
+        let r = memcaslap(include_str!("fixtures/memcaslap.txt")).unwrap();
+        assert_eq!(r.ops, 48_024);
+        assert_eq!(r.tps, 47_970.0);
+        assert_eq!(r.run_time_s, 1.0);
+        assert_eq!(r.get_misses, 0);
+    }
+
+    #[test]
+    fn parses_captured_wrk_output() {
+        let r = wrk(include_str!("fixtures/wrk.txt")).unwrap();
+        assert_eq!(r.requests_per_sec, 57_200.95);
+        assert_eq!(r.requests, 62_935);
+        assert_eq!((r.socket_errors, r.non_2xx), (0, 0));
+    }
+
+    #[test]
+    fn wrk_errors_are_summed() {
+        let out = "  10 requests in 1.00s, 1KB read\n  Socket errors: connect 1, read 2, write 0, timeout 4\n  Non-2xx or 3xx responses: 3\nRequests/sec:     10.00\n";
+        let r = wrk(out).unwrap();
+        assert_eq!((r.socket_errors, r.non_2xx, r.requests), (7, 3, 10));
+    }
+
+    #[test]
+    fn garbage_is_an_error_naming_the_line() {
+        assert!(memcaslap("connect failed").unwrap_err().contains("TPS"));
+        assert!(wrk("unable to connect")
+            .unwrap_err()
+            .contains("Requests/sec"));
+        assert!(memcaslap("Run time: 1.0s Ops: x TPS: 5")
+            .unwrap_err()
+            .contains("Ops:"));
+    }
+}
