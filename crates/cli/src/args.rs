@@ -38,30 +38,21 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// In-host latency: clock-read baseline.
+    /// In-host latency: clock-read baseline and the breakdown of a request's path.
     #[command(subcommand)]
     Host(HostCommand),
+    /// Network latency: generator, network functions, timestamps, testbed, latency injector.
+    #[command(subcommand)]
+    Net(net::NetCommand),
+    /// Hourglass on Linux: map when each of several differently-behaving threads ran,
+    /// with deadline accounting; render, analyze, cache-cost.
+    Sched(sched::SchedArgs),
     /// The Data-Flow Scheduler: time-slice building over MPI, its simulator and benchmark.
     #[command(subcommand)]
     Dfs(dfs::DfsCommand),
-    /// Network latency: generator, network functions, timestamps, testbed.
-    #[command(subcommand)]
-    Net(net::NetCommand),
     /// Each paper's key experiment on this machine: results, figures, summary and report.
     #[command(subcommand)]
     Experiment(experiment::ExperimentCommand),
-    /// Draw CDF/CCDF figures from result files.
-    #[command(after_help = "Examples:
-  latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)
-  latlab plot run.json --kind ccdf -o tail.svg                          (the tail alone, log scale)
-  latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
-    Plot(PlotArgs),
-    /// Print the percentile table of result files, optionally as CSV; merge runs exactly.
-    #[command(after_help = "Examples:
-  latlab show run.json
-  latlab show run1.json run2.json --merge --csv merged.csv
-  latlab show run.json --percentiles 50,99.9,99.999")]
-    Show(ShowArgs),
     /// Write a self-contained HTML report (provenance, trust warnings, percentile tables,
     /// interactive CDF/CCDF figures) from result files.
     #[command(after_help = "Examples:
@@ -96,9 +87,18 @@ SERIES a latency budget must hold for every histogram. A budget file is TOML:
 Exit codes: 0 every budget holds; 1 a budget fails; 2 malformed budget, unsupported
 percentile, unknown histogram or counter, or unreadable result.")]
     Check(CheckArgs),
-    /// Hourglass on Linux: map when each of several differently-behaving threads ran,
-    /// with deadline accounting; render, analyze, cache-cost.
-    Sched(sched::SchedArgs),
+    /// Print the percentile table of result files, optionally as CSV; merge runs exactly.
+    #[command(after_help = "Examples:
+  latlab show run.json
+  latlab show run1.json run2.json --merge --csv merged.csv
+  latlab show run.json --percentiles 50,99.9,99.999")]
+    Show(ShowArgs),
+    /// Draw CDF/CCDF figures from result files.
+    #[command(after_help = "Examples:
+  latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)
+  latlab plot run.json --kind ccdf -o tail.svg                          (the tail alone, log scale)
+  latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
+    Plot(PlotArgs),
 }
 
 /// `latlab host …`
