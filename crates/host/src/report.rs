@@ -52,7 +52,7 @@ impl SectionProvider for ClocksSections {
                     input.label.clone()
                 };
                 for (name, f) in &data.sources {
-                    if name == "rdtsc" && floor.as_ref().is_none_or(|(_, v)| f.floor_ns < *v) {
+                    if name == "rdtsc" && floor.as_ref().map_or(true, |(_, v)| f.floor_ns < *v) {
                         floor = Some((label.clone(), f.floor_ns));
                     }
                     t.rows.push(vec![

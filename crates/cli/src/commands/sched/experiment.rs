@@ -502,8 +502,7 @@ fn s56(c: &Ctx) -> anyhow::Result<Scenario> {
     Ok(sc)
 }
 
-/// Runs the experiment.
-
+/// Runs `latlab experiment hourglass`.
 pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     const ALL: [&str; 6] = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6"];
     for o in &a.only {
