@@ -16,7 +16,8 @@
 //! - [`result`]: result files and the pure functions a report calls;
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
 //! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
-//! - [`rng`]: seeded draws for arrivals and delays.
+//! - [`rng`]: seeded draws for arrivals and delays;
+//! - [`sections`]: what the HTML report shows for net results.
 #![deny(unsafe_code)]
 
 pub mod calibrate;
@@ -29,5 +30,6 @@ pub mod orchestrate;
 pub mod probe;
 pub mod result;
 pub mod rng;
+pub mod sections;
 pub mod testbed;
 pub mod wire;

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 
 /// The section providers of every result kind latlab writes.
 fn providers() -> Vec<Box<dyn SectionProvider>> {
-    vec![Box::new(latlab_host::report::ClocksSections)]
+    vec![
+        Box::new(latlab_host::report::ClocksSections),
+        Box::new(latlab_net::sections::ProbeSections),
+    ]
 }
 
 /// Runs as loaded: each file with its result.

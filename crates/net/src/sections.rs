@@ -1,0 +1,138 @@
+//! The report sections of `latlab net` results, through
+//! [`latlab_report::html::SectionProvider`]: for `net.probe` the probe accounting (sent,
+//! received, lost, achieved rate, generator lateness) and the per-probe decomposition of
+//! latency into TX stack, wire + NF, NF residence and RX stack; for the latency injector's
+//! `net.delay` / `net.delay.check` results the injected and measured shift.
+
+use crate::probe::{series, RESULT_KIND as PROBE_KIND};
+use crate::result::probe_data;
+use latlab_core::units::format_ns;
+use latlab_report::html::{Block, Cell, CellStyle, Section, SectionProvider, Table};
+use latlab_report::input::Input;
+
+/// Sections for `net.probe` results.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProbeSections;
+
+/// The segments of a decomposed probe, in path order, with a reader's name.
+const SEGMENTS: [(&str, &str); 5] = [
+    (series::SEG_TX_STACK, "TX stack (user → driver)"),
+    (series::SEG_WIRE, "wire (driver → driver, without the NF)"),
+    (series::SEG_NF, "NF residence (receive → send)"),
+    (series::SEG_RX_STACK, "RX stack (driver → user)"),
+    (series::SEG_E2E, "end to end (sum of the segments)"),
+];
+
+impl SectionProvider for ProbeSections {
+    fn handles(&self, kind: &str) -> bool {
+        kind == PROBE_KIND
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut s = Section::new("Probes");
+        s.push(Block::Paragraph(
+            "Latency is measured from the scheduled send time (user.sched, open loop) and from the actual send (user.actual); their difference is the generator's lateness. Losses, duplicates and reordering are counted exactly per probe sequence number.".into(),
+        ));
+        let mut t = Table {
+            caption: "Probe accounting".into(),
+            header: [
+                "input",
+                "mode",
+                "sources",
+                "sent (measured)",
+                "received",
+                "lost",
+                "rate achieved / asked",
+                "generator",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+        };
+        let mut seg = Table {
+            caption: "Where a probe's time goes: median of each segment".into(),
+            header: std::iter::once("input".to_string())
+                .chain(SEGMENTS.iter().map(|(_, n)| (*n).to_string()))
+                .collect(),
+            rows: Vec::new(),
+        };
+        for input in inputs {
+            for (path, run) in &input.runs {
+                let label = if input.runs.len() > 1 {
+                    format!("{} / {}", input.label, path.display())
+                } else {
+                    input.label.clone()
+                };
+                let Some(d) = probe_data(run) else {
+                    return Err(format!(
+                        "{}: data is not a net.probe record",
+                        path.display()
+                    ));
+                };
+                t.rows.push(vec![
+                    Cell::text(&label),
+                    Cell::text(&d.mode),
+                    Cell::text(d.sources.join(", ")),
+                    Cell::number(d.sent_measured.to_string()),
+                    Cell::number(d.received_measured.to_string()),
+                    Cell::styled(
+                        d.lost_measured.to_string(),
+                        if d.lost_measured > 0 {
+                            CellStyle::Bad
+                        } else {
+                            CellStyle::Number
+                        },
+                    ),
+                    Cell::number(format!(
+                        "{:.0} / {:.0} pps",
+                        d.achieved_pps, d.configured_pps
+                    )),
+                    if d.generator_behind {
+                        Cell::styled("fell behind its schedule", CellStyle::Bad)
+                    } else {
+                        Cell::styled("kept its schedule", CellStyle::Good)
+                    },
+                ]);
+                if !d.segment_medians_ns.is_empty() {
+                    let mut row = vec![Cell::text(&label)];
+                    for (name, _) in SEGMENTS {
+                        row.push(match d.segment_medians_ns.get(name) {
+                            Some(v) => Cell::number(format_ns(*v as f64)),
+                            None => Cell::styled("—", CellStyle::Unsupported),
+                        });
+                    }
+                    seg.rows.push(row);
+                }
+            }
+        }
+        s.push(Block::Table(t));
+        if !seg.rows.is_empty() {
+            s.push(Block::Table(seg));
+            s.push(Block::Paragraph(
+                "Segments come from combining user TSC, kernel software timestamps and the NF's residence field per probe; every probe's segments were checked to add up to its end-to-end latency. Medians of segments need not add up to the median end to end.".into(),
+            ));
+        }
+        Ok(vec![s])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::results::{Provenance, ResultFile};
+    use std::path::PathBuf;
+
+    #[test]
+    fn foreign_data_is_an_error_not_a_panic() {
+        let r = ResultFile::new(
+            PROBE_KIND,
+            vec![],
+            serde_json::Value::Null,
+            Provenance::default(),
+        );
+        let i = Input::single(PathBuf::from("p.json"), r);
+        assert!(ProbeSections.handles("net.probe") && !ProbeSections.handles("net.nf"));
+        let e = ProbeSections.sections(&[&i]).unwrap_err();
+        assert!(e.contains("p.json"), "{e}");
+    }
+}
