@@ -6,6 +6,10 @@ CARGO ?= cargo
 # fonts for PNG figures (plotters lays text out with a TrueType font)
 DEMO_PACKAGES := fonts-dejavu-core
 TEST_PACKAGES := fonts-dejavu-core
+# host breakdown, net delay and the where-time experiment: namespaces, offload control,
+# real servers and benchmark clients (memcaslap is in libmemcached-tools)
+DEMO_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
+TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
