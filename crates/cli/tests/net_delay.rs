@@ -152,3 +152,48 @@ fn where_time_rejects_a_curve_without_baseline() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--delays must include 0"));
 }
+
+#[test]
+fn where_time_quick_writes_every_raw_figure_and_the_figure() {
+    if !root() {
+        return;
+    }
+    if let Err(e) = latlab_host::where_time::check_programs(&[
+        latlab_host::where_time::App::Memcached,
+        latlab_host::where_time::App::Nginx,
+    ]) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("wt.json");
+    let fig = dir.path().join("wt.svg");
+    let out = latlab()
+        .args(["experiment", "where-time", "--quick", "-o"])
+        .arg(&result)
+        .arg("--plot")
+        .arg(&fig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, latlab_host::where_time::RESULT_KIND);
+    let d = latlab_host::where_time::data(&r).unwrap();
+    assert_eq!(d.apps.len(), 2);
+    for a in &d.apps {
+        assert_eq!(a.runs.len(), 3, "{}", a.app);
+        let n = latlab_host::where_time::normalise(&a.runs).unwrap();
+        assert_eq!(n[0].delay_ns, 0);
+        assert!((n[0].mean - 1.0).abs() < 1e-12);
+    }
+    assert!(
+        stdout.contains("paper: memcached -25% at 20 us"),
+        "{stdout}"
+    );
+    assert!(std::fs::read_to_string(&fig).unwrap().contains("memcached"));
+}
