@@ -15,8 +15,11 @@ DEMO_PACKAGES += rt-tests
 DEMO_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 # latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
-DEMO_PACKAGES += iproute2
-TEST_PACKAGES += iproute2 sockperf
+TEST_PACKAGES += sockperf
+# host breakdown, net delay and the where-time experiment: namespaces, offload control,
+# real servers and benchmark clients (memcaslap is in libmemcached-tools)
+DEMO_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
+TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))

@@ -76,6 +76,10 @@ pub struct WhereTimeArgs {
     /// first allowed CPU.
     #[arg(long)]
     pub cpu: Option<u32>,
+    /// Run the injector under SCHED_FIFO at this priority (1-99), so that other load on
+    /// the host cannot preempt it; it then owns its CPU (servers and clients do not).
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub fifo: Option<i32>,
     /// Quick mode for tests: delays 0,20us,200us, one repeat, 1 s runs.
     #[arg(long)]
     pub quick: bool,

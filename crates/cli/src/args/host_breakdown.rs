@@ -20,12 +20,7 @@ pub struct BreakdownArgs {
     #[arg(long, value_delimiter = ',')]
     pub steps: Vec<String>,
     /// Client and server CPUs, e.g. 1,0 (default: the last two CPUs this process may use).
-    #[arg(
-        long,
-        value_delimiter = ',',
-        num_args = 2,
-        value_name = "CLIENT,SERVER"
-    )]
+    #[arg(long, value_delimiter = ',', value_name = "CPU")]
     pub cpus: Vec<u32>,
     /// Message size of the pipe, socket, UDP and TCP steps, in bytes.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=65_000))]

@@ -22,8 +22,7 @@ pub struct DelayArgs {
     #[arg(
         long,
         value_delimiter = ',',
-        num_args = 2,
-        value_name = "A,B",
+        value_name = "IFACE",
         required_unless_present = "testbed"
     )]
     pub ifaces: Vec<String>,

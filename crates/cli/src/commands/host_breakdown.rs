@@ -44,7 +44,12 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
             }
             (Some(*c), Some(*s))
         }
-        _ => (None, None),
+        [] => (None, None),
+        _ => {
+            return Err(usage(
+                "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
+            ))
+        }
     };
     let cfg = BreakdownConfig {
         steps: steps.clone(),

@@ -35,6 +35,11 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if a.testbed {
         return run_check(&a, delay, cpu, &allowed, argv);
     }
+    if a.ifaces.len() != 2 || a.ifaces[0] == a.ifaces[1] {
+        return Err(usage(
+            "--ifaces takes two different interfaces, e.g. --ifaces eth1,eth2",
+        ));
+    }
     let started_utc = host::utc_now_rfc3339();
     let out_path = a
         .out
@@ -195,6 +200,13 @@ fn run_check(
         fifo: a.fifo,
         busy_client: a.busy_client,
     };
+    if a.compare_netem {
+        if let Err(why) = testbed::netem_available() {
+            return Err(anyhow::anyhow!(
+                "--compare-netem: {why}; latlab net delay itself works without it (run without --compare-netem)"
+            ));
+        }
+    }
     let (clock, timebase) = Clock::establish(Nanos(100_000_000));
     if !a.out.quiet {
         eprintln!(

@@ -47,6 +47,7 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         })
         .collect::<anyhow::Result<_>>()?;
     cfg.connections = a.connections;
+    cfg.fifo = a.fifo;
     let allowed = sched::allowed_cpus();
     if let Some(c) = a.cpu {
         if !allowed.contains(&c) {
@@ -106,8 +107,13 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
                 role: "injector".into(),
                 pinned_cpu: cfg.engine_cpu,
                 observed_cpus: cfg.engine_cpu.into_iter().collect(),
-                policy: "SCHED_OTHER".into(),
-                priority: 0,
+                policy: if cfg.fifo.is_some() {
+                    "SCHED_FIFO"
+                } else {
+                    "SCHED_OTHER"
+                }
+                .into(),
+                priority: cfg.fifo.unwrap_or(0),
             },
             ThreadPlacement {
                 role: "servers and benchmark clients (taskset)".into(),

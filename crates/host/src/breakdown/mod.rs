@@ -7,7 +7,7 @@
 //! ping-pong, futex wake-up round trips (same core, other core), pipe, eventfd and UNIX
 //! socket round trips, UDP and TCP loopback round trips (blocking and busy-polling), and a
 //! UDP round trip across a veth pair between two network namespaces. See
-//! [`steps`](self) for how a sample is timed, [`classify`] for the class rule and
+//! the `steps` module (private) for how a sample is timed, [`classify`] for the class rule and
 //! [`decompose`] for the stacked UDP decomposition.
 //!
 //! The library measures and fills a [`ResultFile`]; [`table`] and

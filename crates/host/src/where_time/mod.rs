@@ -103,6 +103,10 @@ pub struct WhereTimeConfig {
     pub endpoint_cpu: Option<u32>,
     /// Measured time of the injector check before the experiment.
     pub check_duration: Nanos,
+    /// Run the injector under SCHED_FIFO at this priority, so that other load on the host
+    /// cannot preempt it (it then owns its CPU, as a hardware appliance would). Servers and
+    /// clients stay SCHED_OTHER: at equal FIFO priority a spinning client starves its server.
+    pub fifo: Option<i32>,
 }
 
 impl Default for WhereTimeConfig {
@@ -116,6 +120,7 @@ impl Default for WhereTimeConfig {
             engine_cpu: None,
             endpoint_cpu: None,
             check_duration: Nanos::from_secs(2),
+            fifo: None,
         }
     }
 }
@@ -313,14 +318,32 @@ struct Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // SIGTERM first: nginx's master then stops its workers (SIGKILL would orphan them).
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
 }
 
-fn spawn_in(ns: &str, cpu: Option<u32>, argv: &[&str]) -> std::io::Result<Child> {
+fn spawn_in(
+    ns: &str,
+    cpu: Option<u32>,
+    fifo: Option<i32>,
+    argv: &[&str],
+) -> std::io::Result<Child> {
     let mut cmd = Command::new("ip");
     cmd.args(["netns", "exec", ns]);
+    if let Some(p) = fifo {
+        cmd.args(["chrt", "-f", &p.to_string()]);
+    }
     if let Some(c) = cpu {
         cmd.args(["taskset", "-c", &c.to_string()]);
     }
@@ -334,10 +357,11 @@ fn spawn_in(ns: &str, cpu: Option<u32>, argv: &[&str]) -> std::io::Result<Child>
 fn run_in(
     ns: &str,
     cpu: Option<u32>,
+    fifo: Option<i32>,
     argv: &[&str],
     limit: Duration,
 ) -> Result<String, WhereTimeError> {
-    let child = spawn_in(ns, cpu, argv)
+    let child = spawn_in(ns, cpu, fifo, argv)
         .map_err(|e| WhereTimeError::Io(format!("starting {}", argv[0]), e))?;
     let start = Instant::now();
     let pid = child.id();
@@ -412,6 +436,7 @@ fn start_server(
     tb: &Testbed,
     app: App,
     cpu: Option<u32>,
+    fifo: Option<i32>,
     dir: &std::path::Path,
 ) -> Result<Server, WhereTimeError> {
     let io = |what: &str| {
@@ -423,6 +448,7 @@ fn start_server(
             spawn_in(
                 &tb.server,
                 cpu,
+                fifo,
                 &[
                     "memcached",
                     "-u",
@@ -455,8 +481,13 @@ fn start_server(
             let conf_s = conf.to_string_lossy().into_owned();
             let prefix = dir.to_string_lossy().into_owned();
             (
-                spawn_in(&tb.server, cpu, &["nginx", "-c", &conf_s, "-p", &prefix])
-                    .map_err(io("starting nginx"))?,
+                spawn_in(
+                    &tb.server,
+                    cpu,
+                    fifo,
+                    &["nginx", "-c", &conf_s, "-p", &prefix],
+                )
+                .map_err(io("starting nginx"))?,
                 NGINX_PORT,
             )
         }
@@ -485,6 +516,7 @@ fn bench(tb: &Testbed, app: App, cfg: &WhereTimeConfig) -> Result<(f64, u64, u64
             let out = run_in(
                 &tb.client,
                 cfg.endpoint_cpu,
+                None,
                 &[
                     "memcaslap",
                     "-s",
@@ -508,6 +540,7 @@ fn bench(tb: &Testbed, app: App, cfg: &WhereTimeConfig) -> Result<(f64, u64, u64
             let out = run_in(
                 &tb.client,
                 cfg.endpoint_cpu,
+                None,
                 &["wrk", "-t", "1", "-c", &conns, "-d", &d, &url],
                 limit,
             )?;
@@ -555,7 +588,7 @@ pub fn run(
             compare_netem: false,
             engine_cpu: cfg.engine_cpu,
             endpoint_cpu: cfg.endpoint_cpu,
-            fifo: None,
+            fifo: cfg.fifo,
             busy_client: false,
         },
         clock,
@@ -578,7 +611,7 @@ pub fn run(
         let servers: Vec<Server> = cfg
             .apps
             .iter()
-            .map(|a| start_server(&tb, *a, cfg.endpoint_cpu, &dir))
+            .map(|a| start_server(&tb, *a, cfg.endpoint_cpu, None, &dir))
             .collect::<Result<_, _>>()?;
         for repeat in 0..cfg.repeats {
             for &d in &cfg.delays_ns {
@@ -598,6 +631,10 @@ pub fn run(
                             .map_err(|e| WhereTimeError::Run(e.to_string()))?;
                         if let Some(c) = cfg.engine_cpu {
                             latlab_sys::sched::pin_current_thread(c)
+                                .map_err(|e| WhereTimeError::Run(e.to_string()))?;
+                        }
+                        if let Some(p) = cfg.fifo {
+                            latlab_sys::sched::set_fifo(p)
                                 .map_err(|e| WhereTimeError::Run(e.to_string()))?;
                         }
                         Ok(engine::run(ecfg_r, clock, stop_r, || {

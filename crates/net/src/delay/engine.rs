@@ -1,6 +1,6 @@
 //! The forwarding engine: one thread, pinned, busy-polling two `AF_PACKET` sockets and
 //! moving every frame that arrives on one interface out of the other once its
-//! [`DelayQueue`](super::DelayQueue) releases it.
+//! [`DelayQueue`] releases it.
 //!
 //! Frames are received straight into queue memory; the loop reads the TSC, receives a
 //! burst (at most [`BURST`] frames) from each side, then sends every frame that is due.

@@ -137,8 +137,8 @@ pub struct PingConfig {
     pub timeout: Duration,
     /// Pause between round trips (0: back to back).
     pub gap: Duration,
-    /// Run client and server under SCHED_FIFO at this priority (with `busy_client`, only
-    /// the server: a spinning FIFO client would starve a server on its CPU).
+    /// Run client and server under SCHED_FIFO at this priority (with `busy_client`, the
+    /// server one above, so that it preempts the spinning client on a shared CPU).
     pub fifo: Option<i32>,
     /// The client busy-polls for the reply instead of sleeping, so that its CPU never
     /// idles (idle exits and wake-ups are a large, variable part of a round trip in VMs).
@@ -197,6 +197,7 @@ pub fn udp_ping(tb: &Testbed, cfg: &PingConfig, clock: &Clock) -> io::Result<Pin
                     sched::pin_current_thread(c).map_err(io::Error::other)?;
                 }
                 if let Some(p) = cfg.fifo {
+                    let p = if cfg.busy_client { (p + 1).min(99) } else { p };
                     sched::set_fifo(p).map_err(io::Error::other)?;
                 }
                 let sock = UdpSocket::bind(server_addr)?;
@@ -237,7 +238,7 @@ pub fn udp_ping(tb: &Testbed, cfg: &PingConfig, clock: &Clock) -> io::Result<Pin
             if let Some(c) = cfg.client_cpu {
                 sched::pin_current_thread(c).map_err(io::Error::other)?;
             }
-            if let (Some(p), false) = (cfg.fifo, cfg.busy_client) {
+            if let Some(p) = cfg.fifo {
                 sched::set_fifo(p).map_err(io::Error::other)?;
             }
             let sock = UdpSocket::bind(format!("{CLIENT_IP}:0"))?;

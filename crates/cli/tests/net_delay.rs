@@ -1,0 +1,199 @@
+//! End-to-end tests of `latlab net delay` and `latlab experiment where-time`: bad input,
+//! the clear netem message, and (as root) an appliance run in a namespace testbed whose
+//! queue overflows: drops are counted and reported and the run ends cleanly.
+
+use assert_cmd::Command;
+use latlab_core::results::ResultFile;
+use latlab_net::delay::report;
+use latlab_net::delay::testbed::{self, Testbed};
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn root() -> bool {
+    if latlab_sys::netns::is_root() {
+        true
+    } else {
+        eprintln!("skipped: needs root (namespaces, AF_PACKET)");
+        false
+    }
+}
+
+#[test]
+fn bad_delay_names_the_flag_and_the_forms() {
+    let out = latlab()
+        .args(["net", "delay", "--ifaces", "a,b", "--delay", "20 parsecs"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--delay") && err.contains("normal:20us,2us"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn interfaces_are_required_without_testbed() {
+    let out = latlab()
+        .args(["net", "delay", "--delay", "20us"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // The shared clap error printer keeps only the first line of clap's message, which
+    // for a missing argument does not name it (reported to the lead).
+    assert!(String::from_utf8_lossy(&out.stderr).contains("required arguments"));
+}
+
+#[test]
+fn compare_netem_says_clearly_when_netem_is_missing() {
+    if !root() {
+        return;
+    }
+    if testbed::netem_available().is_ok() {
+        eprintln!("skipped: this kernel has sch_netem");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "net",
+            "delay",
+            "--testbed",
+            "--delay",
+            "20us",
+            "--compare-netem",
+            "-o",
+        ])
+        .arg(dir.path().join("x.json"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--compare-netem")
+            && err.contains("sch_netem is not available on this kernel"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn overflowing_queue_counts_drops_and_ends_cleanly() {
+    if !root() {
+        return;
+    }
+    let tb = Testbed::build("cli-ov", false).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("delay.json");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(["net", "delay", "--netns", &tb.delay, "--ifaces"])
+        .arg(format!(
+            "{},{}",
+            testbed::DELAY_IF_CLIENT,
+            testbed::DELAY_IF_SERVER
+        ))
+        .args([
+            "--delay",
+            "2ms",
+            "--capacity",
+            "16",
+            "--duration",
+            "2s",
+            "-o",
+        ])
+        .arg(&result)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let sent = std::thread::scope(|s| {
+        s.spawn(|| {
+            latlab_sys::netns::enter(&tb.client).unwrap();
+            let sock = std::net::UdpSocket::bind(format!("{}:0", testbed::CLIENT_IP)).unwrap();
+            sock.connect(format!("{}:9", testbed::SERVER_IP)).unwrap();
+            (0..3_000).filter(|_| sock.send(&[0u8; 64]).is_ok()).count()
+        })
+        .join()
+        .unwrap()
+    });
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, report::RUN_KIND);
+    let dropped = r.counters["a_to_b.dropped_full"];
+    assert!(dropped > 0, "{:?}", r.counters);
+    assert!(r.counters["a_to_b.enqueued"] + dropped <= sent as u64);
+    assert!(
+        r.warnings.iter().any(|w| w.contains("queue full")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        stdout.contains("dropped (queue full)") && stdout.contains(&dropped.to_string()),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn where_time_rejects_a_curve_without_baseline() {
+    let out = latlab()
+        .args(["experiment", "where-time", "--delays", "10us,20us"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--delays must include 0"));
+}
+
+#[test]
+fn where_time_quick_writes_every_raw_figure_and_the_figure() {
+    if !root() {
+        return;
+    }
+    if let Err(e) = latlab_host::where_time::check_programs(&[
+        latlab_host::where_time::App::Memcached,
+        latlab_host::where_time::App::Nginx,
+    ]) {
+        eprintln!("skipped: {e}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("wt.json");
+    let fig = dir.path().join("wt.svg");
+    let out = latlab()
+        .args(["experiment", "where-time", "--quick", "-o"])
+        .arg(&result)
+        .arg("--plot")
+        .arg(&fig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, latlab_host::where_time::RESULT_KIND);
+    let d = latlab_host::where_time::data(&r).unwrap();
+    assert_eq!(d.apps.len(), 2);
+    for a in &d.apps {
+        assert_eq!(a.runs.len(), 3, "{}", a.app);
+        let n = latlab_host::where_time::normalise(&a.runs).unwrap();
+        assert_eq!(n[0].delay_ns, 0);
+        assert!((n[0].mean - 1.0).abs() < 1e-12);
+    }
+    assert!(
+        stdout.contains("paper: memcached -25% at 20 us"),
+        "{stdout}"
+    );
+    assert!(std::fs::read_to_string(&fig).unwrap().contains("memcached"));
+}
