@@ -4,11 +4,14 @@
 //! latency into TX stack, wire + NF, NF residence and RX stack; for the latency injector's
 //! `net.delay` / `net.delay.check` results the injected and measured shift.
 
+use crate::experiment::{KillerUsData, METHODS, RESULT_KIND as KILLER_US_KIND};
 use crate::probe::{series, RESULT_KIND as PROBE_KIND};
 use crate::result::probe_data;
+use latlab_core::stats::ccdf;
 use latlab_core::units::format_ns;
-use latlab_report::html::{Block, Cell, CellStyle, Section, SectionProvider, Table};
+use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
 use latlab_report::input::Input;
+use latlab_report::{Curve, PlotKind};
 
 /// Sections for `net.probe` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,6 +116,133 @@ impl SectionProvider for ProbeSections {
             ));
         }
         Ok(vec![s])
+    }
+}
+
+/// Sections for the summary result of `latlab experiment killer-us`: the summary table
+/// (method × NF configuration), where the methods start to disagree, and one CCDF per
+/// method with a line per NF configuration (in place of the generic figures).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KillerUsSections;
+
+impl SectionProvider for KillerUsSections {
+    fn handles(&self, kind: &str) -> bool {
+        kind == KILLER_US_KIND
+    }
+
+    fn generic_distributions(&self) -> bool {
+        false
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut out = Vec::new();
+        for input in inputs {
+            let r = &input.merged;
+            let d: KillerUsData = serde_json::from_value(r.data.clone())
+                .map_err(|e| format!("{}: data is not a killer-us summary: {e}", input.label))?;
+            let mut s = Section::new(format!(
+                "Killer microsecond: methods × NF configurations ({})",
+                input.label
+            ));
+            s.push(Block::Paragraph(format!(
+                "Every measurement method against the OS-configuration ladder of the network function (the paper's Fig. 3), placed on the {}. Methods: {}.",
+                d.placement,
+                METHODS.iter().map(|(m, desc, _, _)| format!("{m} = {desc}")).collect::<Vec<_>>().join("; ")
+            )));
+            for n in &d.notes {
+                s.push(Block::Paragraph(n.clone()));
+            }
+            let pct_names: Vec<String> = d
+                .rows
+                .first()
+                .map(|r| r.percentiles.iter().map(|(p, _, _)| p.clone()).collect())
+                .unwrap_or_default();
+            let mut t = Table {
+                caption: "Latency per method and NF configuration".into(),
+                header: ["method", "NF configuration", "samples"]
+                    .map(String::from)
+                    .into_iter()
+                    .chain(pct_names.iter().cloned())
+                    .chain(std::iter::once("max".to_string()))
+                    .collect(),
+                rows: Vec::new(),
+            };
+            for row in &d.rows {
+                let mut cells = vec![
+                    Cell::text(&row.method),
+                    Cell::text(&row.config),
+                    Cell::number(row.count.to_string()),
+                ];
+                for (_, v, supported) in &row.percentiles {
+                    cells.push(if *supported {
+                        Cell::number(format_ns(*v as f64))
+                    } else {
+                        Cell::styled("unsupported", CellStyle::Unsupported)
+                    });
+                }
+                cells.push(Cell::number(format_ns(row.max_ns as f64)));
+                t.rows.push(cells);
+            }
+            s.push(Block::Table(t));
+            let mut dis = Table {
+                caption: "From which percentile the methods disagree by more than 1 µs".into(),
+                header: [
+                    "NF configuration",
+                    "all methods",
+                    "user methods only (same span)",
+                ]
+                .map(String::from)
+                .to_vec(),
+                rows: Vec::new(),
+            };
+            let verdict = |v: Option<&Option<String>>| match v {
+                Some(Some(p)) => Cell::styled(format!("from {p}"), CellStyle::Bad),
+                Some(None) => Cell::styled(
+                    "agree up to the highest supported percentile",
+                    CellStyle::Good,
+                ),
+                None => Cell::styled("—", CellStyle::Unsupported),
+            };
+            for (conf, all) in &d.disagreement {
+                let same = d
+                    .disagreement_same_span
+                    .iter()
+                    .find(|(c, _)| c == conf)
+                    .map(|(_, v)| v);
+                dis.rows
+                    .push(vec![Cell::text(conf), verdict(Some(all)), verdict(same)]);
+            }
+            s.push(Block::Table(dis));
+            for (m, desc, _, _) in METHODS {
+                let mut curves = Vec::new();
+                for h in r
+                    .histograms
+                    .iter()
+                    .filter(|h| h.labels.get("method").map(String::as_str) == Some(m))
+                {
+                    let hist = h
+                        .decode()
+                        .map_err(|e| format!("{}: histogram '{}': {e}", input.label, h.name))?;
+                    curves.push(Curve {
+                        label: h
+                            .labels
+                            .get("config")
+                            .cloned()
+                            .unwrap_or_else(|| h.name.clone()),
+                        points: ccdf(&hist),
+                    });
+                }
+                if !curves.is_empty() {
+                    s.push(Block::Figure(Figure::Distribution {
+                        title: format!("CCDF, {desc}: one line per NF configuration"),
+                        kind: PlotKind::Ccdf,
+                        curves,
+                    }));
+                }
+            }
+            out.push(s);
+        }
+        Ok(out)
     }
 }
 

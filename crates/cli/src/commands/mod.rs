@@ -8,7 +8,7 @@ mod host_clocks;
 mod net;
 mod net_delay;
 mod plot;
-mod report;
+pub mod report;
 mod sched;
 mod show;
 mod where_time;

@@ -546,12 +546,18 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
         notes,
     };
     let summary = latlab_net::experiment::run(&cfg, &exe, &dir, argv).context("killer-us")?;
+    let report = super::report::experiment_report(
+        &dir,
+        "latlab experiment killer-us",
+        &[dir.join("killer-us.json")],
+    )?;
     if !a.quiet {
         print!("{}", summary.table_text);
         for w in &summary.warnings {
             println!("warning: {w}");
         }
         println!("results and figures in {}", dir.display());
+        println!("report: {}", report.display());
         for f in &summary.files {
             println!("  {}", f.display());
         }

@@ -19,6 +19,7 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
     vec![
         Box::new(latlab_host::report::ClocksSections),
         Box::new(latlab_net::sections::ProbeSections),
+        Box::new(latlab_net::sections::KillerUsSections),
     ]
 }
 
@@ -147,6 +148,27 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Writes the HTML report of an experiment: every result in `results` (one input each, in
+/// order) into `dir/report.html`, with standalone figures in `dir/report-figures/`.
+/// Experiments call this after writing their result files, so their reports are built the
+/// same way as `latlab report`'s, from the files on disk.
+pub fn experiment_report(dir: &Path, title: &str, results: &[PathBuf]) -> anyhow::Result<PathBuf> {
+    let args: Vec<String> = results.iter().map(|p| p.display().to_string()).collect();
+    let output = dir.join("report.html");
+    report(ReportArgs {
+        results: args,
+        output: Some(output.clone()),
+        merge: false,
+        title: title.to_string(),
+        figures: None,
+        no_figures: false,
+        percentiles: Vec::new(),
+        confidence: 0.95,
+        quiet: true,
+    })?;
+    Ok(output)
 }
 
 pub fn compare_cmd(a: CompareArgs) -> anyhow::Result<()> {

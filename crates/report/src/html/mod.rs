@@ -80,6 +80,13 @@ pub trait SectionProvider {
     /// # Errors
     /// A description of what could not be read from the inputs.
     fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String>;
+
+    /// Whether the report's generic distribution figures (every histogram overlaid) suit
+    /// this kind. A provider that draws the distributions its own way (one figure per
+    /// method, say) returns `false`, and the generic figures are left out for its inputs.
+    fn generic_distributions(&self) -> bool {
+        true
+    }
 }
 
 /// Options of [`build`].
@@ -143,7 +150,19 @@ pub fn build(
         }
     }
     let decoded = decode(inputs)?;
-    sections.push(distribution_section(&decoded));
+    let drawn_elsewhere = |kind: &str| {
+        providers
+            .iter()
+            .any(|p| p.handles(kind) && !p.generic_distributions())
+    };
+    let generic: Vec<Input> = inputs
+        .iter()
+        .filter(|i| !drawn_elsewhere(i.kind()))
+        .cloned()
+        .collect();
+    if !generic.is_empty() {
+        sections.push(distribution_section(&decode(&generic)?));
+    }
     sections.push(percentile_section(&decoded, opts));
     sections.push(provenance_section(inputs));
     Ok(Report {
