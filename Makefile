@@ -26,20 +26,16 @@ DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
 .PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench bench-pingpong doc clean
 
+# The default experiment: How to Measure the Killer Microsecond on this host (every
+# measurement method against the NF configuration ladder, on the namespace testbed as root,
+# on loopback otherwise), in under 2 minutes, with its HTML report.
 demo: deps-demo build
-	./target/release/latlab host clocks --duration 2s --cpu $(DEMO_CPU) \
-	    -o $(DEMO_DIR)/host-clocks.json --plot $(DEMO_DIR)/host-clocks-ccdf.svg
-	./target/release/latlab plot $(DEMO_DIR)/host-clocks.json --kind both \
-	    --title "latlab host clocks" -o $(DEMO_DIR)/host-clocks.png
-	./target/release/latlab report $(DEMO_DIR)/host-clocks.json --title "latlab demo: host clocks" \
-	    -o $(DEMO_DIR)/report.html
+	./target/release/latlab experiment killer-us --quick -o $(DEMO_DIR)/killer-us
 	@echo
-	@echo "demo results in $(DEMO_DIR)/:"
-	@echo "  result file:   $(DEMO_DIR)/host-clocks.json  (latlab show $(DEMO_DIR)/host-clocks.json)"
-	@echo "  interval log:  $(DEMO_DIR)/host-clocks.hlog"
-	@echo "  CCDF figure:   $(DEMO_DIR)/host-clocks-ccdf.svg"
-	@echo "  CDF+CCDF:      $(DEMO_DIR)/host-clocks.png"
-	@echo "  HTML report:   $(DEMO_DIR)/report.html  (figures in $(DEMO_DIR)/report-figures/)"
+	@echo "demo results in $(DEMO_DIR)/killer-us/:"
+	@echo "  HTML report:   $(DEMO_DIR)/killer-us/report.html  (open it in a browser; works offline)"
+	@echo "  summary:       $(DEMO_DIR)/killer-us/summary.md"
+	@echo "  result files:  $(DEMO_DIR)/killer-us/*.json  (latlab show / latlab compare / latlab check)"
 
 build:
 	$(CARGO) build --release --locked
