@@ -29,6 +29,7 @@
 pub mod figures;
 pub mod plot;
 pub mod timeline;
+pub mod xy;
 
 pub use plot::{
     choose_unit, render, render_panels, render_svg_string, Curve, ImageFormat, PlotError, PlotKind,

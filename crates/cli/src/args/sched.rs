@@ -150,6 +150,9 @@ pub struct CacheCostArgs {
     /// Result file (default latlab-results/sched-cache-cost-<time>.json).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also draw cost versus size with the intervals (.svg or .png), as the paper's Fig. 5.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -472,6 +472,9 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if a.duration.get() < 10_000_000 {
         return Err(usage("--duration must be at least 10ms, e.g. 1s"));
     }
+    if let Some(p) = &a.plot {
+        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
+    }
     if !sched::allowed_cpus().contains(&a.cpu) {
         return Err(usage(format!(
             "--cpu {}: not available; allowed CPUs: {}",
@@ -527,6 +530,14 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     r.save(&out)?;
+    if let Some(p) = &a.plot {
+        latlab_report::xy::render_xy(
+            &[cache::figure_series(&rows)],
+            &cache::figure_spec(a.threads),
+            p,
+        )
+        .with_context(|| format!("drawing {}", p.display()))?;
+    }
     if a.quiet {
         return Ok(());
     }

@@ -225,6 +225,12 @@ fn s52(
         c.cpu
     ));
     sc.results.push("5.2-cache-cost.json".into());
+    latlab_report::xy::render_xy(
+        &[latlab_sched::cache::figure_series(&rows)],
+        &latlab_sched::cache::figure_spec(10),
+        &c.dir.join("5.2-cache-cost.svg"),
+    )?;
+    sc.figures.push("5.2-cache-cost.svg".into());
     for row in rows {
         sc.findings.push(format!(
             "{} KB: {:.1} us per switch +/- {:.1} us (95% CI, {} trials)",
