@@ -57,7 +57,10 @@ fn derr<E: std::fmt::Display>(e: E) -> PlotError {
     PlotError::Draw(e.to_string())
 }
 
-fn ranges(series: &[XySeries], x_log: bool) -> Result<((f64, f64), (f64, f64)), PlotError> {
+/// `(min, max)` of one axis.
+type Span = (f64, f64);
+
+fn ranges(series: &[XySeries], x_log: bool) -> Result<(Span, Span), PlotError> {
     let pts: Vec<(f64, f64, f64)> = series
         .iter()
         .flat_map(|s| s.points.iter().copied())
