@@ -3,6 +3,7 @@
 //! - **context switches**: on each CPU, a block of thread A followed by one of thread B;
 //!   the gap between them is the direct cost, voluntary when A's block ended in a yield or
 //!   sleep, involuntary otherwise (the gap then also holds the tick that preempted A);
+//!   gaps of `merge_gap` or more had other work in them and are only counted;
 //! - **interrupt load**: short gaps (below `merge_gap`) in the highest-priority
 //!   never-blocking thread: rate, cost, and the recurring period of those of 1 µs or more
 //!   (the tick when one shows);
@@ -63,6 +64,10 @@ pub struct SwitchCost {
     pub involuntary: Stats,
     /// Switches per second over the run, all CPUs.
     pub per_second: f64,
+    /// Switches whose gap was `merge_gap` or longer: something else ran in between
+    /// (another process, the idle loop), so they are not direct costs and are left out of
+    /// the statistics above.
+    pub longer: u64,
 }
 
 /// Interrupt load seen by one thread.
@@ -133,6 +138,17 @@ pub struct RtaRow {
     pub exceeds_bound: bool,
 }
 
+/// Long losses of the CPU by a real-time thread while it wanted to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RtStall {
+    /// Thread.
+    pub thread: u32,
+    /// Gaps of 10 ms or more that did not follow a sleep, yield or the end.
+    pub stalls: Stats,
+    /// Median interval between their starts, ns.
+    pub interval_median_ns: Option<u64>,
+}
+
 /// Everything `latlab sched analyze` infers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Analysis {
@@ -150,6 +166,8 @@ pub struct Analysis {
     pub deadlines: Vec<Deadlines>,
     /// Response-time analysis beside observation.
     pub rta: Vec<RtaRow>,
+    /// Real-time threads that lost the CPU for 10 ms or more.
+    pub rt_stalls: Vec<RtStall>,
     /// Caveats for the reader.
     pub notes: Vec<String>,
 }
@@ -192,9 +210,17 @@ pub fn analyze(
         merge_gap_ns,
         ..Analysis::default()
     };
-    let (mut vol, mut invol) = switch_gaps(trace);
+    let (vol_all, invol_all) = switch_gaps(trace);
+    let direct = |v: &[u64]| -> (Vec<u64>, u64) {
+        let d: Vec<u64> = v.iter().copied().filter(|&g| g < merge_gap_ns).collect();
+        let longer = (v.len() - d.len()) as u64;
+        (d, longer)
+    };
+    let (mut vol, lv) = direct(&vol_all);
+    let (mut invol, li) = direct(&invol_all);
+    a.switches.longer = lv + li;
     let secs = d.spec.duration_ns as f64 / 1e9;
-    a.switches.per_second = (vol.len() + invol.len()) as f64 / secs;
+    a.switches.per_second = (vol_all.len() + invol_all.len()) as f64 / secs;
     a.switches.voluntary = stats(&mut vol);
     a.switches.involuntary = stats(&mut invol);
 
@@ -388,6 +414,47 @@ pub fn analyze(
                 d.cpus
             ));
         }
+    }
+    // Real-time threads preempted for 10 ms or more (not after their own sleep or yield).
+    for t in d.threads.iter().filter(|t| {
+        matches!(t.spec.priority.policy(), Policy::Fifo(_)) && t.spec.reservation.is_none()
+    }) {
+        let blocks: Vec<_> = trace.blocks_of(t.spec.id).collect();
+        let mut gaps = Vec::new();
+        let mut starts = Vec::new();
+        for w in blocks.windows(2) {
+            let g = w[1].start_ns.saturating_sub(w[0].end_ns);
+            if w[0].end == EndReason::Gap && g >= 10_000_000 {
+                gaps.push(g);
+                starts.push(w[0].end_ns);
+            }
+        }
+        if gaps.is_empty() {
+            continue;
+        }
+        let mut iv: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        let stall = RtStall {
+            thread: t.spec.id,
+            stalls: stats(&mut gaps),
+            interval_median_ns: (!iv.is_empty()).then(|| stats(&mut iv).median_ns),
+        };
+        let near = |x: u64, target: u64, tol: u64| x.abs_diff(target) <= tol;
+        if near(stall.stalls.median_ns, 50_000_000, 10_000_000)
+            && stall
+                .interval_median_ns
+                .is_none_or(|i| near(i, 1_000_000_000, 200_000_000))
+        {
+            a.notes.push(format!(
+                "thread {} ({}) lost the CPU for ~{} ms {} time(s), about once a second: the \
+                 signature of Linux 6.12+'s fair deadline server (50 ms every 1 s by default), \
+                 which runs starved SCHED_OTHER tasks ahead of real-time ones",
+                t.spec.id,
+                t.spec.policy_label(),
+                stall.stalls.median_ns / 1_000_000,
+                stall.stalls.n
+            ));
+        }
+        a.rt_stalls.push(stall);
     }
     if a.switches.voluntary.n + a.switches.involuntary.n == 0 {
         a.notes.push("no switch between traced threads on one CPU was seen (each had a CPU to itself?): run more threads than CPUs, or pin them together".into());

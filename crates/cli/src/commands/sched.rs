@@ -371,8 +371,10 @@ fn st(s: &latlab_sched::analyze::Stats) -> String {
 pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "context switches between traced threads ({:.1}/s):\n  voluntary (after yield/sleep): {}\n  involuntary (preempted):       {}\n",
+        "context switches between traced threads ({:.1}/s; {} with a gap of {} or more, other work in between, left out):\n  voluntary (after yield/sleep): {}\n  involuntary (preempted):       {}\n",
         a.switches.per_second,
+        a.switches.longer,
+        format_ns(a.merge_gap_ns as f64),
         st(&a.switches.voluntary),
         st(&a.switches.involuntary)
     ));
@@ -440,6 +442,16 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
         }
         s.push_str("response-time analysis (fixed priority, one CPU):\n");
         s.push_str(&t.render());
+    }
+    for r in &a.rt_stalls {
+        s.push_str(&format!(
+            "real-time thread {} lost the CPU for 10 ms or more: {}{}\n",
+            r.thread,
+            st(&r.stalls),
+            r.interval_median_ns
+                .map(|i| format!(", median interval {}", format_ns(i as f64)))
+                .unwrap_or_default()
+        ));
     }
     for n in &a.notes {
         s.push_str(&format!("note: {n}\n"));
