@@ -442,7 +442,7 @@ pub fn analyze(
         if near(stall.stalls.median_ns, 50_000_000, 10_000_000)
             && stall
                 .interval_median_ns
-                .is_none_or(|i| near(i, 1_000_000_000, 200_000_000))
+                .map_or(true, |i| near(i, 1_000_000_000, 200_000_000))
         {
             a.notes.push(format!(
                 "thread {} ({}) lost the CPU for ~{} ms {} time(s), about once a second: the \
