@@ -193,14 +193,13 @@ fn parse_workload(args: &[String], i: &mut usize) -> Result<Workload, CmdError> 
 pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
     let mut n: Option<u32> = None;
     let mut duration_ns = RunSpec::DEFAULT_DURATION.get();
-    let mut duration_given = false;
     let mut records = RunSpec::DEFAULT_RECORDS;
     let mut raw_cycles = false;
     let mut gap_ns = None;
     let mut timer_slack_ns = None;
     let mut out = OutputOptions::default();
     let mut target: Option<Target> = None;
-    let mut settings: Vec<(Target, String, Setting)> = Vec::new();
+    let mut settings: Vec<(Target, Setting)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
@@ -227,7 +226,6 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             }
             "-d" => {
                 duration_ns = positive_duration("-d", value(args, &mut i, "-d", "duration")?)?;
-                duration_given = true;
             }
             "-c" => raw_cycles = true,
             "-e" => {
@@ -265,28 +263,28 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                         ),
                     )
                 })?;
-                settings.push((t, "-p".into(), Setting::Priority(p)));
+                settings.push((t, Setting::Priority(p)));
             }
             "-w" => {
                 let t = per_thread(target)?;
                 let w = parse_workload(args, &mut i)?;
-                settings.push((t, "-w".into(), Setting::Workload(w)));
+                settings.push((t, Setting::Workload(w)));
             }
             "-i" => {
                 let t = per_thread(target)?;
                 let v = value(args, &mut i, "-i", "timer")?;
                 let timer = Timer::from_name(v).map_err(|m| err("-i", m))?;
-                settings.push((t, "-i".into(), Setting::Timer(timer)));
+                settings.push((t, Setting::Timer(timer)));
             }
             "-s" => {
                 let t = per_thread(target)?;
                 let d = duration("-s", value(args, &mut i, "-s", "start time")?)?;
-                settings.push((t, "-s".into(), Setting::Start(d)));
+                settings.push((t, Setting::Start(d)));
             }
             "-f" => {
                 let t = per_thread(target)?;
                 let d = positive_duration("-f", value(args, &mut i, "-f", "finish time")?)?;
-                settings.push((t, "-f".into(), Setting::Finish(d)));
+                settings.push((t, Setting::Finish(d)));
             }
             "-rh" | "-rs" => {
                 let t = per_thread(target)?;
@@ -304,7 +302,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                     reclaim: r.soft,
                 };
                 dl.check().map_err(|m| err(flag, m))?;
-                settings.push((t, flag.into(), Setting::Reservation(r)));
+                settings.push((t, Setting::Reservation(r)));
             }
             "--cpu" => {
                 let t = per_thread(target)?;
@@ -312,7 +310,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 let c = v
                     .parse::<u32>()
                     .map_err(|_| err("--cpu", format!("'{v}' is not a CPU number")))?;
-                settings.push((t, "--cpu".into(), Setting::Cpu(c)));
+                settings.push((t, Setting::Cpu(c)));
             }
             "--gap" => {
                 gap_ns = Some(positive_duration(
@@ -361,12 +359,11 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             gap_ns,
             timer_slack_ns,
         };
-        let _ = duration_given;
         return Ok((spec, out));
     }
     let n = n.ok_or_else(|| err("-n", "the number of threads is required, e.g. -n 3"))?;
     let mut threads: Vec<ThreadSpec> = (0..n).map(ThreadSpec::new).collect();
-    for (t, flag, s) in settings {
+    for (t, s) in settings {
         let ids: Vec<u32> = match t {
             Target::All => (0..n).collect(),
             Target::One(k) if k < n => vec![k],
@@ -391,7 +388,6 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 Setting::Reservation(r) => th.reservation = Some(r),
                 Setting::Cpu(c) => th.cpu = Some(c),
             }
-            let _ = &flag;
         }
     }
     let spec = RunSpec {

@@ -249,7 +249,6 @@ fn setup_thread(
     spec: &RunSpec,
     cap: usize,
     gap_ticks: u64,
-    hz: u64,
 ) -> Result<(Prepared, Option<String>), RunError> {
     let id = th.id;
     if let Some(cpu) = th.cpu {
@@ -318,7 +317,6 @@ fn setup_thread(
                 .map_err(|source| RunError::Placement { thread: id, source })?,
         }
     }
-    let _ = hz;
     Ok((
         Prepared {
             rec,
@@ -648,7 +646,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
             std::thread::Builder::new()
                 .name(format!("hourglass-{}", th.id))
                 .spawn(move || -> Option<(ThreadRun, Option<String>)> {
-                    let prepared = setup_thread(&th, &spec, cap, gap_ticks, hz);
+                    let prepared = setup_thread(&th, &spec, cap, gap_ticks);
                     let mut prepared = match prepared {
                         Ok(p) => Some(p),
                         Err(e) => {
