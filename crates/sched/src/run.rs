@@ -686,7 +686,8 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                     let (v1, i1) = rt::thread_context_switches();
                     let (policy, priority) = sched::current_policy();
                     let slack = rt::timer_slack_ns();
-                    let dropped = p.rec.dropped();
+                    // LAT threads record no execution map by design (as in the paper): nothing dropped
+                    let dropped = if p.lat { 0 } else { p.rec.dropped() };
                     let migrations = p.rec.migrations();
                     let capacity = if p.lat { 0 } else { p.rec.capacity() as u64 };
                     let received = p.rec.received();

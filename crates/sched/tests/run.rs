@@ -69,6 +69,11 @@ fn periodic_and_lat_account_every_activation() {
     assert!(l.activations.len() > 50, "{}", l.activations.len());
     assert!(l.activations.iter().all(|a| a.start_ns >= a.release_ns));
     assert_eq!(l.timerfd_expirations, Some(l.activations.len() as u64));
+    assert_eq!(
+        (l.dropped, l.blocks.len()),
+        (0, 0),
+        "LAT records no execution map"
+    );
     let c = &out.threads[2];
     assert_eq!(c.activations.len(), 15);
 }
