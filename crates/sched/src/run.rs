@@ -390,6 +390,7 @@ fn run_model(
     let start_mono = t0_mono + th.start_ns;
     let finish_tsc = anchor.tsc_of(end_mono);
     let rec = &mut p.rec;
+    rec.set_end(finish_tsc);
     let mut push = |acts: &mut Vec<Activation>, a: Activation| {
         if acts.len() < acts.capacity() {
             acts.push(a);
@@ -588,8 +589,7 @@ fn run_model(
             }
         }
     }
-    rec.poll();
-    rec.pause(EndReason::End);
+    rec.finish();
 }
 
 /// Runs `spec`: calibrates the gap threshold, sets every thread up, runs them, and returns
