@@ -126,6 +126,7 @@ mod tests {
             t0_tsc: 0,
             trace_file: "x".into(),
             cpus: 2,
+            loadavg: None,
         };
         let act = |index, finish| Activation {
             index,

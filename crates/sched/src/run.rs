@@ -215,6 +215,8 @@ pub struct RunOutcome {
     pub t0_tsc: u64,
     /// Warnings (unlocked buffers, ...).
     pub warnings: Vec<String>,
+    /// 1-minute load average before and after the run.
+    pub loadavg: Option<(f64, f64)>,
 }
 
 /// Run-wide parameters the caller establishes (the TSC rate) and how long setup may take.
@@ -596,6 +598,7 @@ fn run_model(
 /// what they recorded. Blocks for the run's duration.
 pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
     let hz = params.tsc_hz;
+    let load_before = crate::result::loadavg();
     let ticks_per_ns = hz as f64 / 1e9;
     // Calibrate each loop kind in use.
     let mut calibrations: Vec<LoopCalibration> = Vec::new();
@@ -794,5 +797,6 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
         anchor,
         t0_tsc: anchor.tsc_of(t0),
         warnings,
+        loadavg: load_before.zip(crate::result::loadavg()),
     })
 }
