@@ -389,9 +389,19 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
             st(&i.cost),
             i.long_per_second,
             i.long_interval_median_ns
-                .map(|p| format!(", median interval {} (~{:.0} Hz: the tick, if they recur)", format_ns(p as f64), 1e9 / p as f64))
+                .map(|p| format!(", median interval {}", format_ns(p as f64)))
                 .unwrap_or_default()
         ));
+        match &i.tick {
+            Some(t) => s.push_str(&format!(
+                "  kernel tick: {} Hz (period {:.3} ms; {:.0}% of them in one 20 us phase window, {:.1}% by chance)\n",
+                t.hz,
+                t.period_ns / 1e6,
+                t.aligned_fraction * 100.0,
+                t.chance_fraction * 100.0
+            )),
+            None => s.push_str("  kernel tick: no 100/250/300/1000 Hz period lines up with them (tickless CPU, or drowned in other interruptions)\n"),
+        }
     }
     for q in &a.quanta {
         s.push_str(&format!(
