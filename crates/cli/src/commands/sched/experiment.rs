@@ -543,7 +543,8 @@ pub fn run(e: ExperimentCommand, argv: Vec<String>) -> anyhow::Result<()> {
     hourglass(a, argv)
 }
 
-fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
+/// Runs `latlab experiment hourglass`.
+pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     const ALL: [&str; 6] = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6"];
     for o in &a.only {
         if !ALL.contains(&o.as_str()) {
