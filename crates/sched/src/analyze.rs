@@ -179,6 +179,10 @@ pub struct Deadlines {
     pub cpu_by_deadline: Stats,
     /// Dispatch latency of jobs that slept until their release.
     pub dispatch: Stats,
+    /// Interruptions while it ran (gaps below `merge_gap` after an involuntary end).
+    pub interruptions: Stats,
+    /// Interruptions per second of CPU it received.
+    pub interruptions_per_cpu_second: f64,
 }
 
 /// One row of the response-time comparison.
@@ -391,6 +395,15 @@ pub fn analyze(
                     .filter(|x| x.waited)
                     .map(|x| x.start_ns - x.release_ns)
                     .collect();
+                let blocks: Vec<_> = trace.blocks_of(id).collect();
+                let mut irq: Vec<u64> = blocks
+                    .windows(2)
+                    .filter(|w| w[0].end == EndReason::Gap)
+                    .map(|w| w[1].start_ns.saturating_sub(w[0].end_ns))
+                    .filter(|&g| g < merge_gap_ns)
+                    .collect();
+                let ran: u64 = blocks.iter().map(|b| b.end_ns - b.start_ns).sum();
+                let irq_rate = irq.len() as f64 / (ran.max(1) as f64 / 1e9);
                 a.deadlines.push(Deadlines {
                     thread: id,
                     model: t.spec.workload.describe(),
@@ -400,6 +413,8 @@ pub fn analyze(
                     lateness: stats(&mut late),
                     cpu_by_deadline: stats(&mut cpu),
                     dispatch: stats(&mut disp),
+                    interruptions: stats(&mut irq),
+                    interruptions_per_cpu_second: irq_rate,
                 });
             }
             _ => {}
@@ -640,7 +655,30 @@ mod tests {
             frames: 0,
         };
         let trace = Trace {
-            blocks: vec![],
+            // thread 1 interrupted for 2 us once, then sleeping for 20 ms (not an interruption)
+            blocks: vec![
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: 0,
+                    end_ns: ms,
+                    end: EndReason::Gap,
+                },
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: ms + 2_000,
+                    end_ns: 3 * ms,
+                    end: EndReason::Sleep,
+                },
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: 23 * ms,
+                    end_ns: 24 * ms,
+                    end: EndReason::End,
+                },
+            ],
             activations: vec![
                 (0, act(0, 0, 3 * ms, 8 * ms)),
                 (1, act(0, 0, 31 * ms, 33 * ms)),
@@ -658,6 +696,7 @@ mod tests {
         let dl = a.deadlines.iter().find(|x| x.thread == 1).unwrap();
         assert_eq!((dl.hits, dl.misses), (2, 0));
         assert_eq!(dl.response.max_ns, 31 * ms);
+        assert_eq!((dl.interruptions.n, dl.interruptions.max_ns), (1, 2_000));
         assert!(
             a.notes.iter().all(|n| !n.contains("pinned")),
             "{:?}",

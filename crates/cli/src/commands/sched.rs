@@ -416,8 +416,9 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
     }
     for d in &a.deadlines {
         s.push_str(&format!(
-            "thread {} {}: missed {} deadlines, hit {}\n  response {}\n  lateness of misses {}\n  CPU by deadline {}\n  dispatch {}\n",
-            d.thread, d.model, d.misses, d.hits, st(&d.response), st(&d.lateness), st(&d.cpu_by_deadline), st(&d.dispatch)
+            "thread {} {}: missed {} deadlines, hit {}\n  response {}\n  lateness of misses {}\n  CPU by deadline {}\n  dispatch {}\n  interruptions while running ({:.0} per CPU-second): {}\n",
+            d.thread, d.model, d.misses, d.hits, st(&d.response), st(&d.lateness), st(&d.cpu_by_deadline), st(&d.dispatch),
+            d.interruptions_per_cpu_second, st(&d.interruptions)
         ));
     }
     if !a.rta.is_empty() {

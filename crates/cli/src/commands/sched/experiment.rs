@@ -97,7 +97,10 @@ fn cdf_curve(label: &str, mut v: Vec<u64>) -> Curve {
 }
 
 fn st(v: &[u64]) -> String {
-    let s = stats(&mut v.to_vec());
+    st_stats(&stats(&mut v.to_vec()))
+}
+
+fn st_stats(s: &latlab_sched::analyze::Stats) -> String {
     if s.n == 0 {
         return "none".into();
     }
@@ -426,6 +429,14 @@ fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
         mbps(with_rt)
     ));
     for (name, d, t) in [("control 1", &d1, &t1), ("flood", &d2, &t2)] {
+        let an = analyze(d, t, 50_000, false);
+        if let Some(dl) = an.deadlines.first() {
+            sc.findings.push(format!(
+                "{name}: interruptions of the RT thread while it ran: {:.0} per CPU-second, {}",
+                dl.interruptions_per_cpu_second,
+                st_stats(&dl.interruptions)
+            ));
+        }
         for n in analyze(d, t, 50_000, false)
             .notes
             .iter()
