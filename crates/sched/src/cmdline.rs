@@ -6,7 +6,8 @@
 //! -n <threads> -d <duration> -c -e <records> -t <n> | -a
 //! per thread: -p <priority> -w <model> [args] -i <timer> -s <time> -f <time>
 //!             -rh <amount> <period> -rs <amount> <period> --cpu <n>
-//! latlab:     --gap <time> --timer-slack <time> --scenario <file> -o <file> -q
+//! latlab:     --gap <time> --timer-slack <time> --dma-latency <us> --scenario <file>
+//!             -o <file> -q
 //!             --perfetto <file> --render <file> --print-trace
 //! ```
 //!
@@ -197,6 +198,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
     let mut raw_cycles = false;
     let mut gap_ns = None;
     let mut timer_slack_ns = None;
+    let mut dma_latency_us = None;
     let mut out = OutputOptions::default();
     let mut target: Option<Target> = None;
     let mut settings: Vec<(Target, Setting)> = Vec::new();
@@ -324,6 +326,15 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                     value(args, &mut i, "--timer-slack", "slack")?,
                 )?)
             }
+            "--dma-latency" => {
+                let v = value(args, &mut i, "--dma-latency", "latency in us")?;
+                dma_latency_us = Some(v.parse::<u32>().map_err(|_| {
+                    err(
+                        "--dma-latency",
+                        format!("'{v}' is not a latency in whole microseconds, e.g. 0"),
+                    )
+                })?);
+            }
             "-o" | "--output" => {
                 out.output = Some(value(args, &mut i, flag, "result file")?.into())
             }
@@ -336,7 +347,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 return Err(err(
                     other,
                     "unknown option; Hourglass options are -n -d -c -e -t -a -p -w -i -s -f \
-                     -rh -rs, latlab adds --cpu --gap --timer-slack --scenario -o -q \
+                     -rh -rs, latlab adds --cpu --gap --timer-slack --dma-latency --scenario -o -q \
                      --perfetto --render --print-trace (see latlab sched --help)",
                 ))
             }
@@ -358,6 +369,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             raw_cycles,
             gap_ns,
             timer_slack_ns,
+            dma_latency_us,
         };
         return Ok((spec, out));
     }
@@ -397,6 +409,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
         raw_cycles,
         gap_ns,
         timer_slack_ns,
+        dma_latency_us,
     };
     validate(&spec)?;
     Ok((spec, out))
@@ -510,7 +523,10 @@ mod tests {
             (s.threads[1].start_ns, s.threads[1].finish_ns),
             (1_000_000_000, Some(2_000_000_000))
         );
-        let (s, o) = p("-n 2 -a --cpu 1 -t 0 --cpu 0 --gap 100ns -o r.json -q -c -e 1000").unwrap();
+        let (s, o) =
+            p("-n 2 -a --cpu 1 -t 0 --cpu 0 --gap 100ns -o r.json -q -c -e 1000 --dma-latency 0")
+                .unwrap();
+        assert_eq!(s.dma_latency_us, Some(0));
         assert_eq!((s.threads[0].cpu, s.threads[1].cpu), (Some(0), Some(1)));
         assert_eq!(s.gap_ns, Some(100));
         assert_eq!(o.output, Some(PathBuf::from("r.json")));
@@ -539,6 +555,7 @@ mod tests {
             ("-n 1 -t 0 -s 2s -d 1s", "-s"),
             ("-n 1 -x", "-x"),
             ("-n 1 -e many", "-e"),
+            ("-n 1 --dma-latency -1", "--dma-latency"),
         ];
         for (line, flag) in cases {
             let e = p(line).unwrap_err();

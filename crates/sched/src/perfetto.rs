@@ -109,6 +109,7 @@ mod tests {
             raw_cycles: false,
             gap_ns: None,
             timer_slack_ns: None,
+            dma_latency_us: None,
         };
         let run: ThreadRun = serde_json::from_value(serde_json::json!({
             "spec": th, "tid": 1, "policy": "SCHED_FIFO", "priority": 95, "timer_slack_ns": 0,

@@ -371,6 +371,7 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
             raw_cycles: false,
             gap_ns: None,
             timer_slack_ns: None,
+            dma_latency_us: None,
         },
         threads: runs,
         calibrations: vec![],

@@ -53,6 +53,9 @@ pub enum RunError {
     /// A thread panicked.
     #[error("thread {0} panicked")]
     Panicked(u32),
+    /// `/dev/cpu_dma_latency` could not be opened or written.
+    #[error("--dma-latency: /dev/cpu_dma_latency: {0}")]
+    DmaLatency(#[source] std::io::Error),
 }
 
 /// Converts between the TSC and `CLOCK_MONOTONIC` around one anchor point.
@@ -594,10 +597,26 @@ fn run_model(
     rec.finish();
 }
 
+/// Opens `/dev/cpu_dma_latency` and writes `us` (a 32-bit integer, as the PM QoS
+/// interface wants); the request holds until the file is closed.
+fn hold_dma_latency(us: u32) -> std::io::Result<std::fs::File> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&(us as i32).to_ne_bytes())?;
+    Ok(f)
+}
+
 /// Runs `spec`: calibrates the gap threshold, sets every thread up, runs them, and returns
 /// what they recorded. Blocks for the run's duration.
 pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
     let hz = params.tsc_hz;
+    // Held open for the whole run: the kernel keeps the request while the file is open.
+    let _dma = match spec.dma_latency_us {
+        Some(us) => Some(hold_dma_latency(us).map_err(RunError::DmaLatency)?),
+        None => None,
+    };
     let load_before = crate::result::loadavg();
     let ticks_per_ns = hz as f64 / 1e9;
     // Calibrate each loop kind in use.
@@ -760,6 +779,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                 | RunError::Placement { thread, .. }
                 | RunError::Os { thread, .. } => *thread,
                 RunError::Panicked(t) => *t,
+                RunError::DmaLatency(_) => 0,
             });
             Some(errs.remove(0))
         }

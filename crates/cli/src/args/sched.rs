@@ -26,6 +26,7 @@ per thread:
 latlab options:
   --gap <time>            gap threshold (default: 2 x the measured loop iteration)
   --timer-slack <time>    set every thread's timer slack (PR_SET_TIMERSLACK)
+  --dma-latency <us>      hold /dev/cpu_dma_latency at <us> during the run (cyclictest holds 0)
   --scenario <file.toml>  take the thread set from a TOML file (see docs/sched.md)
   -o <file>               result file (default latlab-results/sched-<time>.json)
   --perfetto <file>       Perfetto JSON (default beside the result, .perfetto.json)

@@ -58,6 +58,12 @@ pub fn run_error(e: RunError) -> anyhow::Error {
             }
             other => anyhow::Error::new(other).context(format!("thread {thread}")),
         },
+        RunError::DmaLatency(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            anyhow::Error::new(SchedError::NotPermitted {
+                what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
+                remedy: "run as root",
+            })
+        }
         RunError::Placement { thread, source } => {
             anyhow::Error::new(source).context(format!("thread {thread}"))
         }
@@ -609,6 +615,7 @@ pub fn cache_sweep(
         raw_cycles: false,
         gap_ns: None,
         timer_slack_ns: None,
+        dma_latency_us: None,
     };
     let mut out = Vec::new();
     for &kb in sizes {
