@@ -358,3 +358,20 @@ fn hourglass_experiment_runs_selected_scenarios() {
         .unwrap();
     one_line_error(&out, 2, &["--only", "5.1"]);
 }
+
+#[test]
+fn dma_latency_is_held_and_recorded() {
+    if !is_root() {
+        eprintln!("skipping: /dev/cpu_dma_latency needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = run_ok(
+        dir.path(),
+        "d.json",
+        "-n 1 -d 100ms -t 0 -w LAT 1ms -i HR --dma-latency 0 -q",
+    );
+    let r = ResultFile::load(&path).unwrap();
+    assert_eq!(r.config["dma_latency_us"], 0);
+    assert!(r.histogram("dispatch.t0").unwrap().unwrap().count() > 0);
+}
