@@ -35,6 +35,7 @@ pub mod input;
 pub mod plot;
 pub mod timeline;
 pub mod trust;
+pub mod xy;
 
 pub use charts::{render_errorbars, render_stacked, ChartSpec, ErrorSeries, StackedBar};
 pub use plot::{

@@ -3,6 +3,7 @@
 //! - **context switches**: on each CPU, a block of thread A followed by one of thread B;
 //!   the gap between them is the direct cost, voluntary when A's block ended in a yield or
 //!   sleep, involuntary otherwise (the gap then also holds the tick that preempted A);
+//!   gaps of `merge_gap` or more had other work in them and are only counted;
 //! - **interrupt load**: short gaps (below `merge_gap`) in the highest-priority
 //!   never-blocking thread: rate, cost, and the recurring period of those of 1 µs or more
 //!   (the tick when one shows);
@@ -63,6 +64,10 @@ pub struct SwitchCost {
     pub involuntary: Stats,
     /// Switches per second over the run, all CPUs.
     pub per_second: f64,
+    /// Switches whose gap was `merge_gap` or longer: something else ran in between
+    /// (another process, the idle loop), so they are not direct costs and are left out of
+    /// the statistics above.
+    pub longer: u64,
 }
 
 /// Interrupt load seen by one thread.
@@ -80,8 +85,68 @@ pub struct InterruptLoad {
     pub lost_fraction: f64,
     /// Those of 1 µs or more, per second.
     pub long_per_second: f64,
-    /// Median interval between those of 1 µs or more (the tick period, when they are ticks).
+    /// Median interval between those of 1 µs or more.
     pub long_interval_median_ns: Option<u64>,
+    /// The kernel tick those interruptions line up with, when one does.
+    pub tick: Option<TickEstimate>,
+}
+
+/// A periodic source found among interruption times (the kernel tick).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct TickEstimate {
+    /// The nominal rate it matches, Hz (one of 100, 250, 300, 1000).
+    pub hz: u32,
+    /// The period that aligned best, ns (near 1e9/hz; differs by clock-rate error).
+    pub period_ns: f64,
+    /// Share of the interruptions within ±10 µs of one phase of that period.
+    pub aligned_fraction: f64,
+    /// The share expected by chance (20 µs / period).
+    pub chance_fraction: f64,
+}
+
+/// Looks for a kernel tick among interruption start times (ns): for each usual HZ, the
+/// period within ±0.1% (5 ns steps) at which the most starts fall into one 20 µs phase
+/// bin. Reported when that share is at least 5× chance and 20% of all. Pure.
+pub fn infer_tick(starts_ns: &[u64]) -> Option<TickEstimate> {
+    if starts_ns.len() < 20 {
+        return None;
+    }
+    const BIN: f64 = 20_000.0;
+    let mut best: Option<TickEstimate> = None;
+    for hz in [1000u32, 300, 250, 100] {
+        let nominal = 1e9 / f64::from(hz);
+        let nbins = (nominal / BIN).floor().max(1.0) as usize;
+        let mut counts = vec![0u32; nbins];
+        let steps = (nominal * 0.001 / 5.0) as i64;
+        for k in -steps..=steps {
+            let p = nominal + k as f64 * 5.0;
+            counts.iter_mut().for_each(|c| *c = 0);
+            for &t in starts_ns {
+                let ph = (t as f64 % p) / p;
+                let b = ((ph * nbins as f64) as usize).min(nbins - 1);
+                counts[b] += 1;
+            }
+            // a phase bin and its neighbour, so that a tick on a bin edge is not split
+            let m = (0..nbins)
+                .map(|i| counts[i] + counts[(i + 1) % nbins])
+                .max()
+                .unwrap_or(0);
+            let frac = f64::from(m) / starts_ns.len() as f64;
+            let chance = 2.0 / nbins as f64;
+            let better = best.as_ref().map_or(true, |b| {
+                frac - chance > b.aligned_fraction - b.chance_fraction + 1e-9
+            });
+            if better {
+                best = Some(TickEstimate {
+                    hz,
+                    period_ns: p,
+                    aligned_fraction: frac,
+                    chance_fraction: chance,
+                });
+            }
+        }
+    }
+    best.filter(|b| b.aligned_fraction >= 5.0 * b.chance_fraction && b.aligned_fraction >= 0.2)
 }
 
 /// Quantum (run length) of one CPU-bound thread.
@@ -114,6 +179,10 @@ pub struct Deadlines {
     pub cpu_by_deadline: Stats,
     /// Dispatch latency of jobs that slept until their release.
     pub dispatch: Stats,
+    /// Interruptions while it ran (gaps below `merge_gap` after an involuntary end).
+    pub interruptions: Stats,
+    /// Interruptions per second of CPU it received.
+    pub interruptions_per_cpu_second: f64,
 }
 
 /// One row of the response-time comparison.
@@ -133,6 +202,17 @@ pub struct RtaRow {
     pub exceeds_bound: bool,
 }
 
+/// Long losses of the CPU by a real-time thread while it wanted to run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RtStall {
+    /// Thread.
+    pub thread: u32,
+    /// Gaps of 10 ms or more that did not follow a sleep, yield or the end.
+    pub stalls: Stats,
+    /// Median interval between their starts, ns.
+    pub interval_median_ns: Option<u64>,
+}
+
 /// Everything `latlab sched analyze` infers.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Analysis {
@@ -150,6 +230,8 @@ pub struct Analysis {
     pub deadlines: Vec<Deadlines>,
     /// Response-time analysis beside observation.
     pub rta: Vec<RtaRow>,
+    /// Real-time threads that lost the CPU for 10 ms or more.
+    pub rt_stalls: Vec<RtStall>,
     /// Caveats for the reader.
     pub notes: Vec<String>,
 }
@@ -192,9 +274,17 @@ pub fn analyze(
         merge_gap_ns,
         ..Analysis::default()
     };
-    let (mut vol, mut invol) = switch_gaps(trace);
+    let (vol_all, invol_all) = switch_gaps(trace);
+    let direct = |v: &[u64]| -> (Vec<u64>, u64) {
+        let d: Vec<u64> = v.iter().copied().filter(|&g| g < merge_gap_ns).collect();
+        let longer = (v.len() - d.len()) as u64;
+        (d, longer)
+    };
+    let (mut vol, lv) = direct(&vol_all);
+    let (mut invol, li) = direct(&invol_all);
+    a.switches.longer = lv + li;
     let secs = d.spec.duration_ns as f64 / 1e9;
-    a.switches.per_second = (vol.len() + invol.len()) as f64 / secs;
+    a.switches.per_second = (vol_all.len() + invol_all.len()) as f64 / secs;
     a.switches.voluntary = stats(&mut vol);
     a.switches.involuntary = stats(&mut invol);
 
@@ -224,6 +314,7 @@ pub fn analyze(
         let total: u64 = costs.iter().sum();
         let mut intervals: Vec<u64> = long_starts.windows(2).map(|w| w[1] - w[0]).collect();
         let long_n = long_starts.len();
+        let tick = infer_tick(&long_starts);
         a.interrupts = Some(InterruptLoad {
             thread: id,
             policy: top.spec.policy_label(),
@@ -233,6 +324,7 @@ pub fn analyze(
             long_per_second: long_n as f64 / (life / 1e9),
             long_interval_median_ns: (!intervals.is_empty())
                 .then(|| stats(&mut intervals).median_ns),
+            tick,
         });
     }
 
@@ -303,6 +395,15 @@ pub fn analyze(
                     .filter(|x| x.waited)
                     .map(|x| x.start_ns - x.release_ns)
                     .collect();
+                let blocks: Vec<_> = trace.blocks_of(id).collect();
+                let mut irq: Vec<u64> = blocks
+                    .windows(2)
+                    .filter(|w| w[0].end == EndReason::Gap)
+                    .map(|w| w[1].start_ns.saturating_sub(w[0].end_ns))
+                    .filter(|&g| g < merge_gap_ns)
+                    .collect();
+                let ran: u64 = blocks.iter().map(|b| b.end_ns - b.start_ns).sum();
+                let irq_rate = irq.len() as f64 / (ran.max(1) as f64 / 1e9);
                 a.deadlines.push(Deadlines {
                     thread: id,
                     model: t.spec.workload.describe(),
@@ -312,6 +413,8 @@ pub fn analyze(
                     lateness: stats(&mut late),
                     cpu_by_deadline: stats(&mut cpu),
                     dispatch: stats(&mut disp),
+                    interruptions: stats(&mut irq),
+                    interruptions_per_cpu_second: irq_rate,
                 });
             }
             _ => {}
@@ -389,6 +492,47 @@ pub fn analyze(
             ));
         }
     }
+    // Real-time threads preempted for 10 ms or more (not after their own sleep or yield).
+    for t in d.threads.iter().filter(|t| {
+        matches!(t.spec.priority.policy(), Policy::Fifo(_)) && t.spec.reservation.is_none()
+    }) {
+        let blocks: Vec<_> = trace.blocks_of(t.spec.id).collect();
+        let mut gaps = Vec::new();
+        let mut starts = Vec::new();
+        for w in blocks.windows(2) {
+            let g = w[1].start_ns.saturating_sub(w[0].end_ns);
+            if w[0].end == EndReason::Gap && g >= 10_000_000 {
+                gaps.push(g);
+                starts.push(w[0].end_ns);
+            }
+        }
+        if gaps.is_empty() {
+            continue;
+        }
+        let mut iv: Vec<u64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        let stall = RtStall {
+            thread: t.spec.id,
+            stalls: stats(&mut gaps),
+            interval_median_ns: (!iv.is_empty()).then(|| stats(&mut iv).median_ns),
+        };
+        let near = |x: u64, target: u64, tol: u64| x.abs_diff(target) <= tol;
+        if near(stall.stalls.median_ns, 50_000_000, 10_000_000)
+            && stall
+                .interval_median_ns
+                .map_or(true, |i| near(i, 1_000_000_000, 200_000_000))
+        {
+            a.notes.push(format!(
+                "thread {} ({}) lost the CPU for ~{} ms {} time(s), about once a second: the \
+                 signature of Linux 6.12+'s fair deadline server (50 ms every 1 s by default), \
+                 which runs starved SCHED_OTHER tasks ahead of real-time ones",
+                t.spec.id,
+                t.spec.policy_label(),
+                stall.stalls.median_ns / 1_000_000,
+                stall.stalls.n
+            ));
+        }
+        a.rt_stalls.push(stall);
+    }
     if a.switches.voluntary.n + a.switches.involuntary.n == 0 {
         a.notes.push("no switch between traced threads on one CPU was seen (each had a CPU to itself?): run more threads than CPUs, or pin them together".into());
     }
@@ -457,6 +601,32 @@ mod tests {
     }
 
     #[test]
+    fn a_250_hz_tick_is_found_among_noise() {
+        // ticks every 4 ms from 1.3 ms on (400 of them), plus 400 unrelated interruptions
+        let mut v: Vec<u64> = (0..400u64).map(|k| 1_300_000 + k * 4_000_000).collect();
+        let mut x: u64 = 12345;
+        for _ in 0..400 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            v.push((x >> 33) % 1_600_000_000);
+        }
+        v.sort_unstable();
+        let t = infer_tick(&v).unwrap();
+        assert_eq!(t.hz, 250);
+        // resolution: a 40 µs window over a 1.6 s span, about 100 ns of period
+        assert!((t.period_ns - 4e6).abs() < 200.0, "{t:?}");
+        assert!(t.aligned_fraction >= 0.5, "{t:?}");
+        // pure noise: no tick
+        let noise: Vec<u64> = v
+            .iter()
+            .copied()
+            .filter(|t| (t - 1_300_000) % 4_000_000 != 0)
+            .collect();
+        assert_eq!(infer_tick(&noise), None);
+    }
+
+    #[test]
     fn rta_beside_observation_flags_excess() {
         let ms = 1_000_000;
         let mut t0 = ThreadSpec::new(0);
@@ -485,7 +655,30 @@ mod tests {
             frames: 0,
         };
         let trace = Trace {
-            blocks: vec![],
+            // thread 1 interrupted for 2 us once, then sleeping for 20 ms (not an interruption)
+            blocks: vec![
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: 0,
+                    end_ns: ms,
+                    end: EndReason::Gap,
+                },
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: ms + 2_000,
+                    end_ns: 3 * ms,
+                    end: EndReason::Sleep,
+                },
+                Block {
+                    thread: 1,
+                    cpu: 0,
+                    start_ns: 23 * ms,
+                    end_ns: 24 * ms,
+                    end: EndReason::End,
+                },
+            ],
             activations: vec![
                 (0, act(0, 0, 3 * ms, 8 * ms)),
                 (1, act(0, 0, 31 * ms, 33 * ms)),
@@ -503,6 +696,7 @@ mod tests {
         let dl = a.deadlines.iter().find(|x| x.thread == 1).unwrap();
         assert_eq!((dl.hits, dl.misses), (2, 0));
         assert_eq!(dl.response.max_ns, 31 * ms);
+        assert_eq!((dl.interruptions.n, dl.interruptions.max_ns), (1, 2_000));
         assert!(
             a.notes.iter().all(|n| !n.contains("pinned")),
             "{:?}",

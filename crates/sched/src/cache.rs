@@ -150,6 +150,31 @@ pub fn switches_on(trace: &crate::trace::Trace, cpu: u32) -> u64 {
     b.windows(2).filter(|w| w[0].thread != w[1].thread).count() as u64
 }
 
+/// The Figure 5 series: mean cost per switch (µs) versus working set (KB), with 95%
+/// intervals. Pure.
+pub fn figure_series(rows: &[SizeRow]) -> latlab_report::xy::XySeries {
+    latlab_report::xy::XySeries {
+        label: "cost per context switch (95% CI)".into(),
+        points: rows
+            .iter()
+            .map(|r| (r.size_kb as f64, r.mean_ns / 1e3, r.ci95_ns / 1e3))
+            .collect(),
+    }
+}
+
+/// The Figure 5 axes. Pure.
+pub fn figure_spec(threads: u32) -> latlab_report::xy::XySpec {
+    latlab_report::xy::XySpec {
+        title: format!(
+            "Working set vs. performance lost per context switch ({threads} threads, one CPU)"
+        ),
+        x_desc: "working set per thread (KB)".into(),
+        y_desc: "cost per switch (µs)".into(),
+        x_log: true,
+        ..Default::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

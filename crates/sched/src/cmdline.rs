@@ -6,7 +6,8 @@
 //! -n <threads> -d <duration> -c -e <records> -t <n> | -a
 //! per thread: -p <priority> -w <model> [args] -i <timer> -s <time> -f <time>
 //!             -rh <amount> <period> -rs <amount> <period> --cpu <n>
-//! latlab:     --gap <time> --timer-slack <time> --scenario <file> -o <file> -q
+//! latlab:     --gap <time> --timer-slack <time> --dma-latency <us> --scenario <file>
+//!             -o <file> -q
 //!             --perfetto <file> --render <file> --print-trace
 //! ```
 //!
@@ -193,14 +194,14 @@ fn parse_workload(args: &[String], i: &mut usize) -> Result<Workload, CmdError> 
 pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
     let mut n: Option<u32> = None;
     let mut duration_ns = RunSpec::DEFAULT_DURATION.get();
-    let mut duration_given = false;
     let mut records = RunSpec::DEFAULT_RECORDS;
     let mut raw_cycles = false;
     let mut gap_ns = None;
     let mut timer_slack_ns = None;
+    let mut dma_latency_us = None;
     let mut out = OutputOptions::default();
     let mut target: Option<Target> = None;
-    let mut settings: Vec<(Target, String, Setting)> = Vec::new();
+    let mut settings: Vec<(Target, Setting)> = Vec::new();
     let mut i = 0;
     while i < args.len() {
         let flag = args[i].as_str();
@@ -227,7 +228,6 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             }
             "-d" => {
                 duration_ns = positive_duration("-d", value(args, &mut i, "-d", "duration")?)?;
-                duration_given = true;
             }
             "-c" => raw_cycles = true,
             "-e" => {
@@ -265,28 +265,28 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                         ),
                     )
                 })?;
-                settings.push((t, "-p".into(), Setting::Priority(p)));
+                settings.push((t, Setting::Priority(p)));
             }
             "-w" => {
                 let t = per_thread(target)?;
                 let w = parse_workload(args, &mut i)?;
-                settings.push((t, "-w".into(), Setting::Workload(w)));
+                settings.push((t, Setting::Workload(w)));
             }
             "-i" => {
                 let t = per_thread(target)?;
                 let v = value(args, &mut i, "-i", "timer")?;
                 let timer = Timer::from_name(v).map_err(|m| err("-i", m))?;
-                settings.push((t, "-i".into(), Setting::Timer(timer)));
+                settings.push((t, Setting::Timer(timer)));
             }
             "-s" => {
                 let t = per_thread(target)?;
                 let d = duration("-s", value(args, &mut i, "-s", "start time")?)?;
-                settings.push((t, "-s".into(), Setting::Start(d)));
+                settings.push((t, Setting::Start(d)));
             }
             "-f" => {
                 let t = per_thread(target)?;
                 let d = positive_duration("-f", value(args, &mut i, "-f", "finish time")?)?;
-                settings.push((t, "-f".into(), Setting::Finish(d)));
+                settings.push((t, Setting::Finish(d)));
             }
             "-rh" | "-rs" => {
                 let t = per_thread(target)?;
@@ -304,7 +304,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                     reclaim: r.soft,
                 };
                 dl.check().map_err(|m| err(flag, m))?;
-                settings.push((t, flag.into(), Setting::Reservation(r)));
+                settings.push((t, Setting::Reservation(r)));
             }
             "--cpu" => {
                 let t = per_thread(target)?;
@@ -312,7 +312,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 let c = v
                     .parse::<u32>()
                     .map_err(|_| err("--cpu", format!("'{v}' is not a CPU number")))?;
-                settings.push((t, "--cpu".into(), Setting::Cpu(c)));
+                settings.push((t, Setting::Cpu(c)));
             }
             "--gap" => {
                 gap_ns = Some(positive_duration(
@@ -326,6 +326,15 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                     value(args, &mut i, "--timer-slack", "slack")?,
                 )?)
             }
+            "--dma-latency" => {
+                let v = value(args, &mut i, "--dma-latency", "latency in us")?;
+                dma_latency_us = Some(v.parse::<u32>().map_err(|_| {
+                    err(
+                        "--dma-latency",
+                        format!("'{v}' is not a latency in whole microseconds, e.g. 0"),
+                    )
+                })?);
+            }
             "-o" | "--output" => {
                 out.output = Some(value(args, &mut i, flag, "result file")?.into())
             }
@@ -338,7 +347,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 return Err(err(
                     other,
                     "unknown option; Hourglass options are -n -d -c -e -t -a -p -w -i -s -f \
-                     -rh -rs, latlab adds --cpu --gap --timer-slack --scenario -o -q \
+                     -rh -rs, latlab adds --cpu --gap --timer-slack --dma-latency --scenario -o -q \
                      --perfetto --render --print-trace (see latlab sched --help)",
                 ))
             }
@@ -360,13 +369,13 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             raw_cycles,
             gap_ns,
             timer_slack_ns,
+            dma_latency_us,
         };
-        let _ = duration_given;
         return Ok((spec, out));
     }
     let n = n.ok_or_else(|| err("-n", "the number of threads is required, e.g. -n 3"))?;
     let mut threads: Vec<ThreadSpec> = (0..n).map(ThreadSpec::new).collect();
-    for (t, flag, s) in settings {
+    for (t, s) in settings {
         let ids: Vec<u32> = match t {
             Target::All => (0..n).collect(),
             Target::One(k) if k < n => vec![k],
@@ -391,7 +400,6 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                 Setting::Reservation(r) => th.reservation = Some(r),
                 Setting::Cpu(c) => th.cpu = Some(c),
             }
-            let _ = &flag;
         }
     }
     let spec = RunSpec {
@@ -401,6 +409,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
         raw_cycles,
         gap_ns,
         timer_slack_ns,
+        dma_latency_us,
     };
     validate(&spec)?;
     Ok((spec, out))
@@ -514,7 +523,10 @@ mod tests {
             (s.threads[1].start_ns, s.threads[1].finish_ns),
             (1_000_000_000, Some(2_000_000_000))
         );
-        let (s, o) = p("-n 2 -a --cpu 1 -t 0 --cpu 0 --gap 100ns -o r.json -q -c -e 1000").unwrap();
+        let (s, o) =
+            p("-n 2 -a --cpu 1 -t 0 --cpu 0 --gap 100ns -o r.json -q -c -e 1000 --dma-latency 0")
+                .unwrap();
+        assert_eq!(s.dma_latency_us, Some(0));
         assert_eq!((s.threads[0].cpu, s.threads[1].cpu), (Some(0), Some(1)));
         assert_eq!(s.gap_ns, Some(100));
         assert_eq!(o.output, Some(PathBuf::from("r.json")));
@@ -543,6 +555,7 @@ mod tests {
             ("-n 1 -t 0 -s 2s -d 1s", "-s"),
             ("-n 1 -x", "-x"),
             ("-n 1 -e many", "-e"),
+            ("-n 1 --dma-latency -1", "--dma-latency"),
         ];
         for (line, flag) in cases {
             let e = p(line).unwrap_err();

@@ -109,6 +109,7 @@ mod tests {
             raw_cycles: false,
             gap_ns: None,
             timer_slack_ns: None,
+            dma_latency_us: None,
         };
         let run: ThreadRun = serde_json::from_value(serde_json::json!({
             "spec": th, "tid": 1, "policy": "SCHED_FIFO", "priority": 95, "timer_slack_ns": 0,
@@ -126,6 +127,7 @@ mod tests {
             t0_tsc: 0,
             trace_file: "x".into(),
             cpus: 2,
+            loadavg: None,
         };
         let act = |index, finish| Activation {
             index,

@@ -79,6 +79,7 @@ pub struct Recorder {
     dropped: u64,
     migrations: u64,
     started: bool,
+    end_tsc: u64,
 }
 
 impl Recorder {
@@ -102,6 +103,7 @@ impl Recorder {
                 dropped: 0,
                 migrations: 0,
                 started: false,
+                end_tsc: u64::MAX,
             },
             warn,
         )
@@ -146,6 +148,10 @@ impl Recorder {
     }
 
     fn close(&mut self, reason: EndReason) {
+        if self.block_start >= self.end_tsc {
+            // the thread got the CPU back only after its end: nothing of its life to record
+            return;
+        }
         self.closed_ticks += self.last.wrapping_sub(self.block_start);
         if self.buf.len() < self.buf.capacity() {
             self.buf.push(RawRecord {
@@ -163,6 +169,19 @@ impl Recorder {
     #[inline]
     pub fn pause(&mut self, reason: EndReason) {
         self.close(reason);
+    }
+
+    /// Sets the thread's finish time: blocks that begin at or after it are not recorded
+    /// (a thread that gets the CPU back only after its end has nothing of its life left to
+    /// record; the gap shows as the previous block's end).
+    pub fn set_end(&mut self, end_tsc: u64) {
+        self.end_tsc = end_tsc;
+    }
+
+    /// Ends the recording: records the open block with [`EndReason::End`] (unless it began
+    /// after the end set with [`Recorder::set_end`]).
+    pub fn finish(&mut self) {
+        self.close(EndReason::End);
     }
 
     /// CPU time received so far (closed blocks plus the open one), in ticks.

@@ -35,6 +35,22 @@ pub struct SchedRunData {
     pub trace_file: String,
     /// Online CPUs.
     pub cpus: u32,
+    /// The 1-minute load average before and after the run (`/proc/loadavg`): other work
+    /// on the machine shows in every trace.
+    #[serde(default)]
+    pub loadavg: Option<(f64, f64)>,
+}
+
+/// The 1-minute load average from `/proc/loadavg` text. Pure.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The 1-minute load average now, if the kernel says.
+pub fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| parse_loadavg(&t))
 }
 
 /// The histogram names of thread `t`.
@@ -195,7 +211,18 @@ pub fn build(
         t0_tsc: out.t0_tsc,
         trace_file: trace_file.to_owned(),
         cpus: latlab_sys::sched::online_cpus(),
+        loadavg: out.loadavg,
     };
+    if let Some((a, b)) = out.loadavg {
+        let cpus = f64::from(data.cpus);
+        if a.max(b) > 0.5 * cpus {
+            r.warnings.push(format!(
+                "the machine was busy: load average {a:.1} before and {b:.1} after the run on \
+                 {} CPU(s); other work shows in the trace as gaps and misses",
+                data.cpus
+            ));
+        }
+    }
     r.data = serde_json::to_value(&data).unwrap_or_default();
     (r, trace)
 }
@@ -344,6 +371,7 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
             raw_cycles: false,
             gap_ns: None,
             timer_slack_ns: None,
+            dma_latency_us: None,
         },
         threads: runs,
         calibrations: vec![],
@@ -351,5 +379,18 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
         t0_tsc: 0,
         trace_file: "t.tsv".into(),
         cpus: 1,
+        loadavg: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loadavg_parsed() {
+        assert_eq!(parse_loadavg("10.94 10.79 9.68 3/512 12345\n"), Some(10.94));
+        assert_eq!(parse_loadavg(""), None);
+        assert!(loadavg().is_some_and(|l| l >= 0.0));
     }
 }

@@ -53,6 +53,9 @@ pub enum RunError {
     /// A thread panicked.
     #[error("thread {0} panicked")]
     Panicked(u32),
+    /// `/dev/cpu_dma_latency` could not be opened or written.
+    #[error("--dma-latency: /dev/cpu_dma_latency: {0}")]
+    DmaLatency(#[source] std::io::Error),
 }
 
 /// Converts between the TSC and `CLOCK_MONOTONIC` around one anchor point.
@@ -215,6 +218,8 @@ pub struct RunOutcome {
     pub t0_tsc: u64,
     /// Warnings (unlocked buffers, ...).
     pub warnings: Vec<String>,
+    /// 1-minute load average before and after the run.
+    pub loadavg: Option<(f64, f64)>,
 }
 
 /// Run-wide parameters the caller establishes (the TSC rate) and how long setup may take.
@@ -249,7 +254,6 @@ fn setup_thread(
     spec: &RunSpec,
     cap: usize,
     gap_ticks: u64,
-    hz: u64,
 ) -> Result<(Prepared, Option<String>), RunError> {
     let id = th.id;
     if let Some(cpu) = th.cpu {
@@ -318,7 +322,6 @@ fn setup_thread(
                 .map_err(|source| RunError::Placement { thread: id, source })?,
         }
     }
-    let _ = hz;
     Ok((
         Prepared {
             rec,
@@ -392,6 +395,7 @@ fn run_model(
     let start_mono = t0_mono + th.start_ns;
     let finish_tsc = anchor.tsc_of(end_mono);
     let rec = &mut p.rec;
+    rec.set_end(finish_tsc);
     let mut push = |acts: &mut Vec<Activation>, a: Activation| {
         if acts.len() < acts.capacity() {
             acts.push(a);
@@ -590,14 +594,30 @@ fn run_model(
             }
         }
     }
-    rec.poll();
-    rec.pause(EndReason::End);
+    rec.finish();
+}
+
+/// Opens `/dev/cpu_dma_latency` and writes `us` (a 32-bit integer, as the PM QoS
+/// interface wants); the request holds until the file is closed.
+fn hold_dma_latency(us: u32) -> std::io::Result<std::fs::File> {
+    use std::io::Write as _;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")?;
+    f.write_all(&(us as i32).to_ne_bytes())?;
+    Ok(f)
 }
 
 /// Runs `spec`: calibrates the gap threshold, sets every thread up, runs them, and returns
 /// what they recorded. Blocks for the run's duration.
 pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
     let hz = params.tsc_hz;
+    // Held open for the whole run: the kernel keeps the request while the file is open.
+    let _dma = match spec.dma_latency_us {
+        Some(us) => Some(hold_dma_latency(us).map_err(RunError::DmaLatency)?),
+        None => None,
+    };
+    let load_before = crate::result::loadavg();
     let ticks_per_ns = hz as f64 / 1e9;
     // Calibrate each loop kind in use.
     let mut calibrations: Vec<LoopCalibration> = Vec::new();
@@ -648,7 +668,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
             std::thread::Builder::new()
                 .name(format!("hourglass-{}", th.id))
                 .spawn(move || -> Option<(ThreadRun, Option<String>)> {
-                    let prepared = setup_thread(&th, &spec, cap, gap_ticks, hz);
+                    let prepared = setup_thread(&th, &spec, cap, gap_ticks);
                     let mut prepared = match prepared {
                         Ok(p) => Some(p),
                         Err(e) => {
@@ -688,7 +708,8 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                     let (v1, i1) = rt::thread_context_switches();
                     let (policy, priority) = sched::current_policy();
                     let slack = rt::timer_slack_ns();
-                    let dropped = p.rec.dropped();
+                    // LAT threads record no execution map by design (as in the paper): nothing dropped
+                    let dropped = if p.lat { 0 } else { p.rec.dropped() };
                     let migrations = p.rec.migrations();
                     let capacity = if p.lat { 0 } else { p.rec.capacity() as u64 };
                     let received = p.rec.received();
@@ -758,6 +779,7 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
                 | RunError::Placement { thread, .. }
                 | RunError::Os { thread, .. } => *thread,
                 RunError::Panicked(t) => *t,
+                RunError::DmaLatency(_) => 0,
             });
             Some(errs.remove(0))
         }
@@ -795,5 +817,6 @@ pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
         anchor,
         t0_tsc: anchor.tsc_of(t0),
         warnings,
+        loadavg: load_before.zip(crate::result::loadavg()),
     })
 }

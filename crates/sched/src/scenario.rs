@@ -6,6 +6,7 @@
 //! records = 300000          # -e
 //! gap = "100ns"             # --gap (default: calibrated)
 //! timer_slack = "1us"       # --timer-slack
+//! dma_latency = 0           # --dma-latency (µs)
 //!
 //! [[thread]]
 //! count = 1                 # this many identical threads (default 1)
@@ -31,6 +32,7 @@ struct File {
     records: Option<u64>,
     gap: Option<String>,
     timer_slack: Option<String>,
+    dma_latency: Option<u32>,
     #[serde(default)]
     thread: Vec<ThreadEntry>,
 }
@@ -87,6 +89,9 @@ pub fn parse(text: &str, defaults: &RunSpec) -> Result<RunSpec, CmdError> {
     }
     if let Some(s) = &f.timer_slack {
         spec.timer_slack_ns = Some(dur("scenario timer_slack", s)?);
+    }
+    if let Some(us) = f.dma_latency {
+        spec.dma_latency_us = Some(us);
     }
     for e in &f.thread {
         let mut th = ThreadSpec::new(0);
@@ -145,6 +150,7 @@ mod tests {
             raw_cycles: false,
             gap_ns: None,
             timer_slack_ns: None,
+            dma_latency_us: None,
         }
     }
 
@@ -153,6 +159,7 @@ mod tests {
         let s = parse(
             r#"
 duration = "20s"
+dma_latency = 0
 [[thread]]
 priority = "RTHIGH"
 workload = "PERIODIC 4ms 5ms"
@@ -166,6 +173,7 @@ reservation = { amount = "1ms", period = "10ms", soft = true }
         )
         .unwrap();
         assert_eq!(s.duration_ns, 20_000_000_000);
+        assert_eq!(s.dma_latency_us, Some(0));
         assert_eq!(s.threads.len(), 3);
         assert_eq!(
             s.threads[0].workload,

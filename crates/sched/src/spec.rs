@@ -339,6 +339,11 @@ pub struct RunSpec {
     pub gap_ns: Option<u64>,
     /// Timer slack to set on every thread, ns (`--timer-slack`; `None`: leave as is).
     pub timer_slack_ns: Option<u64>,
+    /// Hold `/dev/cpu_dma_latency` at this many µs during the run (`--dma-latency`, as
+    /// cyclictest does with 0 by default and rtla with `--dma-latency`): keeps CPUs out of
+    /// deep idle states, which changes wakeup latency (by µs in a haltpoll guest).
+    #[serde(default)]
+    pub dma_latency_us: Option<u32>,
 }
 
 impl RunSpec {

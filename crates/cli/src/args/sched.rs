@@ -26,6 +26,7 @@ per thread:
 latlab options:
   --gap <time>            gap threshold (default: 2 x the measured loop iteration)
   --timer-slack <time>    set every thread's timer slack (PR_SET_TIMERSLACK)
+  --dma-latency <us>      hold /dev/cpu_dma_latency at <us> during the run (cyclictest holds 0)
   --scenario <file.toml>  take the thread set from a TOML file (see docs/sched.md)
   -o <file>               result file (default latlab-results/sched-<time>.json)
   --perfetto <file>       Perfetto JSON (default beside the result, .perfetto.json)
@@ -150,6 +151,9 @@ pub struct CacheCostArgs {
     /// Result file (default latlab-results/sched-cache-cost-<time>.json).
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Also draw cost versus size with the intervals (.svg or .png), as the paper's Fig. 5.
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -56,6 +56,12 @@ pub fn run_error(e: RunError) -> anyhow::Error {
             }
             other => anyhow::Error::new(other).context(format!("thread {thread}")),
         },
+        RunError::DmaLatency(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            anyhow::Error::new(SchedError::NotPermitted {
+                what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
+                remedy: "run as root",
+            })
+        }
         RunError::Placement { thread, source } => {
             anyhow::Error::new(source).context(format!("thread {thread}"))
         }
@@ -369,8 +375,10 @@ fn st(s: &latlab_sched::analyze::Stats) -> String {
 pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
     let mut s = String::new();
     s.push_str(&format!(
-        "context switches between traced threads ({:.1}/s):\n  voluntary (after yield/sleep): {}\n  involuntary (preempted):       {}\n",
+        "context switches between traced threads ({:.1}/s; {} with a gap of {} or more, other work in between, left out):\n  voluntary (after yield/sleep): {}\n  involuntary (preempted):       {}\n",
         a.switches.per_second,
+        a.switches.longer,
+        format_ns(a.merge_gap_ns as f64),
         st(&a.switches.voluntary),
         st(&a.switches.involuntary)
     ));
@@ -385,9 +393,19 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
             st(&i.cost),
             i.long_per_second,
             i.long_interval_median_ns
-                .map(|p| format!(", median interval {} (~{:.0} Hz: the tick, if they recur)", format_ns(p as f64), 1e9 / p as f64))
+                .map(|p| format!(", median interval {}", format_ns(p as f64)))
                 .unwrap_or_default()
         ));
+        match &i.tick {
+            Some(t) => s.push_str(&format!(
+                "  kernel tick: {} Hz (period {:.3} ms; {:.0}% of them in one 20 us phase window, {:.1}% by chance)\n",
+                t.hz,
+                t.period_ns / 1e6,
+                t.aligned_fraction * 100.0,
+                t.chance_fraction * 100.0
+            )),
+            None => s.push_str("  kernel tick: no 100/250/300/1000 Hz period lines up with them (tickless CPU, or drowned in other interruptions)\n"),
+        }
     }
     for q in &a.quanta {
         s.push_str(&format!(
@@ -402,8 +420,9 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
     }
     for d in &a.deadlines {
         s.push_str(&format!(
-            "thread {} {}: missed {} deadlines, hit {}\n  response {}\n  lateness of misses {}\n  CPU by deadline {}\n  dispatch {}\n",
-            d.thread, d.model, d.misses, d.hits, st(&d.response), st(&d.lateness), st(&d.cpu_by_deadline), st(&d.dispatch)
+            "thread {} {}: missed {} deadlines, hit {}\n  response {}\n  lateness of misses {}\n  CPU by deadline {}\n  dispatch {}\n  interruptions while running ({:.0} per CPU-second): {}\n",
+            d.thread, d.model, d.misses, d.hits, st(&d.response), st(&d.lateness), st(&d.cpu_by_deadline), st(&d.dispatch),
+            d.interruptions_per_cpu_second, st(&d.interruptions)
         ));
     }
     if !a.rta.is_empty() {
@@ -439,6 +458,16 @@ pub fn analysis_text(a: &latlab_sched::analyze::Analysis) -> String {
         s.push_str("response-time analysis (fixed priority, one CPU):\n");
         s.push_str(&t.render());
     }
+    for r in &a.rt_stalls {
+        s.push_str(&format!(
+            "real-time thread {} lost the CPU for 10 ms or more: {}{}\n",
+            r.thread,
+            st(&r.stalls),
+            r.interval_median_ns
+                .map(|i| format!(", median interval {}", format_ns(i as f64)))
+                .unwrap_or_default()
+        ));
+    }
     for n in &a.notes {
         s.push_str(&format!("note: {n}\n"));
     }
@@ -469,6 +498,9 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     }
     if a.duration.get() < 10_000_000 {
         return Err(usage("--duration must be at least 10ms, e.g. 1s"));
+    }
+    if let Some(p) = &a.plot {
+        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
     }
     if !sched::allowed_cpus().contains(&a.cpu) {
         return Err(usage(format!(
@@ -525,6 +557,14 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
         std::fs::create_dir_all(dir)?;
     }
     r.save(&out)?;
+    if let Some(p) = &a.plot {
+        latlab_report::xy::render_xy(
+            &[cache::figure_series(&rows)],
+            &cache::figure_spec(a.threads),
+            p,
+        )
+        .with_context(|| format!("drawing {}", p.display()))?;
+    }
     if a.quiet {
         return Ok(());
     }
@@ -573,6 +613,7 @@ pub fn cache_sweep(
         raw_cycles: false,
         gap_ns: None,
         timer_slack_ns: None,
+        dma_latency_us: None,
     };
     let mut out = Vec::new();
     for &kb in sizes {

@@ -1,0 +1,244 @@
+//! A value-versus-parameter figure with confidence intervals (e.g. the Hourglass paper's
+//! Figure 5: cost per context switch versus working-set size, 95% intervals as error
+//! bars). x may be logarithmic. SVG or PNG.
+
+use crate::plot::{font, ImageFormat, PlotError};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One series: `(x, y, ci_half_width)` points.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct XySeries {
+    /// Legend text.
+    pub label: String,
+    /// Points; a non-finite half-width draws no bar.
+    pub points: Vec<(f64, f64, f64)>,
+}
+
+/// Axes and title.
+#[derive(Clone, Debug, PartialEq)]
+pub struct XySpec {
+    /// Title.
+    pub title: String,
+    /// x-axis description.
+    pub x_desc: String,
+    /// y-axis description.
+    pub y_desc: String,
+    /// Logarithmic x axis (x must be > 0).
+    pub x_log: bool,
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+}
+
+impl Default for XySpec {
+    fn default() -> Self {
+        XySpec {
+            title: String::new(),
+            x_desc: String::new(),
+            y_desc: String::new(),
+            x_log: false,
+            width: 900,
+            height: 600,
+        }
+    }
+}
+
+const COLORS: [RGBColor; 4] = [
+    RGBColor(31, 119, 180),
+    RGBColor(214, 39, 40),
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+];
+
+fn derr<E: std::fmt::Display>(e: E) -> PlotError {
+    PlotError::Draw(e.to_string())
+}
+
+/// `(min, max)` of one axis.
+type Span = (f64, f64);
+
+fn ranges(series: &[XySeries], x_log: bool) -> Result<(Span, Span), PlotError> {
+    let pts: Vec<(f64, f64, f64)> = series
+        .iter()
+        .flat_map(|s| s.points.iter().copied())
+        .filter(|p| p.0.is_finite() && p.1.is_finite() && (!x_log || p.0 > 0.0))
+        .collect();
+    if pts.is_empty() {
+        return Err(PlotError::NoData);
+    }
+    let (mut x0, mut x1) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut y0, mut y1) = (0f64, f64::NEG_INFINITY);
+    for (x, y, h) in pts {
+        let h = if h.is_finite() { h } else { 0.0 };
+        x0 = x0.min(x);
+        x1 = x1.max(x);
+        y0 = y0.min(y - h);
+        y1 = y1.max(y + h);
+    }
+    if x1 <= x0 {
+        x1 = x0 * 2.0 + 1.0;
+    }
+    if y1 <= y0 {
+        y1 = y0 + 1.0;
+    }
+    let pad = (y1 - y0) * 0.05;
+    Ok(((x0, x1), (y0 - pad, y1 + pad)))
+}
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    series: &[XySeries],
+    spec: &XySpec,
+) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    font::ensure_font()?;
+    root.fill(&WHITE).map_err(derr)?;
+    let ((x0, x1), (y0, y1)) = ranges(series, spec.x_log)?;
+    let mut b = ChartBuilder::on(root);
+    b.caption(&spec.title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(45)
+        .y_label_area_size(70);
+    macro_rules! body {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            chart
+                .configure_mesh()
+                .x_desc(spec.x_desc.as_str())
+                .y_desc(spec.y_desc.as_str())
+                .draw()
+                .map_err(derr)?;
+            for (i, s) in series.iter().enumerate() {
+                let c = COLORS[i % COLORS.len()];
+                let pts: Vec<(f64, f64, f64)> = s
+                    .points
+                    .iter()
+                    .copied()
+                    .filter(|p| p.0.is_finite() && p.1.is_finite() && (!spec.x_log || p.0 > 0.0))
+                    .collect();
+                chart
+                    .draw_series(LineSeries::new(
+                        pts.iter().map(|p| (p.0, p.1)),
+                        c.stroke_width(2),
+                    ))
+                    .map_err(derr)?
+                    .label(s.label.clone())
+                    .legend(move |(x, y)| {
+                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                    });
+                chart
+                    .draw_series(pts.iter().filter(|p| p.2.is_finite()).map(|p| {
+                        PathElement::new(
+                            vec![(p.0, p.1 - p.2), (p.0, p.1 + p.2)],
+                            c.stroke_width(2),
+                        )
+                    }))
+                    .map_err(derr)?;
+                chart
+                    .draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 3, c.filled())))
+                    .map_err(derr)?;
+            }
+            if series.iter().any(|s| !s.label.is_empty()) {
+                chart
+                    .configure_series_labels()
+                    .background_style(WHITE.mix(0.8))
+                    .border_style(BLACK)
+                    .draw()
+                    .map_err(derr)?;
+            }
+        }};
+    }
+    if spec.x_log {
+        body!(b
+            .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
+            .map_err(derr)?);
+    } else {
+        body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(derr)?);
+    }
+    root.present().map_err(derr)
+}
+
+/// Draws the figure as SVG text.
+///
+/// # Errors
+/// [`PlotError::NoData`] without a finite point; [`PlotError::NoFont`]; [`PlotError::Draw`].
+pub fn render_xy_svg_string(series: &[XySeries], spec: &XySpec) -> Result<String, PlotError> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
+        draw(&root, series, spec)?;
+    }
+    Ok(out)
+}
+
+/// Draws the figure into `path` (`.svg` or `.png`), atomically.
+///
+/// # Errors
+/// As [`render_xy_svg_string`], plus [`PlotError::UnknownFormat`] and [`PlotError::Io`].
+pub fn render_xy(series: &[XySeries], spec: &XySpec, path: &Path) -> Result<(), PlotError> {
+    let bytes = match ImageFormat::from_path(path)? {
+        ImageFormat::Svg => render_xy_svg_string(series, spec)?.into_bytes(),
+        ImageFormat::Png => {
+            let (w, h) = (spec.width, spec.height);
+            let mut rgb = vec![0u8; w as usize * h as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+                draw(&root, series, spec)?;
+            }
+            let mut png_bytes = Vec::new();
+            {
+                let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+                enc.set_color(png::ColorType::Rgb);
+                enc.set_depth(png::BitDepth::Eight);
+                let mut wr = enc.write_header().map_err(derr)?;
+                wr.write_image_data(&rgb).map_err(derr)?;
+                wr.finish().map_err(derr)?;
+            }
+            png_bytes
+        }
+    };
+    latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
+        latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => PlotError::Draw(other.to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn points_and_error_bars() {
+        let s = vec![XySeries {
+            label: "cost".into(),
+            points: vec![
+                (4.0, 1.0, 0.5),
+                (64.0, 3.0, f64::INFINITY),
+                (1024.0, 40.0, 10.0),
+            ],
+        }];
+        let spec = XySpec {
+            x_log: true,
+            title: "t".into(),
+            ..XySpec::default()
+        };
+        let svg = match render_xy_svg_string(&s, &spec) {
+            Err(PlotError::NoFont { .. }) => return eprintln!("skipping: no font"),
+            r => r.unwrap(),
+        };
+        assert_eq!(svg.matches("<circle").count(), 3, "{svg}");
+        assert!(svg.contains("cost"));
+        assert!(matches!(
+            render_xy_svg_string(&[], &spec),
+            Err(PlotError::NoData)
+        ));
+    }
+}
