@@ -461,7 +461,12 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
         }
         TestbedAction::Status => {
             let st = testbed::status().map_err(testbed_err)?;
-            if st.complete {
+            if !testbed::is_root() && !st.namespaces.is_empty() {
+                println!(
+                    "testbed namespaces present: {} (inspecting their interfaces needs root)",
+                    st.namespaces.join(", ")
+                );
+            } else if st.complete {
                 println!("testbed up: {}", st.interfaces.join("; "));
             } else if st.namespaces.is_empty() {
                 println!("testbed down");
