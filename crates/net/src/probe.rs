@@ -1109,6 +1109,46 @@ fn place(cpu: Option<u32>, fifo: Option<i32>) -> Result<(), ProbeError> {
     Ok(())
 }
 
+/// The send times of an open-loop run, relative to its start: `k / rate` (constant) or a
+/// running sum of seeded exponential gaps (Poisson). Pure and deterministic for a seed.
+pub struct Schedule {
+    arrivals: Arrivals,
+    milli_pps: u64,
+    mean_gap_ns: f64,
+    rng: Rng,
+    k: u64,
+    acc: f64,
+}
+
+impl Schedule {
+    /// The schedule of `cfg`.
+    pub fn new(cfg: &ProbeConfig) -> Schedule {
+        Schedule {
+            arrivals: cfg.arrivals,
+            milli_pps: cfg.milli_pps.max(1),
+            mean_gap_ns: 1e12 / cfg.milli_pps.max(1) as f64,
+            rng: Rng::new(cfg.seed),
+            k: 0,
+            acc: 0.0,
+        }
+    }
+
+    /// The offset (ns) of the next probe.
+    pub fn next_offset_ns(&mut self) -> u64 {
+        let k = self.k;
+        self.k += 1;
+        match self.arrivals {
+            Arrivals::Constant => Rate::offset_of(self.milli_pps, k).get(),
+            Arrivals::Poisson => {
+                if k > 0 {
+                    self.acc += self.rng.exponential(self.mean_gap_ns);
+                }
+                self.acc as u64
+            }
+        }
+    }
+}
+
 /// The open-loop TX loop.
 fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let clock = s.clock;
@@ -1116,7 +1156,7 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let total = cfg.warmup.get() + cfg.duration.get();
     let mean_gap_ns = 1e12 / cfg.milli_pps as f64;
     let gap_raw = ns_to_raw(&clock, mean_gap_ns as u64);
-    let mut rng = Rng::new(cfg.seed);
+    let mut schedule = Schedule::new(cfg);
     let max = cfg.max_probes();
     let drain_slack = ns_to_raw(&clock, 5_000);
     // Far from the next send, sleep instead of spinning: a spinning SCHED_FIFO thread is
@@ -1128,17 +1168,8 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let max_margin = ns_to_raw(&clock, 500_000);
     let spin_after_sleep = ns_to_raw(&clock, 20_000);
     let mut k: u64 = 0;
-    let mut poisson_offset = 0f64;
     loop {
-        let offset_ns = match cfg.arrivals {
-            Arrivals::Constant => Rate::offset_of(cfg.milli_pps, k).get(),
-            Arrivals::Poisson => {
-                if k > 0 {
-                    poisson_offset += rng.exponential(mean_gap_ns);
-                }
-                poisson_offset as u64
-            }
-        };
+        let offset_ns = schedule.next_offset_ns();
         if offset_ns >= total || k >= max {
             break;
         }
@@ -1673,6 +1704,42 @@ mod tests {
         assert_eq!(r.counters.reordered, 1, "10 after 12 in flow 0");
         assert_eq!(r.counters.unique, 10);
         assert_eq!(r.counters.beyond_ring, 2);
+    }
+
+    #[test]
+    fn poisson_run_sends_exactly_its_seeded_schedule() {
+        let (nf, to) = reflector();
+        let mut cfg = ProbeConfig::new(to);
+        cfg.arrivals = Arrivals::Poisson;
+        cfg.milli_pps = 5_000_000;
+        cfg.duration = Nanos::from_millis(300);
+        cfg.warmup = Nanos::from_millis(50);
+        cfg.seed = 77;
+        let total = cfg.duration.get() + cfg.warmup.get();
+        let mut sch = Schedule::new(&cfg);
+        let mut expected = 0u64;
+        let mut gaps = Vec::new();
+        let mut last = 0;
+        while let Some(o) = Some(sch.next_offset_ns()).filter(|&o| o < total) {
+            gaps.push(o - last);
+            last = o;
+            expected += 1;
+        }
+        let out = run(&cfg, Clock::monotonic()).unwrap();
+        nf.stop();
+        assert_eq!(out.counters()["sent"], expected);
+        // exponential gaps: mean near 200 µs and a coefficient of variation near 1
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<u64>() as f64 / n;
+        let var = gaps.iter().map(|&g| (g as f64 - mean).powi(2)).sum::<f64>() / n;
+        assert!((mean - 200_000.0).abs() < 30_000.0, "{mean}");
+        assert!((var.sqrt() / mean - 1.0).abs() < 0.2);
+        // constant: exactly rate × time
+        let mut c = cfg.clone();
+        c.arrivals = Arrivals::Constant;
+        let mut sch = Schedule::new(&c);
+        assert_eq!(sch.next_offset_ns(), 0);
+        assert_eq!(sch.next_offset_ns(), 200_000);
     }
 
     #[test]
