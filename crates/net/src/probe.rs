@@ -805,6 +805,9 @@ pub struct ProbeOutcome {
     pub warnings: Vec<String>,
     /// Hardware timestamping state per interface.
     pub interfaces: Vec<InterfaceFacts>,
+    /// UDP datagrams dropped for full socket receive buffers in this network namespace
+    /// during the run (`/proc/net/snmp` `RcvbufErrors`; other sockets count too).
+    pub udp_rcvbuf_drops: u64,
     /// Time from the first scheduled send to the last send, ns.
     pub tx_elapsed_ns: u64,
     /// Packets the kernel dropped for full input backlogs during the run (host-wide,
@@ -946,6 +949,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     };
     let cfg = &resolved;
     let drops_before = crate::netinfo::softnet_dropped();
+    let udp_before = crate::netinfo::udp_rcvbuf_errors();
 
     // sockets
     let tx = UdpSocket::bind(cfg.tx_bind).map_err(sock_err(format!("binding {}", cfg.tx_bind)))?;
@@ -1048,6 +1052,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
             .map_err(|_| ProbeError::Config("the ping-pong thread panicked".into()))??;
         let mut o = finish(cfg, tx, receiver, (cpu, pol, prio), warnings, interfaces);
         o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+        o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
         return Ok(o);
     }
 
@@ -1096,6 +1101,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         interfaces,
     );
     o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+    o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)
 }
 
@@ -1436,6 +1442,7 @@ fn finish(
         warnings,
         interfaces,
         backlog_drops: 0,
+        udp_rcvbuf_drops: 0,
         tx_elapsed_ns,
     }
 }
@@ -1521,6 +1528,7 @@ impl ProbeOutcome {
             ("missing_rx_hardware_timestamp", r.missing_rx_hardware),
             ("pending_overflow", r.pending_overflow),
             ("kernel_backlog_drops", self.backlog_drops),
+            ("udp_rcvbuf_drops", self.udp_rcvbuf_drops),
         ] {
             c.insert(k.to_string(), v);
         }
