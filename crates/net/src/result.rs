@@ -229,6 +229,25 @@ pub fn probe_data(r: &ResultFile) -> Option<ProbeData> {
     serde_json::from_value(r.data.clone()).ok()
 }
 
+/// CCDF curves of the sources of a `net.probe` result (`user.sched`, `user.actual`,
+/// `kernel.driver_to_driver`, `hardware.nic_to_nic`, those present and non-empty):
+/// `(series, points)` with points `(latency_ns, P(X > x))`, cut at the smallest supported
+/// tail. Pure.
+pub fn probe_curves(r: &ResultFile) -> Vec<(String, Vec<(f64, f64)>)> {
+    [
+        series::USER_SCHED,
+        series::USER_ACTUAL,
+        series::KERNEL,
+        series::HARDWARE,
+    ]
+    .iter()
+    .filter_map(|n| {
+        let h = r.histogram(n)?.ok()?;
+        (h.count() > 0).then(|| (n.to_string(), latlab_core::stats::ccdf(&h)))
+    })
+    .collect()
+}
+
 /// Merges histograms of the same name exactly (helper for per-flow totals).
 pub fn merged(hs: &[&LatencyHistogram]) -> Option<LatencyHistogram> {
     let mut it = hs.iter();
