@@ -674,6 +674,9 @@ pub struct TxCounters {
     pub errqueue_errors: u64,
     /// Measured probes sent later than the mean inter-arrival time.
     pub late_over_gap: u64,
+    /// 1 when the schedule held more probes than the run's preallocated bound (the rest
+    /// were not sent; only a Poisson schedule far above its mean can do this).
+    pub schedule_truncated: u64,
 }
 
 impl Sender {
@@ -778,6 +781,8 @@ impl Sender {
 pub struct TxOutcome {
     /// Lateness of measured probes.
     pub lateness: LatencyHistogram,
+    /// The same per interval of the run (by scheduled time), from the run's start.
+    pub lateness_intervals: Vec<LatencyHistogram>,
     /// Counters.
     pub counters: TxCounters,
     /// Clock reading of the first scheduled send.
@@ -1173,10 +1178,20 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let mut sleep_margin = ns_to_raw(&clock, if cfg.fifo.is_some() { 30_000 } else { 80_000 });
     let max_margin = ns_to_raw(&clock, 500_000);
     let spin_after_sleep = ns_to_raw(&clock, 20_000);
+    // lateness per interval, preallocated
+    let iv_raw = ns_to_raw(&clock, cfg.interval.get().max(1));
+    let n_iv = (total / cfg.interval.get().max(1) + 2) as usize;
+    let mut lateness_iv: Vec<LatencyHistogram> = (0..n_iv)
+        .map(|_| LatencyHistogram::new(cfg.hist).unwrap_or_default())
+        .collect();
     let mut k: u64 = 0;
     loop {
         let offset_ns = schedule.next_offset_ns();
-        if offset_ns >= total || k >= max {
+        if offset_ns >= total {
+            break;
+        }
+        if k >= max {
+            s.counters.schedule_truncated = 1;
             break;
         }
         let sched_at = start + ns_to_raw(&clock, offset_ns);
@@ -1219,7 +1234,10 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
                 s.counters.sent_warmup += 1;
             } else {
                 let late = sent_at.saturating_sub(sched_at);
-                lateness.record(clock.raw_to_nanos(late));
+                let late_ns = clock.raw_to_nanos(late);
+                lateness.record(late_ns);
+                let iv = (((sched_at - start) / iv_raw) as usize).min(n_iv - 1);
+                lateness_iv[iv].record(late_ns);
                 if late > gap_raw {
                     s.counters.late_over_gap += 1;
                 }
@@ -1240,6 +1258,7 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let (pol, prio) = sched::current_policy();
     TxOutcome {
         lateness,
+        lateness_intervals: lateness_iv,
         counters: s.counters,
         start,
         end,
@@ -1366,6 +1385,7 @@ fn pingpong(
     let (pol, prio) = sched::current_policy();
     TxOutcome {
         lateness,
+        lateness_intervals: Vec::new(),
         counters: s.counters,
         start,
         end,
@@ -1517,6 +1537,7 @@ impl ProbeOutcome {
             ("datagrams_received", r.datagrams),
             ("recv_errors", r.recv_errors),
             ("late_over_mean_gap", t.late_over_gap),
+            ("schedule_truncated", t.schedule_truncated),
             ("tx_timestamps", t.tx_timestamps),
             ("tx_timestamps_unmatched", t.tx_timestamps_unmatched),
             ("errqueue_errors", t.errqueue_errors),
@@ -1595,6 +1616,24 @@ mod tests {
         assert_eq!(get(series::USER_ACTUAL).count(), 1000);
         assert_eq!(get(series::USER_SCHED).count(), 1000);
         assert_eq!(get(series::LATENESS).count(), 1000);
+        let per_iv: u64 = out.tx.lateness_intervals.iter().map(|h| h.count()).sum();
+        assert_eq!(
+            per_iv, 1000,
+            "every measured probe in one lateness interval"
+        );
+        // the interval log holds the three series and reads back
+        let log =
+            crate::result::probe_interval_log(&out, std::time::SystemTime::now(), cfg.interval)
+                .unwrap();
+        let back = latlab_core::results::hlog::read(&log, cfg.hist).unwrap();
+        let count = |tag: &str| -> u64 {
+            back.iter()
+                .filter(|i| i.tag == tag)
+                .map(|i| i.hist.count())
+                .sum()
+        };
+        assert_eq!(count(series::LATENESS), 1000);
+        assert_eq!(count(series::USER_ACTUAL), 1000);
         assert_eq!(get("flow2.user.actual").count(), 334); // k = 200, 203, …, 1198
                                                            // every measured probe decomposed, none inconsistent: the segments add up
         assert_eq!(

@@ -161,7 +161,8 @@ pub fn probe_result(
     r
 }
 
-/// The interval log of a probe run: `user.sched` and `user.actual` per interval.
+/// The interval log of a probe run: `user.sched` and `user.actual` per interval (by
+/// receive time) and `generator.lateness` per interval (by scheduled send time).
 pub fn probe_interval_log(
     o: &ProbeOutcome,
     wall_start: std::time::SystemTime,
@@ -177,6 +178,20 @@ pub fn probe_interval_log(
                 hist: h.clone(),
             });
         }
+    }
+    let last =
+        o.tx.lateness_intervals
+            .iter()
+            .rposition(|h| h.count() > 0)
+            .map(|i| i + 1)
+            .unwrap_or(0);
+    for (i, h) in o.tx.lateness_intervals.iter().take(last).enumerate() {
+        iv.push(hlog::Interval {
+            tag: series::LATENESS.to_string(),
+            start: Duration::from_nanos(interval.get() * i as u64),
+            duration: Duration::from_nanos(interval.get()),
+            hist: h.clone(),
+        });
     }
     hlog::write(
         wall_start,
