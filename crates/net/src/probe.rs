@@ -964,7 +964,8 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         Some(a) => UdpSocket::bind(a).map_err(sock_err(format!("binding the RX socket to {a}")))?,
         None => tx.try_clone().map_err(sock_err("duplicating the socket"))?,
     };
-    let _ = sysnet::set_recv_buffer(&rx, 8 << 20);
+    // room for a 50 ms stall of the RX thread at 100 kpps (see the NF's buffer)
+    let _ = sysnet::set_recv_buffer(&rx, 16 << 20);
     // TX timestamps queue on the TX socket's error queue, charged to its receive buffer:
     // too small a buffer drops timestamps whenever the TX thread is held up
     let _ = sysnet::set_recv_buffer(&tx, 8 << 20);
