@@ -37,7 +37,8 @@ pub struct Segments {
     pub tx_user_to_qdisc: u64,
     /// Qdisc → driver.
     pub tx_qdisc_to_driver: u64,
-    /// Driver → driver minus the NF residence: wires, peer stacks, NF's own stack.
+    /// Driver → driver minus the NF residence: wires, the NF's stack, and the time the
+    /// probe waited in the NF's socket before the NF read it.
     pub wire: u64,
     /// The NF's residence (receive call returned → send call).
     pub nf_residence: u64,

@@ -469,6 +469,30 @@ pub fn render_table(r: &ResultFile) -> String {
     s
 }
 
+/// The CCDF curves of a `net.killer_us` result, grouped by method: for each method (in
+/// [`METHODS`] order) its description and one `(NF configuration, points)` per ladder
+/// step, points `(latency_ns, P(X > x))`. What the figures draw, for a report. Pure.
+pub type MethodCcdf = (String, String, Vec<(String, Vec<(f64, f64)>)>);
+
+/// See [`MethodCcdf`].
+pub fn method_curves(r: &ResultFile) -> Vec<MethodCcdf> {
+    let mut out = Vec::new();
+    for (m, desc, _, _) in METHODS {
+        let mut curves = Vec::new();
+        for conf in LADDER {
+            if let Some(Ok(h)) = r.histogram(&format!("{m}/{conf}")) {
+                if h.count() > 0 {
+                    curves.push((conf.to_string(), ccdf(&h)));
+                }
+            }
+        }
+        if !curves.is_empty() {
+            out.push((m.to_string(), desc.to_string(), curves));
+        }
+    }
+    out
+}
+
 /// The summary table as CSV (pure).
 pub fn render_csv(r: &ResultFile) -> String {
     let Ok(d) = serde_json::from_value::<KillerUsData>(r.data.clone()) else {
@@ -504,6 +528,42 @@ pub fn render_csv(r: &ResultFile) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn curves_and_tables_come_from_the_file_alone() {
+        let mut h = LatencyHistogram::default();
+        for i in 0..1000u64 {
+            h.record(Nanos(1_000 + i));
+        }
+        let mut r = ResultFile::new(
+            RESULT_KIND,
+            vec![],
+            serde_json::Value::Null,
+            Default::default(),
+        );
+        r.histograms
+            .push(StoredHistogram::new("kernel/default", &h));
+        r.histograms.push(StoredHistogram::new("kernel/hog", &h));
+        r.histograms
+            .push(StoredHistogram::new("user-busy/pinned", &h));
+        let mut d = KillerUsData::default();
+        d.rows.push(summary_row("kernel", "default", &h));
+        d.disagreement.push(("default".into(), None));
+        r.data = serde_json::to_value(&d).unwrap();
+        let c = method_curves(&r);
+        let names: Vec<&str> = c.iter().map(|(m, _, _)| m.as_str()).collect();
+        assert_eq!(names, vec!["user-busy", "kernel"]);
+        assert_eq!(c[1].2.len(), 2);
+        assert_eq!(c[1].2[0].0, "default");
+        let t = render_table(&r);
+        assert!(t.contains("| kernel | default | 1000 |"), "{t}");
+        assert!(
+            t.contains("unsupported"),
+            "p99.99 of 1000 samples is unsupported: {t}"
+        );
+        let csv = render_csv(&r);
+        assert_eq!(csv.lines().count(), 2);
+    }
 
     #[test]
     fn disagreement_finds_the_first_percentile() {

@@ -72,6 +72,27 @@ pub fn softnet_dropped() -> u64 {
         .unwrap_or(0)
 }
 
+/// The `Udp:` `RcvbufErrors` counter of `/proc/net/snmp` text: datagrams dropped because
+/// a UDP socket's receive buffer was full (in the reading process's network namespace).
+/// Pure.
+pub fn parse_udp_rcvbuf_errors(snmp: &str) -> Option<u64> {
+    let mut lines = snmp.lines().filter(|l| l.starts_with("Udp:"));
+    let header = lines.next()?;
+    let values = lines.next()?;
+    let idx = header
+        .split_whitespace()
+        .position(|h| h == "RcvbufErrors")?;
+    values.split_whitespace().nth(idx)?.parse().ok()
+}
+
+/// UDP receive-buffer drops so far in this network namespace.
+pub fn udp_rcvbuf_errors() -> u64 {
+    std::fs::read_to_string("/proc/net/snmp")
+        .ok()
+        .and_then(|s| parse_udp_rcvbuf_errors(&s))
+        .unwrap_or(0)
+}
+
 /// Collects the facts from the running system (current network namespace).
 pub fn collect() -> NetworkFacts {
     let mut net_irqs = BTreeMap::new();
@@ -118,6 +139,13 @@ mod tests {
     fn softnet_drops() {
         let t = "0000a000 00000002 00000000\n0000b000 0000000f 00000001\n";
         assert_eq!(parse_softnet_dropped(t), 17);
+    }
+
+    #[test]
+    fn udp_rcvbuf_errors_column() {
+        let t = "Ip: Forwarding\nIp: 1\nUdp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors SndbufErrors\nUdp: 10 2 5 9 4 0\nUdpLite: InDatagrams RcvbufErrors\nUdpLite: 0 0\n";
+        assert_eq!(parse_udp_rcvbuf_errors(t), Some(4));
+        assert_eq!(parse_udp_rcvbuf_errors("Ip: 1\n"), None);
     }
 
     #[test]

@@ -252,7 +252,10 @@ impl UdpIo {
                 }
             }
         }
-        let _ = sysnet::set_recv_buffer(&rx, 4 << 20);
+        // Room for a 50 ms stall at 100 kpps (real-time throttling of a spinning FIFO
+        // thread): ~5000 datagrams of up to ~2.3 KiB of kernel memory each. The kernel
+        // doubles the value; memory stays bounded by it.
+        let _ = sysnet::set_recv_buffer(&rx, 16 << 20);
         Ok(UdpIo {
             rx,
             tx,

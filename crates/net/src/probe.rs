@@ -674,6 +674,9 @@ pub struct TxCounters {
     pub errqueue_errors: u64,
     /// Measured probes sent later than the mean inter-arrival time.
     pub late_over_gap: u64,
+    /// 1 when the schedule held more probes than the run's preallocated bound (the rest
+    /// were not sent; only a Poisson schedule far above its mean can do this).
+    pub schedule_truncated: u64,
 }
 
 impl Sender {
@@ -778,6 +781,8 @@ impl Sender {
 pub struct TxOutcome {
     /// Lateness of measured probes.
     pub lateness: LatencyHistogram,
+    /// The same per interval of the run (by scheduled time), from the run's start.
+    pub lateness_intervals: Vec<LatencyHistogram>,
     /// Counters.
     pub counters: TxCounters,
     /// Clock reading of the first scheduled send.
@@ -805,6 +810,9 @@ pub struct ProbeOutcome {
     pub warnings: Vec<String>,
     /// Hardware timestamping state per interface.
     pub interfaces: Vec<InterfaceFacts>,
+    /// UDP datagrams dropped for full socket receive buffers in this network namespace
+    /// during the run (`/proc/net/snmp` `RcvbufErrors`; other sockets count too).
+    pub udp_rcvbuf_drops: u64,
     /// Time from the first scheduled send to the last send, ns.
     pub tx_elapsed_ns: u64,
     /// Packets the kernel dropped for full input backlogs during the run (host-wide,
@@ -946,6 +954,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     };
     let cfg = &resolved;
     let drops_before = crate::netinfo::softnet_dropped();
+    let udp_before = crate::netinfo::udp_rcvbuf_errors();
 
     // sockets
     let tx = UdpSocket::bind(cfg.tx_bind).map_err(sock_err(format!("binding {}", cfg.tx_bind)))?;
@@ -955,7 +964,8 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         Some(a) => UdpSocket::bind(a).map_err(sock_err(format!("binding the RX socket to {a}")))?,
         None => tx.try_clone().map_err(sock_err("duplicating the socket"))?,
     };
-    let _ = sysnet::set_recv_buffer(&rx, 8 << 20);
+    // room for a 50 ms stall of the RX thread at 100 kpps (see the NF's buffer)
+    let _ = sysnet::set_recv_buffer(&rx, 16 << 20);
     // TX timestamps queue on the TX socket's error queue, charged to its receive buffer:
     // too small a buffer drops timestamps whenever the TX thread is held up
     let _ = sysnet::set_recv_buffer(&tx, 8 << 20);
@@ -1048,6 +1058,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
             .map_err(|_| ProbeError::Config("the ping-pong thread panicked".into()))??;
         let mut o = finish(cfg, tx, receiver, (cpu, pol, prio), warnings, interfaces);
         o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+        o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
         return Ok(o);
     }
 
@@ -1096,6 +1107,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         interfaces,
     );
     o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
+    o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)
 }
 
@@ -1109,6 +1121,46 @@ fn place(cpu: Option<u32>, fifo: Option<i32>) -> Result<(), ProbeError> {
     Ok(())
 }
 
+/// The send times of an open-loop run, relative to its start: `k / rate` (constant) or a
+/// running sum of seeded exponential gaps (Poisson). Pure and deterministic for a seed.
+pub struct Schedule {
+    arrivals: Arrivals,
+    milli_pps: u64,
+    mean_gap_ns: f64,
+    rng: Rng,
+    k: u64,
+    acc: f64,
+}
+
+impl Schedule {
+    /// The schedule of `cfg`.
+    pub fn new(cfg: &ProbeConfig) -> Schedule {
+        Schedule {
+            arrivals: cfg.arrivals,
+            milli_pps: cfg.milli_pps.max(1),
+            mean_gap_ns: 1e12 / cfg.milli_pps.max(1) as f64,
+            rng: Rng::new(cfg.seed),
+            k: 0,
+            acc: 0.0,
+        }
+    }
+
+    /// The offset (ns) of the next probe.
+    pub fn next_offset_ns(&mut self) -> u64 {
+        let k = self.k;
+        self.k += 1;
+        match self.arrivals {
+            Arrivals::Constant => Rate::offset_of(self.milli_pps, k).get(),
+            Arrivals::Poisson => {
+                if k > 0 {
+                    self.acc += self.rng.exponential(self.mean_gap_ns);
+                }
+                self.acc as u64
+            }
+        }
+    }
+}
+
 /// The open-loop TX loop.
 fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let clock = s.clock;
@@ -1116,7 +1168,7 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let total = cfg.warmup.get() + cfg.duration.get();
     let mean_gap_ns = 1e12 / cfg.milli_pps as f64;
     let gap_raw = ns_to_raw(&clock, mean_gap_ns as u64);
-    let mut rng = Rng::new(cfg.seed);
+    let mut schedule = Schedule::new(cfg);
     let max = cfg.max_probes();
     let drain_slack = ns_to_raw(&clock, 5_000);
     // Far from the next send, sleep instead of spinning: a spinning SCHED_FIFO thread is
@@ -1127,19 +1179,20 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let mut sleep_margin = ns_to_raw(&clock, if cfg.fifo.is_some() { 30_000 } else { 80_000 });
     let max_margin = ns_to_raw(&clock, 500_000);
     let spin_after_sleep = ns_to_raw(&clock, 20_000);
+    // lateness per interval, preallocated
+    let iv_raw = ns_to_raw(&clock, cfg.interval.get().max(1));
+    let n_iv = (total / cfg.interval.get().max(1) + 2) as usize;
+    let mut lateness_iv: Vec<LatencyHistogram> = (0..n_iv)
+        .map(|_| LatencyHistogram::new(cfg.hist).unwrap_or_default())
+        .collect();
     let mut k: u64 = 0;
-    let mut poisson_offset = 0f64;
     loop {
-        let offset_ns = match cfg.arrivals {
-            Arrivals::Constant => Rate::offset_of(cfg.milli_pps, k).get(),
-            Arrivals::Poisson => {
-                if k > 0 {
-                    poisson_offset += rng.exponential(mean_gap_ns);
-                }
-                poisson_offset as u64
-            }
-        };
-        if offset_ns >= total || k >= max {
+        let offset_ns = schedule.next_offset_ns();
+        if offset_ns >= total {
+            break;
+        }
+        if k >= max {
+            s.counters.schedule_truncated = 1;
             break;
         }
         let sched_at = start + ns_to_raw(&clock, offset_ns);
@@ -1172,12 +1225,20 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
         let seq = k as u32;
         let flow = (k % u64::from(cfg.flows)) as u16;
         let flags = if warm { FLAG_WARMUP } else { 0 };
+        // a generator that is behind never has slack: collect TX timestamps anyway, every
+        // 16 sends, before the error queue overflows and drops them
+        if k % 16 == 15 {
+            s.drain_errqueue();
+        }
         if let Some(sent_at) = s.send(seq, flow, flags, sched_at) {
             if warm {
                 s.counters.sent_warmup += 1;
             } else {
                 let late = sent_at.saturating_sub(sched_at);
-                lateness.record(clock.raw_to_nanos(late));
+                let late_ns = clock.raw_to_nanos(late);
+                lateness.record(late_ns);
+                let iv = (((sched_at - start) / iv_raw) as usize).min(n_iv - 1);
+                lateness_iv[iv].record(late_ns);
                 if late > gap_raw {
                     s.counters.late_over_gap += 1;
                 }
@@ -1198,6 +1259,7 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let (pol, prio) = sched::current_policy();
     TxOutcome {
         lateness,
+        lateness_intervals: lateness_iv,
         counters: s.counters,
         start,
         end,
@@ -1324,6 +1386,7 @@ fn pingpong(
     let (pol, prio) = sched::current_policy();
     TxOutcome {
         lateness,
+        lateness_intervals: Vec::new(),
         counters: s.counters,
         start,
         end,
@@ -1400,6 +1463,7 @@ fn finish(
         warnings,
         interfaces,
         backlog_drops: 0,
+        udp_rcvbuf_drops: 0,
         tx_elapsed_ns,
     }
 }
@@ -1474,6 +1538,7 @@ impl ProbeOutcome {
             ("datagrams_received", r.datagrams),
             ("recv_errors", r.recv_errors),
             ("late_over_mean_gap", t.late_over_gap),
+            ("schedule_truncated", t.schedule_truncated),
             ("tx_timestamps", t.tx_timestamps),
             ("tx_timestamps_unmatched", t.tx_timestamps_unmatched),
             ("errqueue_errors", t.errqueue_errors),
@@ -1485,6 +1550,7 @@ impl ProbeOutcome {
             ("missing_rx_hardware_timestamp", r.missing_rx_hardware),
             ("pending_overflow", r.pending_overflow),
             ("kernel_backlog_drops", self.backlog_drops),
+            ("udp_rcvbuf_drops", self.udp_rcvbuf_drops),
         ] {
             c.insert(k.to_string(), v);
         }
@@ -1551,6 +1617,24 @@ mod tests {
         assert_eq!(get(series::USER_ACTUAL).count(), 1000);
         assert_eq!(get(series::USER_SCHED).count(), 1000);
         assert_eq!(get(series::LATENESS).count(), 1000);
+        let per_iv: u64 = out.tx.lateness_intervals.iter().map(|h| h.count()).sum();
+        assert_eq!(
+            per_iv, 1000,
+            "every measured probe in one lateness interval"
+        );
+        // the interval log holds the three series and reads back
+        let log =
+            crate::result::probe_interval_log(&out, std::time::SystemTime::now(), cfg.interval)
+                .unwrap();
+        let back = latlab_core::results::hlog::read(&log, cfg.hist).unwrap();
+        let count = |tag: &str| -> u64 {
+            back.iter()
+                .filter(|i| i.tag == tag)
+                .map(|i| i.hist.count())
+                .sum()
+        };
+        assert_eq!(count(series::LATENESS), 1000);
+        assert_eq!(count(series::USER_ACTUAL), 1000);
         assert_eq!(get("flow2.user.actual").count(), 334); // k = 200, 203, …, 1198
                                                            // every measured probe decomposed, none inconsistent: the segments add up
         assert_eq!(
@@ -1589,6 +1673,121 @@ mod tests {
             .1
             .count();
         assert_eq!(n, c["sent"] - c["sent_warmup"]);
+    }
+
+    /// Feeds the receiver a scripted arrival order: duplicates, reordering and losses
+    /// must come out exactly.
+    #[test]
+    fn receiver_counts_duplicates_reordering_and_foreign_probes_exactly() {
+        let mut cfg = ProbeConfig::new("127.0.0.1:9".parse().unwrap());
+        cfg.flows = 2;
+        cfg.sources = Sources::parse("user").unwrap();
+        cfg.milli_pps = 1_000_000;
+        cfg.duration = Nanos::from_millis(100);
+        cfg.warmup = Nanos::ZERO;
+        let clock = Clock::monotonic();
+        let shared = Arc::new(Shared {
+            ring: (0..RING).map(|_| Slot::default()).collect(),
+            tx_done: AtomicBool::new(false),
+            rx_deadline: AtomicU64::new(u64::MAX),
+            sent: AtomicU64::new(0),
+        });
+        let mut r = Receiver::new(&cfg, clock, shared.clone()).unwrap();
+        let mut buf = [0u8; wire::HEADER_LEN];
+        // sent: seq 0..10, flow = seq % 2; seq 3 and 8 are lost
+        for seq in 0..10u32 {
+            let slot = &shared.ring[seq as usize];
+            slot.sched.store(100, Ordering::Relaxed);
+            slot.sent.store(100, Ordering::Relaxed);
+            slot.tag.store(u64::from(seq) + 1, Ordering::Release);
+        }
+        let arrivals = [0u32, 1, 2, 5, 4, 6, 6, 7, 9, 2];
+        for seq in arrivals {
+            ProbeRepr {
+                flags: 0,
+                flow: (seq % 2) as u16,
+                seq,
+                sent: 100,
+                residence_ns: 0,
+            }
+            .emit(&mut buf);
+            r.handle(&buf, false, Default::default(), 1_000, 0);
+        }
+        // a sequence number this run never sent, and garbage
+        ProbeRepr {
+            seq: 1 << 30,
+            ..Default::default()
+        }
+        .emit(&mut buf);
+        r.handle(&buf, false, Default::default(), 1_000, 0);
+        r.handle(&[1, 2, 3], false, Default::default(), 1_000, 0);
+        let c = &r.counters;
+        assert_eq!(c.unique, 8); // 0 1 2 4 5 6 7 9
+        assert_eq!(c.duplicates, 2); // the second 6 and the second 2
+                                     // flow 0 (even): 0 2 4 6 — in order; flow 1 (odd): 1 5 7 9 — in order;
+                                     // 4 after 5 is reordering only across flows, so not counted
+        assert_eq!(c.reordered, 0);
+        assert_eq!(c.foreign, 1);
+        assert_eq!(c.malformed[WireError::TooShort.index()], 1);
+        assert_eq!(10 - c.unique, 2, "seq 3 and 8 lost");
+        assert_eq!(r.hists.user_actual.count(), 8);
+        assert_eq!(r.hists.user_sched.count(), 8);
+        // now a late probe within its flow (no ring slot: counted, no schedule join)
+        ProbeRepr {
+            flow: 0,
+            seq: 12,
+            sent: 100,
+            ..Default::default()
+        }
+        .emit(&mut buf);
+        r.handle(&buf, false, Default::default(), 1_000, 0);
+        ProbeRepr {
+            flow: 0,
+            seq: 10,
+            sent: 100,
+            ..Default::default()
+        }
+        .emit(&mut buf);
+        r.handle(&buf, false, Default::default(), 1_000, 0);
+        assert_eq!(r.counters.reordered, 1, "10 after 12 in flow 0");
+        assert_eq!(r.counters.unique, 10);
+        assert_eq!(r.counters.beyond_ring, 2);
+    }
+
+    #[test]
+    fn poisson_run_sends_exactly_its_seeded_schedule() {
+        let (nf, to) = reflector();
+        let mut cfg = ProbeConfig::new(to);
+        cfg.arrivals = Arrivals::Poisson;
+        cfg.milli_pps = 5_000_000;
+        cfg.duration = Nanos::from_millis(300);
+        cfg.warmup = Nanos::from_millis(50);
+        cfg.seed = 77;
+        let total = cfg.duration.get() + cfg.warmup.get();
+        let mut sch = Schedule::new(&cfg);
+        let mut expected = 0u64;
+        let mut gaps = Vec::new();
+        let mut last = 0;
+        while let Some(o) = Some(sch.next_offset_ns()).filter(|&o| o < total) {
+            gaps.push(o - last);
+            last = o;
+            expected += 1;
+        }
+        let out = run(&cfg, Clock::monotonic()).unwrap();
+        nf.stop();
+        assert_eq!(out.counters()["sent"], expected);
+        // exponential gaps: mean near 200 µs and a coefficient of variation near 1
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<u64>() as f64 / n;
+        let var = gaps.iter().map(|&g| (g as f64 - mean).powi(2)).sum::<f64>() / n;
+        assert!((mean - 200_000.0).abs() < 30_000.0, "{mean}");
+        assert!((var.sqrt() / mean - 1.0).abs() < 0.2);
+        // constant: exactly rate × time
+        let mut c = cfg.clone();
+        c.arrivals = Arrivals::Constant;
+        let mut sch = Schedule::new(&c);
+        assert_eq!(sch.next_offset_ns(), 0);
+        assert_eq!(sch.next_offset_ns(), 200_000);
     }
 
     #[test]

@@ -161,7 +161,8 @@ pub fn probe_result(
     r
 }
 
-/// The interval log of a probe run: `user.sched` and `user.actual` per interval.
+/// The interval log of a probe run: `user.sched` and `user.actual` per interval (by
+/// receive time) and `generator.lateness` per interval (by scheduled send time).
 pub fn probe_interval_log(
     o: &ProbeOutcome,
     wall_start: std::time::SystemTime,
@@ -177,6 +178,20 @@ pub fn probe_interval_log(
                 hist: h.clone(),
             });
         }
+    }
+    let last =
+        o.tx.lateness_intervals
+            .iter()
+            .rposition(|h| h.count() > 0)
+            .map(|i| i + 1)
+            .unwrap_or(0);
+    for (i, h) in o.tx.lateness_intervals.iter().take(last).enumerate() {
+        iv.push(hlog::Interval {
+            tag: series::LATENESS.to_string(),
+            start: Duration::from_nanos(interval.get() * i as u64),
+            duration: Duration::from_nanos(interval.get()),
+            hist: h.clone(),
+        });
     }
     hlog::write(
         wall_start,
@@ -227,6 +242,25 @@ pub fn probe_rows(r: &ResultFile, percentiles: &[Percentile]) -> Vec<SeriesRow> 
 /// The stored data of a `net.probe` result.
 pub fn probe_data(r: &ResultFile) -> Option<ProbeData> {
     serde_json::from_value(r.data.clone()).ok()
+}
+
+/// CCDF curves of the sources of a `net.probe` result (`user.sched`, `user.actual`,
+/// `kernel.driver_to_driver`, `hardware.nic_to_nic`, those present and non-empty):
+/// `(series, points)` with points `(latency_ns, P(X > x))`, cut at the smallest supported
+/// tail. Pure.
+pub fn probe_curves(r: &ResultFile) -> Vec<(String, Vec<(f64, f64)>)> {
+    [
+        series::USER_SCHED,
+        series::USER_ACTUAL,
+        series::KERNEL,
+        series::HARDWARE,
+    ]
+    .iter()
+    .filter_map(|n| {
+        let h = r.histogram(n)?.ok()?;
+        (h.count() > 0).then(|| (n.to_string(), latlab_core::stats::ccdf(&h)))
+    })
+    .collect()
 }
 
 /// Merges histograms of the same name exactly (helper for per-flow totals).

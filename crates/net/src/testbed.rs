@@ -123,7 +123,7 @@ fn in_ns(ns: &str, args: &[&str]) -> Result<String, TestbedError> {
 /// The state of the testbed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Status {
-    /// Namespaces that exist.
+    /// The testbed's namespaces that exist.
     pub namespaces: Vec<String>,
     /// Interfaces that are up with their address: `ns/name addr`.
     pub interfaces: Vec<String>,
@@ -148,7 +148,7 @@ pub fn status() -> Result<Status, TestbedError> {
     let mut st = Status {
         namespaces: all
             .iter()
-            .filter(|n| n.starts_with("latlab-"))
+            .filter(|n| *n == GEN_NS || *n == NF_NS)
             .cloned()
             .collect(),
         ..Status::default()

@@ -590,29 +590,42 @@ impl MmsgBatch {
 
 /// Reads pending TX timestamps from a socket's error queue (`MSG_ERRQUEUE`, never blocks)
 /// into `out`; returns how many were read. Entries that are not timestamping reports are
-/// skipped.
+/// skipped. Up to 16 entries are read per `recvmmsg` call; nothing is allocated.
 pub fn read_tx_timestamps<F: AsFd>(fd: &F, out: &mut [TxTimestamp]) -> io::Result<usize> {
+    const B: usize = 16;
+    let mut data = [[0u8; 64]; B];
+    let mut control = [[0u8; CONTROL_BYTES]; B];
+    // SAFETY: all-zero `iovec` and `mmsghdr` are valid values (null pointers, zero lengths).
+    let mut iovs: [libc::iovec; B] = unsafe { zeroed() };
+    // SAFETY: as above.
+    let mut hdrs: [libc::mmsghdr; B] = unsafe { zeroed() };
     let mut n = 0;
-    let mut data = [0u8; 64];
-    let mut control = [0u8; CONTROL_BYTES];
     while n < out.len() {
-        let mut iov = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: data.len(),
-        };
-        // SAFETY: an all-zero `msghdr` is valid (null pointers, zero lengths).
-        let mut msg: libc::msghdr = unsafe { zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = control.as_mut_ptr().cast();
-        msg.msg_controllen = control.len();
-        // SAFETY: `msg` points to `iov`, `data` and `control`, all alive and writable for
-        // the duration of the call.
+        let want = (out.len() - n).min(B);
+        for i in 0..want {
+            iovs[i] = libc::iovec {
+                iov_base: data[i].as_mut_ptr().cast(),
+                iov_len: data[i].len(),
+            };
+            let h = &mut hdrs[i].msg_hdr;
+            h.msg_name = std::ptr::null_mut();
+            h.msg_namelen = 0;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+            h.msg_control = control[i].as_mut_ptr().cast();
+            h.msg_controllen = CONTROL_BYTES;
+            h.msg_flags = 0;
+            hdrs[i].msg_len = 0;
+        }
+        // SAFETY: `hdrs[..want]` point to `iovs`, `data` and `control`, all alive and
+        // writable for the duration of the call; a null timeout means none.
         let rc = unsafe {
-            libc::recvmsg(
+            libc::recvmmsg(
                 fd.as_fd().as_raw_fd(),
-                &mut msg,
+                hdrs.as_mut_ptr(),
+                want as libc::c_uint,
                 libc::MSG_ERRQUEUE | libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
             )
         };
         if rc < 0 {
@@ -624,25 +637,35 @@ pub fn read_tx_timestamps<F: AsFd>(fd: &F, out: &mut [TxTimestamp]) -> io::Resul
                 _ => Err(e),
             };
         }
-        let mut ts = RxTimestamps::default();
-        let mut err = None;
-        for_each_cmsg(&control, msg.msg_controllen, |level, ty, d| {
-            if level == libc::SOL_SOCKET && ty == SCM_TIMESTAMPING {
-                ts = parse_timestamping_cmsg(d);
-            } else if (level == libc::SOL_IP && ty == IP_RECVERR)
-                || (level == libc::SOL_IPV6 && ty == IPV6_RECVERR)
-            {
-                err = parse_extended_err(d);
+        let got = rc as usize;
+        for i in 0..got {
+            let mut ts = RxTimestamps::default();
+            let mut err = None;
+            for_each_cmsg(
+                &control[i],
+                hdrs[i].msg_hdr.msg_controllen,
+                |level, ty, d| {
+                    if level == libc::SOL_SOCKET && ty == SCM_TIMESTAMPING {
+                        ts = parse_timestamping_cmsg(d);
+                    } else if (level == libc::SOL_IP && ty == IP_RECVERR)
+                        || (level == libc::SOL_IPV6 && ty == IPV6_RECVERR)
+                    {
+                        err = parse_extended_err(d);
+                    }
+                },
+            );
+            if let Some((kind, id)) = err {
+                out[n] = TxTimestamp {
+                    id,
+                    kind,
+                    software_ns: ts.software_ns,
+                    hardware_ns: ts.hardware_ns,
+                };
+                n += 1;
             }
-        });
-        if let Some((kind, id)) = err {
-            out[n] = TxTimestamp {
-                id,
-                kind,
-                software_ns: ts.software_ns,
-                hardware_ns: ts.hardware_ns,
-            };
-            n += 1;
+        }
+        if got < want {
+            break;
         }
     }
     Ok(n)

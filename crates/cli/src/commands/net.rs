@@ -107,6 +107,7 @@ fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::R
     let started_utc = host::utc_now_rfc3339();
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let memory_locked = sched::lock_memory().is_ok();
+    let udp_before = latlab_net::netinfo::udp_rcvbuf_errors();
     let handle = nf::start(&cfg, clock).with_context(|| format!("starting the {what} NF"))?;
     let t0 = clock.now();
     let locals: Vec<String> = handle.local.iter().map(|l| l.to_string()).collect();
@@ -175,6 +176,11 @@ fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::R
     for (k, v) in counters.snapshot() {
         r.counters.insert(k, v);
     }
+    // drops before the NF could read: full socket buffers in its namespace
+    r.counters.insert(
+        "udp_rcvbuf_drops".into(),
+        latlab_net::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before),
+    );
     r.data = serde_json::to_value(nf::NfData {
         role: what.to_string(),
         local: locals,
@@ -456,7 +462,12 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
         }
         TestbedAction::Status => {
             let st = testbed::status().map_err(testbed_err)?;
-            if st.complete {
+            if !testbed::is_root() && !st.namespaces.is_empty() {
+                println!(
+                    "testbed namespaces present: {} (inspecting their interfaces needs root)",
+                    st.namespaces.join(", ")
+                );
+            } else if st.complete {
                 println!("testbed up: {}", st.interfaces.join("; "));
             } else if st.namespaces.is_empty() {
                 println!("testbed down");
