@@ -26,6 +26,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod charts;
 pub mod figures;
 pub mod plot;
 

@@ -24,6 +24,8 @@ mod axis;
 mod draw;
 mod font;
 
+pub(crate) use font::ensure_font;
+
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
 use std::path::{Path, PathBuf};
