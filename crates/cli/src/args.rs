@@ -2,6 +2,7 @@
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
 pub mod dfs;
+pub mod experiment;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
@@ -36,6 +37,9 @@ pub enum Command {
     /// The Data-Flow Scheduler: time-slice building over MPI, its simulator and benchmark.
     #[command(subcommand)]
     Dfs(dfs::DfsCommand),
+    /// Reproduce a paper's experiment end to end: runs, result files, figures, summary.
+    #[command(subcommand)]
+    Experiment(experiment::ExperimentCommand),
     /// Draw CDF/CCDF figures from result files.
     #[command(after_help = "Examples:
   latlab plot latlab-results/host-clocks-*.json -o clocks.svg          (CDF and CCDF side by side)

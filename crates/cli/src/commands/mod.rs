@@ -13,6 +13,9 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
+        Command::Experiment(crate::args::experiment::ExperimentCommand::Dfs(a)) => {
+            dfs::experiment::run(a, argv)
+        }
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }

@@ -1,6 +1,7 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
 mod bench;
+pub(crate) mod experiment;
 mod run;
 pub(crate) mod sim;
 
