@@ -26,9 +26,9 @@ pub mod compute;
 pub mod dde;
 pub mod ie;
 pub mod model;
-pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpibench;
+pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
 pub mod params;

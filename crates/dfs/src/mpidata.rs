@@ -144,4 +144,3 @@ pub struct BenchData {
     /// One row per size and variant.
     pub rows: Vec<BenchRow>,
 }
-

@@ -1,9 +1,9 @@
 //! Pure functions turning loaded `dfs.*` result files into the tables and series a report
 //! needs (the paper's Figs. 6–9 and the summary table of `latlab experiment dfs`).
 
+use crate::mpidata::{BenchData, RunData, BENCH_KIND, RUN_KIND};
 use crate::params::Mode;
 use crate::sim::result::RESULT_KIND as SIM_KIND;
-use crate::mpidata::{BenchData, RunData, BENCH_KIND, RUN_KIND};
 use crate::sim::{FiveNum, SimData};
 use latlab_core::results::ResultFile;
 use serde::{Deserialize, Serialize};

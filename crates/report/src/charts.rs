@@ -304,7 +304,10 @@ fn draw_lines<DB: DrawingBackend>(
             .map(|p| (p.0, ylog(p.1, log)))
             .collect();
         chart
-            .draw_series(plotters::series::LineSeries::new(pts.clone(), col.stroke_width(2)))
+            .draw_series(plotters::series::LineSeries::new(
+                pts.clone(),
+                col.stroke_width(2),
+            ))
             .map_err(err)?
             .label(&s.label)
             .legend(move |(px, py)| {

@@ -32,9 +32,12 @@ pub struct DfsExperimentArgs {
     /// time-slices).
     #[arg(long, default_value_t = 16)]
     pub intervals: u64,
-    /// Intervals of the bandwidth-drop runs (192 nodes, 25 % drop in intervals 15-25).
+    /// Intervals of the bandwidth-drop runs (25 % drop in intervals 15-25).
     #[arg(long, default_value_t = 55)]
     pub drop_intervals: u64,
+    /// Nodes of the bandwidth-drop runs (the paper's Fig. 8 used 192).
+    #[arg(long, default_value_t = 192)]
+    pub drop_nodes: usize,
     /// Skip the real MPI runs.
     #[arg(long)]
     pub no_mpi: bool,

@@ -70,6 +70,9 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
             "--nodes: every count must be even and at least 2, e.g. 64,128",
         ));
     }
+    if a.drop_nodes < 2 || a.drop_nodes % 2 != 0 {
+        return Err(usage("--drop-nodes: need an even number of at least 2"));
+    }
     if a.ranks < 2 || a.ranks % 2 != 0 {
         return Err(usage("--ranks: need an even number of at least 2"));
     }
@@ -140,9 +143,10 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // 3. the bandwidth drop at 192 nodes (and the same run without it)
     let mut drop_paths = Vec::new();
     for dropped in [false, true] {
-        let mut cfg = SimConfig::new(96, 96, Mode::Dfs);
+        let half = a.drop_nodes / 2;
+        let mut cfg = SimConfig::new(half, half, Mode::Dfs);
         cfg.seed = a.seed;
-        cfg.time_slices = a.drop_intervals * cfg.params.interval_len(96);
+        cfg.time_slices = a.drop_intervals * cfg.params.interval_len(half);
         if dropped {
             cfg.drops.push(BandwidthDrop {
                 window: DropWindow::Intervals {
@@ -301,7 +305,10 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     };
     charts::render_lines(
         &LineChart {
-            title: "Fig. 8: proposed and actual interval durations, 192 nodes (sim)".into(),
+            title: format!(
+                "Fig. 8: proposed and actual interval durations, {} nodes (sim)",
+                a.drop_nodes
+            ),
             x_label: "interval".into(),
             y_label: "duration (ms)".into(),
             series: vec![
@@ -446,8 +453,8 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     }
     if let Some(dr) = &drop {
         md.push_str(&format!(
-            "- Bandwidth drop (192 nodes, 25 % in intervals 15-25): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.\n",
-            f(dr.before_ms, 3), f(dr.actual_in_drop_ms, 3), f(dr.peak_ms, 3), f(dr.last_ms, 3), dr.speedups_after
+            "- Bandwidth drop ({} nodes, 25 % in intervals 15-25): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.\n",
+            a.drop_nodes, f(dr.before_ms, 3), f(dr.actual_in_drop_ms, 3), f(dr.peak_ms, 3), f(dr.last_ms, 3), dr.speedups_after
         ));
     }
     if let Some(why) = &mpi_skipped {
