@@ -140,7 +140,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         sims.push((n, pair[0].clone(), pair[1].clone()));
     }
 
-    // 3. the bandwidth drop at 192 nodes (and the same run without it)
+    // 3. the bandwidth drop (192 nodes by default) and the same run without it
     let mut drop_paths = Vec::new();
     for dropped in [false, true] {
         let half = a.drop_nodes / 2;
@@ -157,7 +157,8 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
             });
         }
         say(&format!(
-            "simulating 192 nodes, dfs, {} ({} time-slices)",
+            "simulating {} nodes, dfs, {} ({} time-slices)",
+            a.drop_nodes,
             if dropped {
                 "25 % drop in intervals 15-25"
             } else {
@@ -167,12 +168,9 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         ));
         let o = sim::run(&cfg).map_err(|e| usage(e.to_string()))?;
         let r = to_result(&o, argv.clone(), prov());
-        let name = if dropped {
-            "sim-drop-192.json"
-        } else {
-            "sim-nodrop-192.json"
-        };
-        drop_paths.push(save(&r, &dir, name, &mut files)?);
+        let what = if dropped { "drop" } else { "nodrop" };
+        let name = format!("sim-{what}-{}.json", a.drop_nodes);
+        drop_paths.push(save(&r, &dir, &name, &mut files)?);
     }
 
     // 4. everything below is computed from the saved files
