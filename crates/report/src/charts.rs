@@ -113,6 +113,11 @@ fn y_label_fmt(v: f64, log: bool) -> String {
             .trim_end_matches('0')
             .trim_end_matches('.')
             .to_string()
+    } else if a >= 0.001 {
+        format!("{x:.4}")
+            .trim_end_matches('0')
+            .trim_end_matches('.')
+            .to_string()
     } else {
         format!("{x:.2e}")
     }
