@@ -104,6 +104,11 @@ fn ylog(v: f64, log: bool) -> f64 {
 fn y_label_fmt(v: f64, log: bool) -> String {
     let x = if log { 10f64.powf(v) } else { v };
     let a = x.abs();
+    if log && a > 0.0 {
+        // three significant digits: log ticks fall on arbitrary values
+        let decimals = (2 - a.log10().floor() as i32).max(0) as usize;
+        return format!("{x:.decimals$}");
+    }
     if a == 0.0 {
         "0".into()
     } else if a >= 100.0 {

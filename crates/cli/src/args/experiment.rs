@@ -15,7 +15,7 @@ pub enum ExperimentCommand {
   latlab experiment dfs --intervals 12 --drop-intervals 60
 
 Writes into --out-dir: sim-<nodes>-<mode>.json, sim-drop-*.json, mpi-*.json, fig6..fig9
-figures (.svg), summary.md and experiment.json (kind dfs.experiment).")]
+figures (.svg, or .png with --format png), summary.md and experiment.json (kind dfs.experiment).")]
     Dfs(DfsExperimentArgs),
 }
 
@@ -50,6 +50,9 @@ pub struct DfsExperimentArgs {
     /// Seed of the simulations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Figure format: svg or png.
+    #[arg(long, default_value = "svg", value_parser = ["svg", "png"])]
+    pub format: String,
     /// Print only the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,

@@ -217,7 +217,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         be_boxes.push((k, fivenum(b.completion_ms)));
         dfs_boxes.push((k, fivenum(d.completion_ms)));
     }
-    let fig6 = dir.join("fig6-completion.svg");
+    let fig6 = dir.join(format!("fig6-completion.{}", a.format));
     charts::render_boxes(
         &BoxChart {
             title: "Fig. 6: time-slice completion duration (min, p10, median, p90, max)".into(),
@@ -239,9 +239,9 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         &fig6,
     )
     .context("drawing Fig. 6")?;
-    files.push("fig6-completion.svg".into());
+    files.push(format!("fig6-completion.{}", a.format));
 
-    let fig7 = dir.join("fig7-bandwidth.svg");
+    let fig7 = dir.join(format!("fig7-bandwidth.{}", a.format));
     let pct = |d: &SimData| 100.0 * d.steady_bandwidth_gbs / d.nominal_gbs;
     let mut lines = vec![
         LineSeries {
@@ -286,9 +286,9 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         &fig7,
     )
     .context("drawing Fig. 7")?;
-    files.push("fig7-bandwidth.svg".into());
+    files.push(format!("fig7-bandwidth.{}", a.format));
 
-    let fig8 = dir.join("fig8-intervals.svg");
+    let fig8 = dir.join(format!("fig8-intervals.{}", a.format));
     let series = |d: &SimData, what: &str, prop: bool| LineSeries {
         label: what.into(),
         points: d
@@ -322,7 +322,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         &fig8,
     )
     .context("drawing Fig. 8")?;
-    files.push("fig8-intervals.svg".into());
+    files.push(format!("fig8-intervals.{}", a.format));
 
     // Fig. 9 at the node count closest to 128
     if let Some((n, b, d)) = sim_rows.iter().min_by_key(|(n, ..)| n.abs_diff(128)) {
@@ -338,7 +338,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
                 .map(|(k, &r)| (k, fivenum(x.fill_by_rank[r])))
                 .collect()
         };
-        let fig9 = dir.join("fig9-buffer-fill.svg");
+        let fig9 = dir.join(format!("fig9-buffer-fill.{}", a.format));
         charts::render_boxes(
             &BoxChart {
                 title: format!("Fig. 9: buffer fill by ordered connection, {n} nodes (sim)"),
@@ -360,8 +360,8 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
             &fig9,
         )
         .context("drawing Fig. 9")?;
-        files.push("fig9-buffer-fill.svg".into());
-        let fig9t = dir.join("fig9-buffer-fill-time.svg");
+        files.push(format!("fig9-buffer-fill.{}", a.format));
+        let fig9t = dir.join(format!("fig9-buffer-fill-time.{}", a.format));
         let mean = |x: &SimData, l: &str| LineSeries {
             label: l.into(),
             points: x.fill.iter().map(|s| (s.t_ms, s.mean)).collect(),
@@ -380,7 +380,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
             &fig9t,
         )
         .context("drawing Fig. 9 (time)")?;
-        files.push("fig9-buffer-fill-time.svg".into());
+        files.push(format!("fig9-buffer-fill-time.{}", a.format));
     }
 
     // summary
