@@ -50,7 +50,7 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
             sample_ns: a.sample.get().max(100_000) as i64,
         })
     };
-    let provenance = || super::sim::provenance(&started_utc);
+    let provenance = || super::mpi_provenance(&started_utc);
     let result = match mpirun::run(resolve, argv, provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
