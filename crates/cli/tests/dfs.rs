@@ -168,6 +168,11 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
             "2",
             "--kill-dde",
             "0@8",
+            // injected clock offsets and drift: the synchroniser must cope
+            "--clock-skew",
+            "2ms",
+            "--drift-ppm",
+            "20",
         ],
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
