@@ -37,7 +37,7 @@ pub enum Command {
     /// The Data-Flow Scheduler: time-slice building over MPI, its simulator and benchmark.
     #[command(subcommand)]
     Dfs(dfs::DfsCommand),
-    /// Reproduce a paper's experiment end to end: runs, result files, figures, summary.
+    /// Each paper's key experiment on this machine: results, figures, summary and report.
     #[command(subcommand)]
     Experiment(experiment::ExperimentCommand),
     /// Draw CDF/CCDF figures from result files.

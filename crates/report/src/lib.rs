@@ -26,7 +26,7 @@
 //! ```
 #![deny(unsafe_code)]
 
-pub mod charts;
+pub mod boxline;
 pub mod figures;
 pub mod plot;
 

@@ -2,6 +2,7 @@
 //! calls the library and prints.
 
 mod dfs;
+mod experiment;
 mod host_clocks;
 mod plot;
 mod show;
@@ -13,9 +14,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
-        Command::Experiment(crate::args::experiment::ExperimentCommand::Dfs(a)) => {
-            dfs::experiment::run(a, argv)
-        }
+        Command::Experiment(c) => experiment::run(c, argv),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
     }

@@ -21,10 +21,8 @@
 //!   non-finite y and, for CCDFs, y <= 0.
 
 mod axis;
-mod draw;
-mod font;
-
-pub(crate) use font::ensure_font;
+pub(crate) mod draw;
+pub(crate) mod font;
 
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};

@@ -2,7 +2,7 @@
 //! simulator (64–384 nodes), with Figs. 6–9 and a summary table.
 
 use super::f;
-use crate::args::experiment::DfsExperimentArgs;
+use crate::args::dfs::DfsExperimentArgs;
 use crate::exit::usage;
 use crate::table::Table;
 use anyhow::Context as _;
@@ -15,7 +15,9 @@ use latlab_dfs::sim::{
     self, result::to_result, BandwidthDrop, DropWindow, FiveNum, SimConfig, SimData,
 };
 use latlab_dfs::Mode;
-use latlab_report::charts::{self, BoxChart, BoxSeries, BoxStats, LineChart, LineSeries};
+use latlab_report::boxline::{
+    self as charts, BoxChart, BoxSeries, BoxStats, LineChart, LineSeries,
+};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 

@@ -386,7 +386,7 @@ where
 /// As [`crate::render`].
 pub fn render_boxes(c: &BoxChart, path: &Path) -> Result<(), PlotError> {
     ImageFormat::from_path(path)?;
-    crate::plot::ensure_font()?;
+    crate::plot::font::ensure_font()?;
     write_with(
         path,
         |s| draw_boxes(c, &SVGBackend::with_string(s, SIZE).into_drawing_area()),
@@ -405,7 +405,7 @@ pub fn render_boxes(c: &BoxChart, path: &Path) -> Result<(), PlotError> {
 /// As [`crate::render`].
 pub fn render_lines(c: &LineChart, path: &Path) -> Result<(), PlotError> {
     ImageFormat::from_path(path)?;
-    crate::plot::ensure_font()?;
+    crate::plot::font::ensure_font()?;
     write_with(
         path,
         |s| draw_lines(c, &SVGBackend::with_string(s, SIZE).into_drawing_area()),
