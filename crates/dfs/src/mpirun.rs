@@ -278,8 +278,10 @@ fn input_loop(
             let b = &rx[..n];
             match st.tag() {
                 TAG_ACK => {
-                    let v: Vec<u64> = u64s(b).collect();
-                    let (ts, ack) = (v[0], v[1]);
+                    let mut it = u64s(b);
+                    let (Some(ts), Some(ack)) = (it.next(), it.next()) else {
+                        return Err(RunError::Message(from, "short ACK".into()));
+                    };
                     credits.on_ack_pointer(from as usize - ni, ack);
                     acked += 1;
                     if cfg.mode == Mode::Dfs {
