@@ -78,6 +78,9 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if a.ranks < 2 || a.ranks % 2 != 0 {
         return Err(usage("--ranks: need an even number of at least 2"));
     }
+    if a.ts_per_interval == 0 {
+        return Err(usage("--ts-per-interval must be at least 1"));
+    }
     if a.intervals < 4 || a.drop_intervals < 30 {
         return Err(usage(
             "--intervals must be at least 4 and --drop-intervals at least 30",
@@ -124,6 +127,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         for mode in [Mode::BestEffort, Mode::Dfs] {
             let mut cfg = SimConfig::new(n / 2, n / 2, mode);
             cfg.seed = a.seed;
+            cfg.params.ts_per_intvl = a.ts_per_interval;
             cfg.time_slices = a.intervals * cfg.params.interval_len(n / 2);
             say(&format!(
                 "simulating {n} nodes, {}, {} time-slices",
@@ -473,7 +477,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         RESULT_KIND,
         argv,
         serde_json::json!({
-            "nodes": a.nodes, "intervals": a.intervals, "drop_intervals": a.drop_intervals,
+            "nodes": a.nodes, "intervals": a.intervals, "ts_per_interval": a.ts_per_interval, "drop_intervals": a.drop_intervals,
             "mpi": !a.no_mpi, "ranks": a.ranks, "mpi_time_slices": a.mpi_time_slices, "seed": a.seed,
         }),
         prov(),
