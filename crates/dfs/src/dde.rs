@@ -637,4 +637,47 @@ mod tests {
         assert!(out.is_empty());
         assert!(r.proposals().is_empty());
     }
+
+    #[test]
+    fn restarted_replica_waits_hist_cnt_intervals_then_agrees() {
+        let p = DfsParams {
+            hist_cnt: 3,
+            ..DfsParams::default()
+        };
+        let mut running = Dde::new(2, p);
+        let mut restarted: Option<Dde> = None;
+        let mut first_restarted_proposal = None;
+        for j in 0..10u64 {
+            if j == 4 {
+                // replica restarts before interval 4 is reported
+                restarted = Some(Dde::restarted(2, p));
+            }
+            for i in 0..2 {
+                let start = j as i64 * 1_000 + i as i64 * 10;
+                let dur = 900 + (j as i64 % 3) * 20 + i as i64;
+                let r = report(i, j, start, dur, (j >= 2).then_some(900));
+                let lt = start + dur + 5;
+                running.on_report(&r, lt);
+                if let Some(d) = restarted.as_mut() {
+                    let out = d.on_report(&r, lt);
+                    if first_restarted_proposal.is_none() && !out.is_empty() {
+                        first_restarted_proposal = Some(out[0].1.index);
+                    }
+                }
+            }
+        }
+        let restarted = restarted.unwrap();
+        // it saw intervals 4.. complete; it proposes once 4, 5, 6 are unified: for 6 + 2 = 8
+        assert_eq!(first_restarted_proposal, Some(8));
+        assert!(restarted.proposals().keys().all(|&r| r >= 8));
+        for (r, lp) in restarted.proposals() {
+            let rp = running.proposals()[r];
+            assert_eq!(
+                (lp.start, lp.duration),
+                (rp.start, rp.duration),
+                "interval {r}"
+            );
+        }
+        assert_eq!(restarted.proposals().len(), 4); // 8, 9, 10, 11
+    }
 }

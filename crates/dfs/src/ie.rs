@@ -376,6 +376,9 @@ impl InputEngine {
         let c = self.computes as u64;
         let n_ts = (self.total_ts - start_ts).min(self.len);
         let rounds = n_ts / c;
+        // a final, shorter interval gets its share of the proposed duration (Eq. 4 paces
+        // rounds at durp / rounds of a full interval)
+        let plan = plan.map(|(t, d)| (t, ((d as i128 * n_ts as i128) / self.len as i128) as Dur));
         self.cur = Some(Current {
             index: j,
             start_ts,
@@ -549,5 +552,28 @@ mod tests {
         assert_eq!(ie.poll(22, &mut |_| true), Poll::Done);
         ie.on_ack(2, 22);
         assert_eq!(ie.counters().stray_acks, 1);
+    }
+
+    #[test]
+    fn a_short_final_interval_gets_its_share_of_the_proposed_duration() {
+        // 2 compute nodes, intervals of 4 time-slices, 6 in total: interval 1 has 2
+        let mut ie = InputEngine::new(0, 2, params(4), 6);
+        assert_eq!(drain(&mut ie, 0).0, vec![0, 1, 2, 3]);
+        for ts in 0..4 {
+            ie.on_ack(ts, 10);
+        }
+        ie.on_proposal(Proposal {
+            index: 1,
+            start: 100,
+            duration: 400,
+        });
+        // 2 of 4 time-slices: duration 200, contributions due at 100 and 200
+        assert_eq!(drain(&mut ie, 100), (vec![4], Poll::WaitUntil(200)));
+        assert_eq!(drain(&mut ie, 200).0, vec![5]);
+        ie.on_ack(4, 210);
+        ie.on_ack(5, 220);
+        let _ = ie.take_report();
+        let r = ie.take_report().unwrap();
+        assert_eq!(r.actual.proposed_duration, Some(200));
     }
 }

@@ -13,6 +13,7 @@
 //!   speed-up (Eq. 1), clock synchroniser (Eqs. 2–3).
 //! - [`sim`]: a deterministic discrete-event simulator running the same state machines on a
 //!   modelled network (`latlab dfs sim`).
+//! - [`mpidata`]: what `dfs.run` and `dfs.bench` result files hold.
 //! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
 //! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
 //! - [`report`]: pure functions turning a loaded result file into tables and series.
@@ -27,6 +28,7 @@ pub mod ie;
 pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpibench;
+pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
 pub mod params;

@@ -17,56 +17,10 @@ use latlab_sys::mpi_rma::{RmaError, Window};
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 
-/// Result kind of `latlab dfs bench`.
-pub const RESULT_KIND: &str = "dfs.bench";
+pub use crate::mpidata::{BenchConfig, BenchData, BenchRow, BENCH_KIND as RESULT_KIND};
 
 const TAG_RESULT: i32 = 21;
 const SMALL: [usize; 3] = [16, 64, 64];
-
-/// Benchmark configuration (resolved on rank 0, broadcast).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchConfig {
-    /// Message sizes in bytes.
-    pub sizes: Vec<u64>,
-    /// Bytes each sender should move per size (sets the number of rounds).
-    pub bytes_per_size: u64,
-    /// At least this many rounds per size.
-    pub min_rounds: u64,
-    /// Also run the Mix variant.
-    pub mix: bool,
-}
-
-/// One size (and variant) of the benchmark.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchRow {
-    /// Message size, bytes.
-    pub size: u64,
-    /// Mix variant (small messages added).
-    pub mix: bool,
-    /// Rounds per sender.
-    pub rounds: u64,
-    /// Mean round duration over senders, µs.
-    pub round_us_mean: f64,
-    /// Round durations of all senders, µs (min, p10, median, p90, max).
-    pub round_us: FiveNum,
-    /// Bandwidth per sender (big messages only), GB/s: mean, min and max over senders.
-    pub bw_per_sender_gbs: (f64, f64, f64),
-    /// Aggregate bandwidth (sum over senders), GB/s.
-    pub aggregate_gbs: f64,
-}
-
-/// The data of a `dfs.bench` result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BenchData {
-    /// Configuration.
-    pub config: BenchConfig,
-    /// Senders.
-    pub senders: usize,
-    /// Receivers.
-    pub receivers: usize,
-    /// One row per size and variant.
-    pub rows: Vec<BenchRow>,
-}
 
 /// Why the benchmark failed.
 #[derive(Debug, thiserror::Error)]

@@ -24,7 +24,7 @@ use crate::compute::{Arrival, ArrivalOutcome, ComputeCounters, ComputeNode};
 use crate::dde::{Dde, DdeCounters};
 use crate::ie::{ActualMeta, IeCounters, InputEngine, Poll, Proposal, Report};
 use crate::model::{self, ContributionHeader, HEADER_BYTES};
-use crate::params::{DfsParams, Mode, Topology};
+use crate::params::Mode;
 use crate::sender::{BestEffortSender, Credits};
 use crate::sim::{FillSample, FiveNum, IntervalRow};
 use crate::Time;
@@ -36,50 +36,7 @@ use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Result kind of `latlab dfs run`.
-pub const RESULT_KIND: &str = "dfs.run";
-
-/// Everything an MPI run needs (resolved on rank 0, broadcast to all).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunConfig {
-    /// Node counts and buffer sizes.
-    pub topology: Topology,
-    /// DFS parameters.
-    pub params: DfsParams,
-    /// Best effort or DFS.
-    pub mode: Mode,
-    /// Time-slices to build (rounded up to whole rounds).
-    pub time_slices: u64,
-    /// DDE replicas on compute nodes 0..n (0: every compute node).
-    pub dde_replicas: usize,
-    /// Stop DDE replica `.0` once it receives a report of interval `.1`.
-    pub kill_dde: Option<(usize, u64)>,
-    /// Injected clock offset per rank, ns (rank r's clock runs `r × skew` ahead).
-    pub clock_skew_ns: i64,
-    /// Injected drift per rank in ppm (rank r drifts `r × drift` ppm).
-    pub drift_ppm: f64,
-    /// Buffer-fill sampling period, ns.
-    pub sample_ns: i64,
-}
-
-impl RunConfig {
-    /// Total time-slices (whole rounds).
-    pub fn total_ts(&self) -> u64 {
-        let c = self.topology.computes as u64;
-        self.time_slices.div_ceil(c) * c
-    }
-
-    fn replicas(&self) -> usize {
-        match self.dde_replicas {
-            0 => self.topology.computes,
-            n => n.min(self.topology.computes),
-        }
-    }
-
-    fn slot_bytes(&self) -> usize {
-        HEADER_BYTES + self.topology.mts_bytes as usize
-    }
-}
+pub use crate::mpidata::{RunConfig, RunData, RUN_KIND as RESULT_KIND};
 
 /// Why an MPI run failed.
 #[derive(Debug, thiserror::Error)]
@@ -155,48 +112,6 @@ struct RankStats {
     dde: Option<DdeCounters>,
     dde_killed: bool,
     speedups: Vec<u64>,
-}
-
-/// What an MPI run reports (the `data` of a `dfs.run` result).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct RunData {
-    /// The configuration.
-    pub config: RunConfig,
-    /// MPI ranks.
-    pub ranks: usize,
-    /// Time-slices built.
-    pub time_slices: u64,
-    /// Warm-up time-slices excluded from the completion statistics.
-    pub warmup_ts: u64,
-    /// Completion duration after warm-up, ms.
-    pub completion_ms: FiveNum,
-    /// Its variance, ms².
-    pub completion_var_ms2: f64,
-    /// Aggregate bandwidth into the compute nodes, GB/s (first send to last arrival).
-    pub bandwidth_gbs: f64,
-    /// Wall duration of the data phase, ms.
-    pub duration_ms: f64,
-    /// Per interval (DFS).
-    pub intervals: Vec<IntervalRow>,
-    /// Buffer fill over time.
-    pub fill: Vec<FillSample>,
-    /// Compute counters, summed.
-    pub compute: ComputeCounters,
-    /// Input-engine counters, summed.
-    pub ie: IeCounters,
-    /// DDE counters, summed over replicas.
-    pub dde: DdeCounters,
-    /// DDE replicas stopped during the run.
-    pub dde_killed: usize,
-    /// Contributions sent.
-    pub sent: u64,
-    /// Contributions expected (time-slices × inputs).
-    pub expected: u64,
-    /// Contributions lost (expected − stored).
-    pub lost: u64,
-    /// Whether every time-slice completed with every checksum verified and nothing lost,
-    /// duplicated, overrun or misrouted.
-    pub verified: bool,
 }
 
 /// A node-local clock: monotonic time plus injected offset and drift.
@@ -363,8 +278,10 @@ fn input_loop(
             let b = &rx[..n];
             match st.tag() {
                 TAG_ACK => {
-                    let v: Vec<u64> = u64s(b).collect();
-                    let (ts, ack) = (v[0], v[1]);
+                    let mut it = u64s(b);
+                    let (Some(ts), Some(ack)) = (it.next(), it.next()) else {
+                        return Err(RunError::Message(from, "short ACK".into()));
+                    };
                     credits.on_ack_pointer(from as usize - ni, ack);
                     acked += 1;
                     if cfg.mode == Mode::Dfs {

@@ -1,6 +1,7 @@
 //! Pure functions turning loaded `dfs.*` result files into the tables and series a report
 //! needs (the paper's Figs. 6–9 and the summary table of `latlab experiment dfs`).
 
+use crate::mpidata::{BenchData, RunData, BENCH_KIND, RUN_KIND};
 use crate::params::Mode;
 use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::{FiveNum, SimData};
@@ -25,6 +26,108 @@ pub fn sim_data(r: &ResultFile) -> Result<SimData, ReportError> {
         return Err(ReportError::Kind(r.kind.clone(), SIM_KIND));
     }
     Ok(serde_json::from_value(r.data.clone())?)
+}
+
+/// The [`RunData`] of a `dfs.run` result (MPI runtime).
+pub fn run_data(r: &ResultFile) -> Result<RunData, ReportError> {
+    if r.kind != RUN_KIND {
+        return Err(ReportError::Kind(r.kind.clone(), RUN_KIND));
+    }
+    Ok(serde_json::from_value(r.data.clone())?)
+}
+
+/// The [`BenchData`] of a `dfs.bench` result.
+pub fn bench_data(r: &ResultFile) -> Result<BenchData, ReportError> {
+    if r.kind != BENCH_KIND {
+        return Err(ReportError::Kind(r.kind.clone(), BENCH_KIND));
+    }
+    Ok(serde_json::from_value(r.data.clone())?)
+}
+
+/// Aggregate bandwidth of the benchmark at message size `size` (plain or Mix), GB/s: the
+/// reference an MPI run with that contribution size is compared against.
+pub fn bench_reference(b: &BenchData, size: u64, mix: bool) -> Option<f64> {
+    b.rows
+        .iter()
+        .find(|r| r.size == size && r.mix == mix)
+        .map(|r| r.aggregate_gbs)
+}
+
+/// The summary row of an MPI run; `reference_gbs` is the benchmark's aggregate bandwidth
+/// (None: percent column is 0).
+pub fn run_summary(d: &RunData, reference_gbs: Option<f64>) -> SummaryRow {
+    SummaryRow {
+        runtime: "mpi".into(),
+        mode: d.config.mode,
+        nodes: d.ranks,
+        time_slices: d.time_slices,
+        completion_ms: d.completion_ms,
+        bandwidth_gbs: d.bandwidth_gbs,
+        bandwidth_pct_of_reference: reference_gbs.map_or(0.0, |r| 100.0 * d.bandwidth_gbs / r),
+        lost: d.lost,
+        bad: d.compute.duplicates
+            + d.compute.overruns
+            + d.compute.misrouted
+            + d.compute.checksum_failures,
+    }
+}
+
+/// Compares two summary rows (best effort, DFS) of any runtime.
+pub fn compare_rows(be: &SummaryRow, dfs: &SummaryRow, be_var: f64, dfs_var: f64) -> Comparison {
+    let r = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
+    Comparison {
+        nodes: dfs.nodes,
+        median_ratio: r(be.completion_ms.median, dfs.completion_ms.median),
+        p90_ratio: r(be.completion_ms.p90, dfs.completion_ms.p90),
+        variance_ratio: r(be_var, dfs_var),
+        bandwidth_ratio: r(dfs.bandwidth_gbs, be.bandwidth_gbs),
+    }
+}
+
+/// What the bandwidth-drop run shows (Fig. 8): mean proposed duration before the drop, the
+/// peak proposal during or just after it, the last proposal, and the intervals after the
+/// drop that carried a staged speed-up.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DropSummary {
+    /// Mean proposed duration of the intervals before the drop (from interval 5), ms.
+    pub before_ms: f64,
+    /// Mean actual duration inside the drop window, ms.
+    pub actual_in_drop_ms: f64,
+    /// Largest proposed duration from the drop start to 3 intervals after it, ms.
+    pub peak_ms: f64,
+    /// Proposed duration of the last interval, ms.
+    pub last_ms: f64,
+    /// Intervals after the drop with a speed-up.
+    pub speedups_after: Vec<u64>,
+}
+
+/// Summarises a DFS run with a drop in intervals `first..=last`.
+pub fn drop_summary(d: &SimData, first: u64, last: u64) -> Option<DropSummary> {
+    let rows = &d.intervals;
+    let prop = |lo: u64, hi: u64| -> Vec<f64> {
+        rows.iter()
+            .filter(|r| r.index >= lo && r.index < hi)
+            .filter_map(|r| r.proposed_ms)
+            .collect()
+    };
+    let mean = |v: &[f64]| (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64);
+    let before = mean(&prop(5, first))?;
+    let actual: Vec<f64> = rows
+        .iter()
+        .filter(|r| r.index > first && r.index <= last)
+        .map(|r| r.actual_ms)
+        .collect();
+    Some(DropSummary {
+        before_ms: before,
+        actual_in_drop_ms: mean(&actual)?,
+        peak_ms: prop(first, last + 4).into_iter().fold(0.0, f64::max),
+        last_ms: rows.iter().rev().find_map(|r| r.proposed_ms)?,
+        speedups_after: rows
+            .iter()
+            .filter(|r| r.index > last && r.speedup)
+            .map(|r| r.index)
+            .collect(),
+    })
 }
 
 /// One row of the run summary table.

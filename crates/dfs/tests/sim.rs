@@ -116,3 +116,29 @@ fn bandwidth_drop_is_followed_and_recovered_by_staged_speed_up() {
     let last = after.last().unwrap().proposed_ms.unwrap();
     assert!(last < peak * 0.9, "last proposal {last} vs peak {peak}");
 }
+
+#[test]
+fn clock_synchroniser_aligns_interval_starts_despite_clock_offsets() {
+    // node clocks differ by up to +-5 ms and drift by up to +-50 ppm; an interval lasts
+    // ~3 ms. Uncorrected, the inputs would start intervals milliseconds apart.
+    let mut cfg = SimConfig::new(6, 6, Mode::Dfs);
+    cfg.params.ts_per_intvl = 120;
+    cfg.time_slices = 120 * 20;
+    cfg.net.max_clock_offset_ns = 5_000_000;
+    cfg.net.max_drift_ppm = 50.0;
+    let d = sim::run(&cfg).unwrap().data;
+    assert!(d.complete);
+    let mut spreads: Vec<f64> = d
+        .intervals
+        .iter()
+        .filter(|r| r.index >= 4)
+        .map(|r| r.start_spread_ms)
+        .collect();
+    spreads.sort_by(|a, b| a.total_cmp(b));
+    let median = spreads[spreads.len() / 2];
+    let interval = d.intervals[10].actual_ms;
+    assert!(
+        median < 0.2 * interval && median < 1.0,
+        "median start spread {median} ms, interval {interval} ms"
+    );
+}

@@ -26,6 +26,7 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod boxline;
 pub mod charts;
 pub mod check;
 pub mod compare;

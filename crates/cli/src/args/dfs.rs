@@ -3,6 +3,7 @@
 use super::{duration_arg, OutputArgs};
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::units::Nanos;
+use std::path::PathBuf;
 
 /// `latlab dfs …`
 #[derive(Debug, Subcommand)]
@@ -211,6 +212,48 @@ pub enum RunModeArg {
     BestEffort,
     /// The Data-Flow Scheduler.
     Dfs,
+}
+
+/// Options of `latlab experiment dfs`.
+#[derive(Debug, Args)]
+pub struct DfsExperimentArgs {
+    /// Where to write result files, figures and the summary.
+    #[arg(long, default_value = "latlab-results/dfs-experiment")]
+    pub out_dir: PathBuf,
+    /// Simulated node counts (half inputs, half computes).
+    #[arg(long, value_delimiter = ',', default_value = "64,128,192,384")]
+    pub nodes: Vec<usize>,
+    /// Intervals simulated per node count (whole intervals of --ts-per-interval).
+    #[arg(long, default_value_t = 16)]
+    pub intervals: u64,
+    /// Time-slices per interval of the node-count sweep (the simulator's default 1,000;
+    /// Table I: 10,000). The drop runs keep 1,000.
+    #[arg(long, default_value_t = 1_000)]
+    pub ts_per_interval: u64,
+    /// Intervals of the bandwidth-drop runs (25 % drop in intervals 15-25).
+    #[arg(long, default_value_t = 55)]
+    pub drop_intervals: u64,
+    /// Nodes of the bandwidth-drop runs (the paper's Fig. 8 used 192).
+    #[arg(long, default_value_t = 192)]
+    pub drop_nodes: usize,
+    /// Skip the real MPI runs.
+    #[arg(long)]
+    pub no_mpi: bool,
+    /// MPI ranks for the real run (half inputs, half computes).
+    #[arg(long, default_value_t = 8)]
+    pub ranks: usize,
+    /// Time-slices of the real MPI runs.
+    #[arg(long, default_value_t = 10_000)]
+    pub mpi_time_slices: u64,
+    /// Seed of the simulations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Figure format: svg or png.
+    #[arg(long, default_value = "svg", value_parser = ["svg", "png"])]
+    pub format: String,
+    /// Print only the summary.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
 }
 
 /// Parses a size in bytes: 65536, 64K, 64KiB, 1M, 1MiB (binary multiples).

@@ -233,6 +233,15 @@ impl SimConfig {
                 )));
             }
         }
+        for f in &self.dde_faults {
+            if f.replica >= self.replicas() {
+                return Err(SimError::Invalid(format!(
+                    "DDE replica {} does not exist (replicas 0..{})",
+                    f.replica,
+                    self.replicas()
+                )));
+            }
+        }
         for d in &self.drops {
             if !(d.factor > 0.0 && d.factor <= 1.0) {
                 return Err(SimError::Invalid(format!(

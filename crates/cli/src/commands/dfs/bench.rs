@@ -28,7 +28,7 @@ pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
             mix: !a.no_mix,
         })
     };
-    let provenance = || super::sim::provenance(&started_utc);
+    let provenance = || super::mpi_provenance(&started_utc);
     let r = match mpibench::run(resolve, argv, provenance) {
         Ok(r) => r,
         Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {

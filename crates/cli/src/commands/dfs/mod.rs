@@ -1,6 +1,7 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
 mod bench;
+pub(crate) mod experiment;
 mod run;
 pub(crate) mod sim;
 
@@ -60,4 +61,14 @@ pub(crate) fn resolve_model(
 /// `x` as a decimal with `d` digits.
 pub(crate) fn f(x: f64, d: usize) -> String {
     format!("{x:.d$}")
+}
+
+/// Provenance of an MPI run: every rank times with `CLOCK_MONOTONIC` (ranks on different
+/// hosts do not share a TSC), so that is the recorded timebase.
+#[cfg(feature = "mpi")]
+pub(crate) fn mpi_provenance(started_utc: &str) -> latlab_core::results::Provenance {
+    let (_, timebase) = latlab_sys::tsc::Clock::establish_monotonic(
+        "the MPI runtime times every rank with CLOCK_MONOTONIC (ranks may be on different hosts)",
+    );
+    latlab_sys::host::provenance(timebase, vec![], false, started_utc.to_string())
 }

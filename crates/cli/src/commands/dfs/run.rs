@@ -1,14 +1,18 @@
 //! `latlab dfs run`: the MPI runtime.
 
-use super::{f, resolve_model};
-use crate::args::dfs::{RunArgs, RunModeArg};
+use crate::args::dfs::RunArgs;
 use crate::exit::usage;
-use crate::output::{default_result_path, unique};
-use crate::table::Table;
-use anyhow::Context as _;
-use latlab_core::results::ResultFile;
-use latlab_dfs::Mode;
-use latlab_sys::host;
+#[cfg(feature = "mpi")]
+use {
+    super::{f, resolve_model},
+    crate::args::dfs::RunModeArg,
+    crate::output::{default_result_path, unique},
+    crate::table::Table,
+    anyhow::Context as _,
+    latlab_core::results::ResultFile,
+    latlab_dfs::Mode,
+    latlab_sys::host,
+};
 
 #[cfg(feature = "mpi")]
 pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
@@ -46,7 +50,7 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
             sample_ns: a.sample.get().max(100_000) as i64,
         })
     };
-    let provenance = || super::sim::provenance(&started_utc);
+    let provenance = || super::mpi_provenance(&started_utc);
     let result = match mpirun::run(resolve, argv, provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {

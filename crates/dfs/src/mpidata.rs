@@ -1,0 +1,146 @@
+//! Configuration and data of the MPI runtime and benchmark result files (`dfs.run`,
+//! `dfs.bench`), compiled with or without the `mpi` feature so that reports can read them.
+
+use crate::compute::ComputeCounters;
+use crate::dde::DdeCounters;
+use crate::ie::IeCounters;
+use crate::model::HEADER_BYTES;
+use crate::params::{DfsParams, Mode, Topology};
+use crate::sim::{FillSample, FiveNum, IntervalRow};
+use serde::{Deserialize, Serialize};
+
+/// Result kind of `latlab dfs run`.
+pub const RUN_KIND: &str = "dfs.run";
+/// Result kind of `latlab dfs bench`.
+pub const BENCH_KIND: &str = "dfs.bench";
+
+/// Everything an MPI run needs (resolved on rank 0, broadcast to all).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// Node counts and buffer sizes.
+    pub topology: Topology,
+    /// DFS parameters.
+    pub params: DfsParams,
+    /// Best effort or DFS.
+    pub mode: Mode,
+    /// Time-slices to build (rounded up to whole rounds).
+    pub time_slices: u64,
+    /// DDE replicas on compute nodes 0..n (0: every compute node).
+    pub dde_replicas: usize,
+    /// Stop DDE replica `.0` once it receives a report of interval `.1`.
+    pub kill_dde: Option<(usize, u64)>,
+    /// Injected clock offset per rank, ns (rank r's clock runs `r × skew` ahead).
+    pub clock_skew_ns: i64,
+    /// Injected drift per rank in ppm (rank r drifts `r × drift` ppm).
+    pub drift_ppm: f64,
+    /// Buffer-fill sampling period, ns.
+    pub sample_ns: i64,
+}
+
+impl RunConfig {
+    /// Total time-slices (whole rounds).
+    pub fn total_ts(&self) -> u64 {
+        let c = self.topology.computes as u64;
+        self.time_slices.div_ceil(c) * c
+    }
+
+    /// DDE replicas actually run.
+    pub fn replicas(&self) -> usize {
+        match self.dde_replicas {
+            0 => self.topology.computes,
+            n => n.min(self.topology.computes),
+        }
+    }
+
+    /// Bytes of one ring slot (header + mts).
+    pub fn slot_bytes(&self) -> usize {
+        HEADER_BYTES + self.topology.mts_bytes as usize
+    }
+}
+
+/// What an MPI run reports (the `data` of a `dfs.run` result).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunData {
+    /// The configuration.
+    pub config: RunConfig,
+    /// MPI ranks.
+    pub ranks: usize,
+    /// Time-slices built.
+    pub time_slices: u64,
+    /// Warm-up time-slices excluded from the completion statistics.
+    pub warmup_ts: u64,
+    /// Completion duration after warm-up, ms.
+    pub completion_ms: FiveNum,
+    /// Its variance, ms².
+    pub completion_var_ms2: f64,
+    /// Aggregate bandwidth into the compute nodes, GB/s (first send to last arrival).
+    pub bandwidth_gbs: f64,
+    /// Wall duration of the data phase, ms.
+    pub duration_ms: f64,
+    /// Per interval (DFS).
+    pub intervals: Vec<IntervalRow>,
+    /// Buffer fill over time.
+    pub fill: Vec<FillSample>,
+    /// Compute counters, summed.
+    pub compute: ComputeCounters,
+    /// Input-engine counters, summed.
+    pub ie: IeCounters,
+    /// DDE counters, summed over replicas.
+    pub dde: DdeCounters,
+    /// DDE replicas stopped during the run.
+    pub dde_killed: usize,
+    /// Contributions sent.
+    pub sent: u64,
+    /// Contributions expected (time-slices × inputs).
+    pub expected: u64,
+    /// Contributions lost (expected − stored).
+    pub lost: u64,
+    /// Whether every time-slice completed with every checksum verified and nothing lost,
+    /// duplicated, overrun or misrouted.
+    pub verified: bool,
+}
+
+/// Benchmark configuration (resolved on rank 0, broadcast).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchConfig {
+    /// Message sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Bytes each sender should move per size (sets the number of rounds).
+    pub bytes_per_size: u64,
+    /// At least this many rounds per size.
+    pub min_rounds: u64,
+    /// Also run the Mix variant.
+    pub mix: bool,
+}
+
+/// One size (and variant) of the benchmark.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchRow {
+    /// Message size, bytes.
+    pub size: u64,
+    /// Mix variant (small messages added).
+    pub mix: bool,
+    /// Rounds per sender.
+    pub rounds: u64,
+    /// Mean round duration over senders, µs.
+    pub round_us_mean: f64,
+    /// Round durations of all senders, µs (min, p10, median, p90, max).
+    pub round_us: FiveNum,
+    /// Bandwidth per sender (big messages only), GB/s: mean, min and max over senders.
+    pub bw_per_sender_gbs: (f64, f64, f64),
+    /// Aggregate bandwidth (sum over senders), GB/s.
+    pub aggregate_gbs: f64,
+}
+
+/// The data of a `dfs.bench` result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BenchData {
+    /// Configuration.
+    pub config: BenchConfig,
+    /// Senders.
+    pub senders: usize,
+    /// Receivers.
+    pub receivers: usize,
+    /// One row per size and variant.
+    pub rows: Vec<BenchRow>,
+}
