@@ -29,6 +29,7 @@
 pub mod charts;
 pub mod check;
 pub mod compare;
+pub mod dfs_charts;
 pub mod figures;
 pub mod html;
 pub mod input;
