@@ -130,10 +130,18 @@ impl Scale {
             if from_zero && lo >= 0.0 {
                 lo = 0.0;
             }
-            let pad = if hi > lo { (hi - lo) * 0.05 } else { hi.abs().max(1.0) };
+            let pad = if hi > lo {
+                (hi - lo) * 0.05
+            } else {
+                hi.abs().max(1.0)
+            };
             Some(Scale {
                 log,
-                lo: if from_zero && lo == 0.0 { 0.0 } else { lo - pad },
+                lo: if from_zero && lo == 0.0 {
+                    0.0
+                } else {
+                    lo - pad
+                },
                 hi: hi + pad,
             })
         }
@@ -202,8 +210,8 @@ where
     area.fill(&WHITE).map_err(draw_err)?;
     let cats = first_seen(boxes.iter().map(|b| b.category.as_str()));
     let series = first_seen(boxes.iter().map(|b| b.series.as_str()));
-    let y = Scale::new(boxes.iter().flat_map(|b| b.values()), log_y, true)
-        .ok_or(PlotError::NoData)?;
+    let y =
+        Scale::new(boxes.iter().flat_map(|b| b.values()), log_y, true).ok_or(PlotError::NoData)?;
     let n = cats.len();
     let every = n.div_ceil(MAX_CATEGORY_LABELS).max(1);
     let centres: Vec<f64> = (0..n).step_by(every).map(|i| i as f64 + 0.5).collect();
@@ -250,14 +258,23 @@ where
             let half = slot * 0.35;
             let (l, r) = (mid - half, mid + half);
             let [mn, p10, med, p90, mx] = b.values().map(|v| y.at(v));
-            rects.push(Rectangle::new([(l, p10), (r, p90)], colour.mix(0.35).filled()));
+            rects.push(Rectangle::new(
+                [(l, p10), (r, p90)],
+                colour.mix(0.35).filled(),
+            ));
             rects.push(Rectangle::new([(l, p10), (r, p90)], colour.stroke_width(1)));
             elems.push(PathElement::new(
                 vec![(l, med), (r, med)],
                 BLACK.stroke_width(2),
             ));
-            elems.push(PathElement::new(vec![(mid, mn), (mid, p10)], colour.stroke_width(1)));
-            elems.push(PathElement::new(vec![(mid, p90), (mid, mx)], colour.stroke_width(1)));
+            elems.push(PathElement::new(
+                vec![(mid, mn), (mid, p10)],
+                colour.stroke_width(1),
+            ));
+            elems.push(PathElement::new(
+                vec![(mid, p90), (mid, mx)],
+                colour.stroke_width(1),
+            ));
             for w in [mn, mx] {
                 elems.push(PathElement::new(
                     vec![(mid - half / 2.0, w), (mid + half / 2.0, w)],
@@ -429,7 +446,11 @@ where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE).map_err(draw_err)?;
-    let pts = || c.lines.iter().flat_map(|l| l.points.iter().filter(|p| ok(p)));
+    let pts = || {
+        c.lines
+            .iter()
+            .flat_map(|l| l.points.iter().filter(|p| ok(p)))
+    };
     let x = Scale::new(pts().map(|p| p.0), c.log_x, false).ok_or(PlotError::NoData)?;
     let y = Scale::new(pts().map(|p| p.1), c.log_y, true).ok_or(PlotError::NoData)?;
     // Explicit ticks: the x range covers them, with a little room either side.
@@ -456,10 +477,7 @@ where
         .margin(15)
         .x_label_area_size(55)
         .y_label_area_size(70)
-        .build_cartesian_2d(
-            Keyed::new(xlo, xhi, x_keys),
-            Keyed::new(y.lo, y.hi, y_keys),
-        )
+        .build_cartesian_2d(Keyed::new(xlo, xhi, x_keys), Keyed::new(y.lo, y.hi, y_keys))
         .map_err(draw_err)?;
     let x_label = |v: &f64| {
         c.x_ticks
