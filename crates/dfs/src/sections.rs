@@ -1494,4 +1494,140 @@ mod tests {
         assert_eq!(bytes(1 << 20), "1 MiB");
         assert_eq!(bytes(100), "100 B");
     }
+
+    /// A `dfs.run` result carrying a small simulation's numbers (the MPI runtime writes
+    /// the same structures).
+    #[cfg(feature = "mpi")]
+    fn run_input(name: &str, d: &SimData) -> Input {
+        use crate::mpirun::{RunConfig, RunData, RESULT_KIND};
+        let c = &d.config;
+        let data = RunData {
+            config: RunConfig {
+                topology: c.topology,
+                params: c.params,
+                mode: c.mode,
+                time_slices: d.time_slices,
+                dde_replicas: 2,
+                kill_dde: Some((0, 5)),
+                clock_skew_ns: 1_000,
+                drift_ppm: 0.0,
+                sample_ns: 100_000,
+            },
+            ranks: d.nodes,
+            time_slices: d.time_slices,
+            warmup_ts: d.warmup_ts,
+            completion_ms: d.completion_ms,
+            completion_var_ms2: d.completion_var_ms2,
+            bandwidth_gbs: d.bandwidth_gbs,
+            duration_ms: d.duration_ms,
+            intervals: d.intervals.clone(),
+            fill: d.fill.clone(),
+            compute: d.compute,
+            ie: d.ie,
+            dde: d.dde,
+            dde_killed: 1,
+            sent: d.sent,
+            expected: d.time_slices * c.topology.inputs as u64,
+            lost: 0,
+            verified: true,
+        };
+        let mut r = ResultFile::new(RESULT_KIND, vec![], serde_json::Value::Null, provenance());
+        r.data = serde_json::to_value(&data).unwrap();
+        Input::single(PathBuf::from(format!("{name}.json")), r)
+    }
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn run_sections_use_the_mpi_data() {
+        let (_, be_d) = sim_input("be", 2, Mode::BestEffort, false);
+        let (_, dfs_d) = sim_input("dfs", 2, Mode::Dfs, false);
+        let (be, dfs) = (run_input("run-be", &be_d), run_input("run-dfs", &dfs_d));
+        assert!(RunSections.handles("dfs.run") && !RunSections.handles("dfs.sim"));
+        let Some(secs) = sections_or_skip(&RunSections, &[&be, &dfs]) else {
+            return;
+        };
+        let acc = tables(section(&secs, "dfs-over-mpi-completion-accounting"));
+        assert_eq!(
+            row(acc[0], "run-dfs")[col(acc[0], "verdict")],
+            "complete, all verified"
+        );
+        assert_eq!(
+            row(acc[1], "run-dfs")[col(acc[1], "DDE replicas stopped")],
+            "1"
+        );
+        let t = tables(section(&secs, "dfs-over-mpi-best-effort-against-dfs"))[0];
+        let r = row(t, "4");
+        let want = be_d.completion_ms.median / dfs_d.completion_ms.median;
+        assert_eq!(
+            r[col(t, "median completion, BE / DFS")],
+            format!("{want:.1}×")
+        );
+        // Whole-run bandwidth (the MPI runtime has no warm-up split) and no reference.
+        let bw = tables(section(&secs, "dfs-over-mpi-aggregate-bandwidth"))[0];
+        let r = row(bw, "run-dfs");
+        assert_eq!(r[col(bw, "GB/s")], format!("{:.2}", dfs_d.bandwidth_gbs));
+        assert_eq!(r[col(bw, "reference GB/s")], "—");
+        let mut bad = be.clone();
+        bad.runs[0].1.data = serde_json::json!([1, 2]);
+        let e = RunSections.sections(&[&bad]).unwrap_err();
+        assert!(e.contains("run-be.json") && e.contains("dfs.run"), "{e}");
+    }
+
+    #[cfg(feature = "mpi")]
+    #[test]
+    fn bench_sections_tabulate_and_draw_sizes() {
+        use crate::mpibench::{BenchConfig, BenchData, BenchRow, RESULT_KIND};
+        let five = |m: f64| FiveNum {
+            count: 100,
+            min: m * 0.9,
+            p10: m * 0.95,
+            median: m,
+            p90: m * 1.1,
+            max: m * 2.0,
+        };
+        let rows: Vec<BenchRow> = [(4096u64, false, 10.0, 0.8), (65536, false, 40.0, 3.2)]
+            .into_iter()
+            .chain([(4096, true, 14.0, 0.6), (65536, true, 45.0, 2.9)])
+            .map(|(size, mix, us, gbs)| BenchRow {
+                size,
+                mix,
+                rounds: 100,
+                round_us_mean: us,
+                round_us: five(us),
+                bw_per_sender_gbs: (gbs, gbs * 0.9, gbs * 1.1),
+                aggregate_gbs: gbs * 4.0,
+            })
+            .collect();
+        let data = BenchData {
+            config: BenchConfig {
+                sizes: vec![4096, 65536],
+                bytes_per_size: 1 << 26,
+                min_rounds: 100,
+                mix: true,
+            },
+            senders: 4,
+            receivers: 4,
+            rows,
+        };
+        let mut r = ResultFile::new(RESULT_KIND, vec![], serde_json::Value::Null, provenance());
+        r.data = serde_json::to_value(&data).unwrap();
+        let i = Input::single(PathBuf::from("bench.json"), r);
+        assert!(BenchSections.handles("dfs.bench"));
+        let Some(secs) = sections_or_skip(&BenchSections, &[&i]) else {
+            return;
+        };
+        let s = section(&secs, "mpi-put-micro-benchmark-bench");
+        let t = tables(s)[0];
+        assert_eq!(t.rows.len(), 4);
+        let r = &t.rows[1];
+        assert_eq!(r[0].text, "64 KiB");
+        assert_eq!(r[col(t, "GB/s per sender")].text, "3.200");
+        assert_eq!(r[col(t, "aggregate GB/s")].text, "12.80");
+        assert_eq!(r[col(t, "median")].text, "40.0 µs");
+        let f = svgs(s);
+        assert_eq!(f.len(), 2);
+        assert!(f
+            .iter()
+            .all(|(_, svg)| svg.contains("Mix") && svg.contains("64 KiB")));
+    }
 }
