@@ -27,7 +27,7 @@ use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
 use latlab_core::results::ResultFile;
 use latlab_report::charts::ChartSpec;
 use latlab_report::dfs_charts::{
-    render_boxplot_svg_string, render_lines_svg_string, BoxStat, Line, LineChart, LineStyle,
+    render_boxplot_svg_string, render_lines_svg_string, BoxStat, Corner, Line, LineChart, LineStyle,
 };
 use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
 use latlab_report::input::Input;
@@ -626,6 +626,7 @@ fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
         let chart = LineChart {
             lines,
             x_ticks: counts.iter().map(|n| (*n as f64, n.to_string())).collect(),
+            legend: Corner::LowerRight,
             ..LineChart::default()
         };
         let spec = ChartSpec {
@@ -1202,6 +1203,11 @@ mod mpi_sections {
                     log_x: true,
                     log_y,
                     x_ticks: ticks.clone(),
+                    legend: if log_y {
+                        Corner::UpperLeft
+                    } else {
+                        Corner::LowerRight
+                    },
                     ..LineChart::default()
                 };
                 let spec = ChartSpec {

@@ -18,6 +18,7 @@ use crate::charts::ChartSpec;
 use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
 use crate::plot::PlotError;
+use plotters::chart::SeriesLabelPosition;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -397,6 +398,22 @@ pub struct LineChart {
     pub log_y: bool,
     /// Explicit x ticks `(x, label)` (e.g. message sizes "4 KiB"); automatic when empty.
     pub x_ticks: Vec<(f64, String)>,
+    /// Where the legend goes (pick the corner the data leaves free).
+    pub legend: Corner,
+}
+
+/// A corner of the plotting area.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Corner {
+    /// Top right.
+    #[default]
+    UpperRight,
+    /// Bottom right.
+    LowerRight,
+    /// Top left.
+    UpperLeft,
+    /// Bottom left.
+    LowerLeft,
 }
 
 /// Draws a line chart as SVG text.
@@ -543,7 +560,12 @@ where
     }
     chart
         .configure_series_labels()
-        .position(plotters::chart::SeriesLabelPosition::UpperRight)
+        .position(match c.legend {
+            Corner::UpperRight => SeriesLabelPosition::UpperRight,
+            Corner::LowerRight => SeriesLabelPosition::LowerRight,
+            Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
+        })
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .label_font((FAMILY, 15))
