@@ -76,7 +76,7 @@ fn report_on_a_simulated_best_effort_and_dfs_pair() {
     }
     for t in [
         "complete, all verified",
-        "8 nodes: the model gives a ",
+        "8 nodes: the model gives a median completion ratio best effort / DFS of ",
         "Interval durations (Fig. 8)",
         "bandwidth drop",
     ] {
