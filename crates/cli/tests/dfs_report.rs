@@ -1,6 +1,6 @@
 //! `latlab report` on real `latlab dfs` results: a small simulation pair (best effort and
-//! DFS with a bandwidth drop) and, where mpirun works, a short MPI micro-benchmark. The
-//! report must build and carry the dfs sections and figures.
+//! DFS with a bandwidth drop) and, where mpirun works, short MPI runs of both modes and a
+//! short MPI micro-benchmark. The report must build and carry the dfs sections and figures.
 
 use assert_cmd::Command;
 use std::path::Path;
@@ -94,16 +94,15 @@ fn report_on_a_simulated_best_effort_and_dfs_pair() {
     }
 }
 
-#[test]
-fn report_on_an_mpi_micro_benchmark() {
+/// `mpirun` usable and latlab built with MPI, or why not.
+fn mpi_ready() -> Result<(), String> {
     let ok = std::process::Command::new("mpirun")
         .arg("--version")
         .output()
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !ok {
-        eprintln!("skipping: mpirun not found (install openmpi-bin: make deps-test)");
-        return;
+        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
     }
     if !latlab()
         .args(["dfs", "bench", "--help"])
@@ -112,22 +111,87 @@ fn report_on_an_mpi_micro_benchmark() {
         .status
         .success()
     {
-        eprintln!("skipping: latlab built without the mpi feature");
-        return;
+        return Err("latlab built without the mpi feature".into());
     }
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("bench.json");
+    Ok(())
+}
+
+/// Runs `latlab <args> -q -o <out>` on 4 MPI ranks.
+fn mpirun4(args: &[&str], out: &Path) {
     let o = std::process::Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-n", "4"])
         .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
         .arg(assert_cmd::cargo::cargo_bin("latlab"))
-        .args([
-            "dfs", "bench", "--sizes", "1K,16K", "--bytes", "1M", "-q", "-o",
-        ])
-        .arg(&out)
+        .args(args)
+        .args(["-q", "-o"])
+        .arg(out)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+}
+
+#[test]
+fn report_on_mpi_runs_of_both_modes() {
+    if let Err(why) = mpi_ready() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for mode in ["best-effort", "dfs"] {
+        let out = dir.path().join(format!("run-{mode}.json"));
+        mpirun4(
+            &[
+                "dfs",
+                "run",
+                "--inputs",
+                "2",
+                "--computes",
+                "2",
+                "--mode",
+                mode,
+                "--time-slices",
+                "1000",
+                "--mts-size",
+                "4K",
+                "--ts-per-interval",
+                "100",
+            ],
+            &out,
+        );
+        outs.push(out);
+    }
+    let (html, figs) = report(dir.path(), "r", &[&outs[0], &outs[1]]);
+    for id in [
+        "dfs-over-mpi-completion-accounting",
+        "dfs-over-mpi-time-slice-completion-duration",
+        "dfs-over-mpi-best-effort-against-dfs",
+        "dfs-over-mpi-proposed-and-actual-interval-durations",
+        "dfs-over-mpi-compute-buffer-fill",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no section {id}");
+    }
+    assert!(html.contains("1000 of 1000") && html.contains("complete, all verified"));
+    assert!(html.contains("4 nodes: this run gives a median completion ratio"));
+    assert!(
+        figs.iter()
+            .any(|n| n.ends_with("interval-durations-run-dfs.svg")),
+        "{figs:?}"
+    );
+}
+
+#[test]
+fn report_on_an_mpi_micro_benchmark() {
+    if let Err(why) = mpi_ready() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench.json");
+    mpirun4(
+        &["dfs", "bench", "--sizes", "1K,16K", "--bytes", "1M"],
+        &out,
+    );
     let (html, figs) = report(dir.path(), "b", &[&out]);
     assert!(html.contains("id=\"mpi-put-micro-benchmark-bench\""));
     assert!(html.contains("16 KiB") && html.contains("Mix"));
