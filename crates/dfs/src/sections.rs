@@ -172,14 +172,69 @@ impl<'a> View<'a> {
             ),
             ("seed".to_string(), d.config.seed.to_string()),
         ];
+        let join = |v: Vec<String>| v.join("; ");
         if !d.config.slow.is_empty() {
-            extra.push(("slow nodes".into(), format!("{:?}", d.config.slow)));
+            extra.push((
+                "slow nodes".into(),
+                join(
+                    d.config
+                        .slow
+                        .iter()
+                        .map(|n| {
+                            let role = match n.role {
+                                crate::sim::Role::Input => "input",
+                                crate::sim::Role::Compute => "compute",
+                            };
+                            format!("{role} {} at {:.0} %", n.index, n.factor * 100.0)
+                        })
+                        .collect(),
+                ),
+            ));
         }
         if !d.config.drops.is_empty() {
-            extra.push(("bandwidth drops".into(), format!("{:?}", d.config.drops)));
+            extra.push((
+                "bandwidth drops".into(),
+                join(
+                    d.config
+                        .drops
+                        .iter()
+                        .map(|b| {
+                            let when = match b.window {
+                                crate::sim::DropWindow::Intervals { first, last } => {
+                                    format!("intervals {first}–{last}")
+                                }
+                                crate::sim::DropWindow::Time { from_ns, to_ns } => format!(
+                                    "{} to {}",
+                                    ms(from_ns as f64 / 1e6),
+                                    ms(to_ns as f64 / 1e6)
+                                ),
+                            };
+                            format!("{when} at {:.0} % bandwidth", b.factor * 100.0)
+                        })
+                        .collect(),
+                ),
+            ));
         }
         if !d.config.dde_faults.is_empty() {
-            extra.push(("DDE faults".into(), format!("{:?}", d.config.dde_faults)));
+            extra.push((
+                "DDE faults".into(),
+                join(
+                    d.config
+                        .dde_faults
+                        .iter()
+                        .map(|k| {
+                            format!(
+                                "replica {} stopped at {}{}",
+                                k.replica,
+                                ms(k.kill_ns as f64 / 1e6),
+                                k.restart_ns
+                                    .map(|r| format!(", restarted at {}", ms(r as f64 / 1e6)))
+                                    .unwrap_or_default()
+                            )
+                        })
+                        .collect(),
+                ),
+            ));
         }
         View {
             label,
@@ -1432,6 +1487,9 @@ mod tests {
         assert!(kv
             .iter()
             .any(|(k, v)| k == "bandwidth drop" && v.starts_with("intervals 5–7")));
+        let conf = section(&secs, "dfs-simulation-configuration");
+        assert!(conf.blocks.iter().any(|b| matches!(b, Block::KeyValues(kv)
+            if kv.iter().any(|(k, v)| k == "bandwidth drops" && v == "intervals 5–7 at 75 % bandwidth"))));
         let f = svgs(iv);
         assert_eq!(f.len(), 1, "only the DFS input has intervals");
         assert!(f[0].1.contains("bandwidth drop") && f[0].1.contains("proposed"));
