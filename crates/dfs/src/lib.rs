@@ -17,6 +17,7 @@
 //! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
 //! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
 //! - [`report`]: pure functions turning a loaded result file into tables and series.
+//! - [`sections`]: the HTML report sections of `dfs.*` results.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
 //! reads a clock.
@@ -33,6 +34,7 @@ pub mod mpidata;
 pub mod mpirun;
 pub mod params;
 pub mod report;
+pub mod sections;
 pub mod sender;
 pub mod sim;
 mod stats;

@@ -30,6 +30,7 @@ pub mod boxline;
 pub mod charts;
 pub mod check;
 pub mod compare;
+pub mod dfs_charts;
 pub mod figures;
 pub mod html;
 pub mod input;

@@ -20,6 +20,11 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_host::report::ClocksSections),
         Box::new(latlab_net::sections::ProbeSections),
         Box::new(latlab_net::sections::KillerUsSections),
+        Box::new(latlab_dfs::sections::SimSections),
+        #[cfg(feature = "mpi")]
+        Box::new(latlab_dfs::sections::RunSections),
+        #[cfg(feature = "mpi")]
+        Box::new(latlab_dfs::sections::BenchSections),
     ]
 }
 

@@ -1,0 +1,203 @@
+//! `latlab report` on real `latlab dfs` results: a small simulation pair (best effort and
+//! DFS with a bandwidth drop) and, where mpirun works, short MPI runs of both modes and a
+//! short MPI micro-benchmark. The report must build and carry the dfs sections and figures.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+fn latlab() -> Command {
+    Command::cargo_bin("latlab").unwrap()
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs `latlab report` on `inputs`, returns the HTML and the figure files written.
+fn report(dir: &Path, name: &str, inputs: &[&Path]) -> (String, Vec<String>) {
+    let out = dir.join(format!("{name}.html"));
+    let o = latlab()
+        .arg("report")
+        .args(inputs)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{} {}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let figs = std::fs::read_dir(dir.join(format!("{name}-figures")))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    (std::fs::read_to_string(&out).unwrap(), figs)
+}
+
+#[test]
+fn report_on_a_simulated_best_effort_and_dfs_pair() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = latlab()
+        .args([
+            "dfs",
+            "sim",
+            "--nodes",
+            "8",
+            "--time-slices",
+            "800",
+            "--ts-per-interval",
+            "40",
+            "--drop",
+            "4-6:0.75",
+            "-q",
+            "-o",
+        ])
+        .arg(dir.path().join("s.json"))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let be = dir.path().join("s-best-effort.json");
+    let dfs = dir.path().join("s-dfs.json");
+    let (html, figs) = report(dir.path(), "r", &[&be, &dfs]);
+    for id in [
+        "dfs-simulation-configuration",
+        "dfs-simulation-completion-accounting",
+        "dfs-simulation-time-slice-completion-duration",
+        "dfs-simulation-aggregate-bandwidth",
+        "dfs-simulation-best-effort-against-dfs",
+        "dfs-simulation-proposed-and-actual-interval-durations",
+        "dfs-simulation-compute-buffer-fill",
+        "distributions",
+        "percentiles",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no section {id}");
+    }
+    for t in [
+        "complete, all verified",
+        "8 nodes: the model gives a median completion ratio best effort / DFS of ",
+        "Interval durations (Fig. 8)",
+        "bandwidth drop",
+    ] {
+        assert!(html.contains(t), "report lacks '{t}'");
+    }
+    for f in [
+        "completion-duration-box-plot.svg",
+        "interval-durations-s-dfs.svg",
+        "buffer-fill-by-rank-s-best-effort.svg",
+    ] {
+        assert!(
+            figs.iter().any(|n| n.ends_with(f)),
+            "no figure *{f} in {figs:?}"
+        );
+    }
+}
+
+/// `mpirun` usable and latlab built with MPI, or why not.
+fn mpi_ready() -> Result<(), String> {
+    let ok = std::process::Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !ok {
+        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
+    }
+    if !latlab()
+        .args(["dfs", "bench", "--help"])
+        .output()
+        .unwrap()
+        .status
+        .success()
+    {
+        return Err("latlab built without the mpi feature".into());
+    }
+    Ok(())
+}
+
+/// Runs `latlab <args> -q -o <out>` on 4 MPI ranks.
+fn mpirun4(args: &[&str], out: &Path) {
+    let o = std::process::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n", "4"])
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .arg(assert_cmd::cargo::cargo_bin("latlab"))
+        .args(args)
+        .args(["-q", "-o"])
+        .arg(out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
+}
+
+#[test]
+fn report_on_mpi_runs_of_both_modes() {
+    if let Err(why) = mpi_ready() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut outs = Vec::new();
+    for mode in ["best-effort", "dfs"] {
+        let out = dir.path().join(format!("run-{mode}.json"));
+        mpirun4(
+            &[
+                "dfs",
+                "run",
+                "--inputs",
+                "2",
+                "--computes",
+                "2",
+                "--mode",
+                mode,
+                "--time-slices",
+                "1000",
+                "--mts-size",
+                "4K",
+                "--ts-per-interval",
+                "100",
+            ],
+            &out,
+        );
+        outs.push(out);
+    }
+    let (html, figs) = report(dir.path(), "r", &[&outs[0], &outs[1]]);
+    for id in [
+        "dfs-over-mpi-completion-accounting",
+        "dfs-over-mpi-time-slice-completion-duration",
+        "dfs-over-mpi-best-effort-against-dfs",
+        "dfs-over-mpi-proposed-and-actual-interval-durations",
+        "dfs-over-mpi-compute-buffer-fill",
+    ] {
+        assert!(html.contains(&format!("id=\"{id}\"")), "no section {id}");
+    }
+    assert!(html.contains("1000 of 1000") && html.contains("complete, all verified"));
+    assert!(html.contains("4 nodes: this run gives a median completion ratio"));
+    assert!(
+        figs.iter()
+            .any(|n| n.ends_with("interval-durations-run-dfs.svg")),
+        "{figs:?}"
+    );
+}
+
+#[test]
+fn report_on_an_mpi_micro_benchmark() {
+    if let Err(why) = mpi_ready() {
+        eprintln!("skipping: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("bench.json");
+    mpirun4(
+        &["dfs", "bench", "--sizes", "1K,16K", "--bytes", "1M"],
+        &out,
+    );
+    let (html, figs) = report(dir.path(), "b", &[&out]);
+    assert!(html.contains("id=\"mpi-put-micro-benchmark-bench\""));
+    assert!(html.contains("16 KiB") && html.contains("Mix"));
+    assert!(
+        figs.iter()
+            .any(|n| n.contains("bandwidth-per-sender-against-message-size")),
+        "{figs:?}"
+    );
+}
