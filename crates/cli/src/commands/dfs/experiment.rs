@@ -493,6 +493,16 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .context("writing experiment.json")?;
     print!("{md}");
     println!("summary: {}", summary.display());
+    // The HTML report, from the result files just written (the summary result has no
+    // sections of its own; each run's kind does).
+    let results: Vec<std::path::PathBuf> = files
+        .iter()
+        .filter(|f| f.ends_with(".json"))
+        .map(|f| dir.join(f))
+        .collect();
+    let report =
+        crate::commands::report::experiment_report(&dir, "latlab experiment dfs", &results)?;
+    println!("report: {}", report.display());
     Ok(())
 }
 
