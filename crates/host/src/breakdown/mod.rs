@@ -15,6 +15,7 @@
 
 pub mod classify;
 pub mod decompose;
+pub mod sections;
 mod steps;
 
 use classify::{ClassRule, Classification};
