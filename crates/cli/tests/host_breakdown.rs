@@ -63,6 +63,34 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
         assert!(svg.contains("udp_loopback"));
     }
     assert!(rows.iter().all(|r| stdout.contains(&r.class.to_string())));
+
+    // The HTML report of the real result has the breakdown's own section.
+    let html = dir.path().join("bd.html");
+    let out = latlab()
+        .arg("report")
+        .arg(&result)
+        .arg("--no-figures")
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"host-breakdown-bd\""),
+        "no breakdown section"
+    );
+    assert!(page.contains("Ugly if p99.99 &gt; 20") || page.contains("Ugly if p99.99 > 20"));
+    for row in &rows {
+        assert!(page.contains(&row.step), "{}", row.step);
+    }
+    if two_cpus {
+        assert!(page.contains("How a loopback UDP round trip decomposes"));
+    }
 }
 
 #[test]

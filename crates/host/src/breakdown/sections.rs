@@ -373,12 +373,13 @@ mod tests {
 
     #[test]
     fn foreign_data_is_an_error_naming_the_input() {
-        let r = ResultFile::new(
+        let mut r = ResultFile::new(
             RESULT_KIND,
             vec![],
-            serde_json::json!({"something": "else"}),
+            serde_json::json!({}),
             Provenance::default(),
         );
+        r.data = serde_json::json!({"something": "else"});
         let i = Input::single(PathBuf::from("odd.json"), r);
         assert!(BreakdownSections.handles("host.breakdown"));
         assert!(!BreakdownSections.handles("host.clocks"));
