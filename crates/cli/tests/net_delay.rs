@@ -42,9 +42,12 @@ fn interfaces_are_required_without_testbed() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    // The shared clap error printer keeps only the first line of clap's message, which
-    // for a missing argument does not name it (reported to the lead).
-    assert!(String::from_utf8_lossy(&out.stderr).contains("required arguments"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("required arguments") && err.contains("--ifaces"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
