@@ -71,11 +71,11 @@ fn check_size(w: u32, h: u32) -> Result<(), PlotError> {
     Ok(())
 }
 
+/// Draws a chart on an SVG drawing area.
+type SvgDraw<'a> = dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
+
 /// Draws into an SVG string of `w` × `h` pixels.
-fn svg_string(
-    (w, h): (u32, u32),
-    draw: &dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
-) -> Result<String, PlotError> {
+fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
     check_size(w, h)?;
     let mut s = String::new();
     {
