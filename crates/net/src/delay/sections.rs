@@ -126,14 +126,19 @@ fn run_section(input: &Input) -> Result<Section, String> {
                 path.display()
             )
         })?;
-        match serde_json::from_value::<EngineConfig>(run.config.clone()) {
+        let cfg = serde_json::from_value::<EngineConfig>(run.config.clone());
+        let capacity = cfg.as_ref().ok().map(|c| c.capacity);
+        match cfg {
             Ok(c) => {
                 let mut kv = vec![
                     ("interfaces".to_string(), format!("{} ⇄ {}", c.a, c.b)),
                     ("configured delay".to_string(), c.delay.to_string()),
                     (
                         "delayed direction".to_string(),
-                        format!("{:?}", c.direction),
+                        serde_json::to_value(c.direction)
+                            .ok()
+                            .and_then(|v| v.as_str().map(str::to_string))
+                            .unwrap_or_else(|| format!("{:?}", c.direction)),
                     ),
                     (
                         "queue".to_string(),
@@ -170,9 +175,10 @@ fn run_section(input: &Input) -> Result<Section, String> {
             let lost =
                 q.dropped_full + q.dropped_oversize + dir.send_failures + dir.kernel_rx_drops;
             if q.dropped_full > 0 {
+                let slots = capacity.map_or(String::new(), |c| format!(" of {c} slots"));
                 verdicts.push(format!(
-                    "{label} {}: {} frames dropped because the queue was full (delay × rate exceeded its {} slots; the most ever queued was {}).",
-                    dir.name, q.dropped_full, q.max_depth.max(1), q.max_depth
+                    "{label} {}: {} frames dropped because the queue was full (delay × rate exceeded the queue{slots}; the most ever queued was {}).",
+                    dir.name, q.dropped_full, q.max_depth
                 ));
             } else if lost > 0 {
                 verdicts.push(format!("{label} {}: {lost} frames lost.", dir.name));
@@ -533,9 +539,12 @@ mod tests {
         );
         assert!(t.contains("a_to_b|112|112|4882|"), "{t}");
         assert!(
-            t.contains("4882 frames dropped because the queue was full"),
+            t.contains(
+                "4882 frames dropped because the queue was full (delay × rate exceeded the queue of 4096 slots"
+            ),
             "{t}"
         );
+        assert!(t.contains("delayed direction=both;"), "{t}");
         assert!(t.contains(&format!("|{}|", format_ns(700.0))), "{t}");
     }
 
