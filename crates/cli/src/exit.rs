@@ -77,14 +77,48 @@ pub fn clap_error(e: clap::Error) -> ExitCode {
             }
         }
         _ => {
-            let rendered = e.render().to_string();
-            let first = rendered
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            eprintln!("latlab: error: {first} (see --help)");
+            eprintln!(
+                "latlab: error: {} (see --help)",
+                one_line(&e.render().to_string())
+            );
             ExitCode::from(USAGE)
         }
+    }
+}
+
+/// The first paragraph of clap's rendered error as one line. clap puts what an error is
+/// about on indented lines under its first line (e.g. "the following required arguments
+/// were not provided:" then "  --ifaces <A,B>"); those are joined onto it, separated by
+/// commas, so the line names the flag. The usage and tips after the blank line are left
+/// out.
+pub fn one_line(rendered: &str) -> String {
+    let mut lines = rendered
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("invalid arguments").trim();
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let rest: Vec<&str> = lines.map(str::trim).collect();
+    if rest.is_empty() {
+        first.to_string()
+    } else {
+        format!("{first} {}", rest.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::one_line;
+
+    #[test]
+    fn indented_lines_are_joined_and_usage_dropped() {
+        let r = "error: the following required arguments were not provided:\n  --ifaces <A,B>\n  --delay <DELAY>\n\nUsage: latlab net delay --ifaces <A,B> --delay <DELAY>\n\nFor more information, try '--help'.\n";
+        assert_eq!(
+            one_line(r),
+            "the following required arguments were not provided: --ifaces <A,B>, --delay <DELAY>"
+        );
+        let r = "error: unexpected argument '--warp' found\n\n  tip: to pass '--warp' as a value, use '-- --warp'\n\nUsage: latlab [OPTIONS]\n";
+        assert_eq!(one_line(r), "unexpected argument '--warp' found");
+        assert_eq!(one_line(""), "invalid arguments");
     }
 }

@@ -90,6 +90,24 @@ fn bad_duration_is_one_line_naming_the_flag_exit_2() {
 }
 
 #[test]
+fn missing_required_argument_names_it_on_one_line_exit_2() {
+    // clap's own message puts the missing flag on an indented second line; the one line
+    // latlab prints must still name it.
+    let out = latlab()
+        .args(["net", "delay", "--delay", "20us"])
+        .output()
+        .unwrap();
+    assert_one_line_error(
+        &out,
+        2,
+        &["required arguments were not provided", "--ifaces"],
+    );
+    // Several missing: all named, on the same line.
+    let out = latlab().arg("compare").output().unwrap();
+    assert_one_line_error(&out, 2, &["not provided: <A>, <B>"]);
+}
+
+#[test]
 fn other_bad_flags_exit_2() {
     let out = latlab()
         .args(["host", "clocks", "--sources", "rdtsc,sundial"])

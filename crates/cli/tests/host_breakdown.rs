@@ -40,7 +40,8 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
     let rows = breakdown::table(&r).unwrap();
     let two_cpus = latlab_sys::sched::allowed_cpus().len() >= 2;
     let root = latlab_sys::netns::is_root();
-    let expected = 3 + if two_cpus { 9 } else { 0 } + usize::from(two_cpus && root);
+    // 3 single-CPU steps, 9 two-CPU steps, and with root veth_netns and latlab_nf.
+    let expected = 3 + if two_cpus { 9 } else { 0 } + 2 * usize::from(two_cpus && root);
     assert_eq!(rows.len(), expected, "{stdout}");
     for row in &rows {
         assert!(row.samples > 0);
@@ -48,7 +49,14 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
         assert!(row.p50_ns <= row.p99_ns && row.p99_ns <= row.max_ns);
     }
     let d = breakdown::data(&r).unwrap();
-    assert!(d.skipped.iter().any(|s| s.name == "latlab_nf"));
+    if two_cpus && root {
+        // latlab's NF answers across the namespaces: a real, measured step.
+        let nf = rows.iter().find(|r| r.step == "latlab_nf").unwrap();
+        assert!(nf.samples > 0);
+        assert!(!d.skipped.iter().any(|s| s.name == "latlab_nf"));
+    } else {
+        assert!(d.skipped.iter().any(|s| s.name == "latlab_nf"));
+    }
     if !root {
         assert!(d
             .skipped
@@ -63,6 +71,34 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
         assert!(svg.contains("udp_loopback"));
     }
     assert!(rows.iter().all(|r| stdout.contains(&r.class.to_string())));
+
+    // The HTML report of the real result has the breakdown's own section.
+    let html = dir.path().join("bd.html");
+    let out = latlab()
+        .arg("report")
+        .arg(&result)
+        .arg("--no-figures")
+        .arg("-o")
+        .arg(&html)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("id=\"host-breakdown-bd\""),
+        "no breakdown section"
+    );
+    assert!(page.contains("Ugly if p99.99 &gt; 20") || page.contains("Ugly if p99.99 > 20"));
+    for row in &rows {
+        assert!(page.contains(&row.step), "{}", row.step);
+    }
+    if two_cpus {
+        assert!(page.contains("How a loopback UDP round trip decomposes"));
+    }
 }
 
 #[test]

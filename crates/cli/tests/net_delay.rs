@@ -42,9 +42,12 @@ fn interfaces_are_required_without_testbed() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    // The shared clap error printer keeps only the first line of clap's message, which
-    // for a missing argument does not name it (reported to the lead).
-    assert!(String::from_utf8_lossy(&out.stderr).contains("required arguments"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("required arguments") && err.contains("--ifaces"),
+        "{err}"
+    );
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
@@ -141,6 +144,68 @@ fn overflowing_queue_counts_drops_and_ends_cleanly() {
         stdout.contains("dropped (queue full)") && stdout.contains(&dropped.to_string()),
         "{stdout}"
     );
+    let page = report_html(&result, &dir.path().join("delay.html"));
+    assert!(page.contains("id=\"latency-injector-run-delay\""));
+    assert!(page.contains(&format!(
+        "{dropped} frames dropped because the queue was full"
+    )));
+}
+
+/// Runs `latlab report` on `result` and returns the HTML.
+fn report_html(result: &std::path::Path, html: &std::path::Path) -> String {
+    let out = latlab()
+        .arg("report")
+        .arg(result)
+        .arg("--no-figures")
+        .arg("-o")
+        .arg(html)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::read_to_string(html).unwrap()
+}
+
+#[test]
+fn testbed_check_is_reported_with_its_shift_verdicts() {
+    if !root() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("check.json");
+    let out = latlab()
+        .args([
+            "net",
+            "delay",
+            "--testbed",
+            "--delay",
+            "20us",
+            "--check-duration",
+            "300ms",
+            "--rounds",
+            "1",
+            "-o",
+        ])
+        .arg(&result)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, report::CHECK_KIND);
+    let s = report::check_summary(&r).unwrap();
+    let page = report_html(&result, &dir.path().join("check.html"));
+    assert!(page.contains("id=\"latency-injector-check-20-0us-added-check\""));
+    assert!(page.contains("Measured shift against the configured delay"));
+    // The verdict table shows the shift recomputed from the histograms.
+    let shift = latlab_core::units::format_ns(s.median_shift_ns.unsigned_abs() as f64);
+    assert!(page.contains(&shift), "{shift}");
 }
 
 #[test]
@@ -196,4 +261,13 @@ fn where_time_quick_writes_every_raw_figure_and_the_figure() {
         "{stdout}"
     );
     assert!(std::fs::read_to_string(&fig).unwrap().contains("memcached"));
+    // The experiment writes its HTML report beside the result and says where.
+    let page_path = dir.path().join("wt-report").join("report.html");
+    assert!(
+        stdout.contains(&format!("report: {}", page_path.display())),
+        "{stdout}"
+    );
+    let page = std::fs::read_to_string(&page_path).unwrap();
+    assert!(page.contains("id=\"where-has-my-time-gone-performance-against-added-delay-wt\""));
+    assert!(page.contains("Against the paper") && page.contains("nginx"));
 }

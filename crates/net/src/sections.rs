@@ -1,8 +1,9 @@
 //! The report sections of `latlab net` results, through
 //! [`latlab_report::html::SectionProvider`]: for `net.probe` the probe accounting (sent,
 //! received, lost, achieved rate, generator lateness) and the per-probe decomposition of
-//! latency into TX stack, wire + NF, NF residence and RX stack; for the latency injector's
-//! `net.delay` / `net.delay.check` results the injected and measured shift.
+//! latency into TX stack, wire + NF, NF residence and RX stack; for the killer-microsecond
+//! experiment its summary. The latency injector's `net.delay` / `net.delay.check` sections
+//! are in [`crate::delay::sections`].
 
 use crate::experiment::{KillerUsData, METHODS, RESULT_KIND as KILLER_US_KIND};
 use crate::probe::{series, RESULT_KIND as PROBE_KIND};

@@ -1,4 +1,5 @@
-//! Two figure types beside the latency CDFs, both as SVG or PNG:
+//! Two figure types beside the latency CDFs, both as SVG or PNG files, or as SVG text for
+//! embedding in a report ([`render_stacked_svg_string`], [`render_errorbars_svg_string`]):
 //!
 //! - [`render_stacked`]: horizontal stacked bars, e.g. how a UDP round trip decomposes into
 //!   clock read, system calls, wake-ups and stack (`latlab host breakdown`); x in ns,
@@ -60,6 +61,31 @@ impl Default for ChartSpec {
     }
 }
 
+fn check_size(w: u32, h: u32) -> Result<(), PlotError> {
+    ensure_font()?;
+    if !(200..=8000).contains(&w) || !(200..=8000).contains(&h) {
+        return Err(PlotError::Draw(format!(
+            "image size {w}x{h} out of range (200..=8000 pixels a side)"
+        )));
+    }
+    Ok(())
+}
+
+/// Draws a chart on an SVG drawing area.
+type SvgDraw<'a> = dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
+
+/// Draws into an SVG string of `w` × `h` pixels.
+fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
+    check_size(w, h)?;
+    let mut s = String::new();
+    {
+        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(s)
+}
+
 // One drawing function per backend (plotters' backends are distinct types).
 #[allow(clippy::type_complexity)]
 fn write_image(
@@ -68,22 +94,9 @@ fn write_image(
     draw: &dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
     draw_png: &dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
-    ensure_font()?;
-    if !(200..=8000).contains(&w) || !(200..=8000).contains(&h) {
-        return Err(PlotError::Draw(format!(
-            "image size {w}x{h} out of range (200..=8000 pixels a side)"
-        )));
-    }
+    check_size(w, h)?;
     let bytes = match ImageFormat::from_path(path)? {
-        ImageFormat::Svg => {
-            let mut s = String::new();
-            {
-                let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
-                draw(&root)?;
-                root.present().map_err(draw_err)?;
-            }
-            s.into_bytes()
-        }
+        ImageFormat::Svg => svg_string((w, h), draw)?.into_bytes(),
         ImageFormat::Png => {
             let mut rgb = vec![0u8; w as usize * h as usize * 3];
             {
@@ -133,17 +146,37 @@ pub fn segment_labels(bars: &[StackedBar]) -> Vec<String> {
 /// [`crate::render`].
 pub fn render_stacked(bars: &[StackedBar], spec: &ChartSpec, path: &Path) -> Result<(), PlotError> {
     ImageFormat::from_path(path)?;
-    let total = |b: &StackedBar| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>();
-    let max = bars.iter().map(total).fold(0.0f64, f64::max);
-    if bars.is_empty() || max <= 0.0 || !max.is_finite() {
-        return Err(PlotError::NoData);
-    }
+    let max = stacked_max(bars)?;
     write_image(
         path,
         (spec.width, spec.height),
         &|a| draw_stacked(a, bars, spec, max),
         &|a| draw_stacked(a, bars, spec, max),
     )
+}
+
+/// Draws horizontal stacked bars as SVG text (for embedding in a report).
+///
+/// # Errors
+/// As [`render_stacked`], without the file errors.
+pub fn render_stacked_svg_string(
+    bars: &[StackedBar],
+    spec: &ChartSpec,
+) -> Result<String, PlotError> {
+    let max = stacked_max(bars)?;
+    svg_string((spec.width, spec.height), &|a| {
+        draw_stacked(a, bars, spec, max)
+    })
+}
+
+/// The longest bar, ns; [`PlotError::NoData`] when nothing positive would be drawn.
+fn stacked_max(bars: &[StackedBar]) -> Result<f64, PlotError> {
+    let total = |b: &StackedBar| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>();
+    let max = bars.iter().map(total).fold(0.0f64, f64::max);
+    if bars.is_empty() || max <= 0.0 || !max.is_finite() {
+        return Err(PlotError::NoData);
+    }
+    Ok(max)
 }
 
 fn draw_stacked<DB: DrawingBackend>(
@@ -242,18 +275,36 @@ pub fn render_errorbars(
     path: &Path,
 ) -> Result<(), PlotError> {
     ImageFormat::from_path(path)?;
-    let finite = |p: &&(f64, f64, f64, f64)| {
-        p.0 >= 0.0 && p.0.is_finite() && p.1.is_finite() && p.2.is_finite() && p.3.is_finite()
-    };
-    if !series.iter().any(|s| s.points.iter().any(|p| finite(&p))) {
-        return Err(PlotError::NoData);
-    }
+    errorbars_have_data(series)?;
     write_image(
         path,
         (spec.width, spec.height),
         &|a| draw_errorbars(a, series, spec),
         &|a| draw_errorbars(a, series, spec),
     )
+}
+
+/// Draws lines with vertical error bars on a log x axis as SVG text (for embedding in a
+/// report).
+///
+/// # Errors
+/// As [`render_errorbars`], without the file errors.
+pub fn render_errorbars_svg_string(
+    series: &[ErrorSeries],
+    spec: &ChartSpec,
+) -> Result<String, PlotError> {
+    errorbars_have_data(series)?;
+    svg_string((spec.width, spec.height), &|a| {
+        draw_errorbars(a, series, spec)
+    })
+}
+
+fn errorbars_have_data(series: &[ErrorSeries]) -> Result<(), PlotError> {
+    if series.iter().any(|s| s.points.iter().any(finite)) {
+        Ok(())
+    } else {
+        Err(PlotError::NoData)
+    }
 }
 
 fn draw_errorbars<DB: DrawingBackend>(
@@ -404,6 +455,34 @@ mod tests {
             render_errorbars(&[], &ChartSpec::default(), &p),
             Err(PlotError::NoData)
         ));
+        assert!(matches!(
+            render_stacked_svg_string(&[], &ChartSpec::default()),
+            Err(PlotError::NoData)
+        ));
+        assert!(matches!(
+            render_errorbars_svg_string(&[], &ChartSpec::default()),
+            Err(PlotError::NoData)
+        ));
+    }
+
+    #[test]
+    fn svg_strings_hold_the_figures() {
+        if ensure_font().is_err() {
+            eprintln!("skipped: no font installed");
+            return;
+        }
+        let bars = vec![StackedBar {
+            label: "udp_loopback".into(),
+            segments: vec![("read".into(), 20.0), ("stack".into(), 5_000.0)],
+        }];
+        let svg = render_stacked_svg_string(&bars, &ChartSpec::default()).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("udp_loopback") && svg.contains("<rect"));
+        let s = vec![ErrorSeries {
+            label: "nginx".into(),
+            points: vec![(0.0, 1.0, 0.98, 1.02), (100.0, 0.5, 0.45, 0.55)],
+        }];
+        let svg = render_errorbars_svg_string(&s, &ChartSpec::default()).unwrap();
+        assert!(svg.contains("<svg") && svg.contains("nginx"));
     }
 
     #[test]

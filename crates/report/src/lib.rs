@@ -39,7 +39,10 @@ pub mod timeline;
 pub mod trust;
 pub mod xy;
 
-pub use charts::{render_errorbars, render_stacked, ChartSpec, ErrorSeries, StackedBar};
+pub use charts::{
+    render_errorbars, render_errorbars_svg_string, render_stacked, render_stacked_svg_string,
+    ChartSpec, ErrorSeries, StackedBar,
+};
 pub use plot::{
     choose_unit, render, render_interactive, render_panels, render_svg_string, Curve, ImageFormat,
     InteractiveFigure, PixelSeries, PlotError, PlotKind, PlotSpec, TimeUnit,

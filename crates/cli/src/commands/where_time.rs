@@ -8,9 +8,9 @@ use anyhow::Context as _;
 use latlab_core::results::{ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_host::where_time::{self, App, WhereTimeConfig};
-use latlab_report::{render_errorbars, ChartSpec, ErrorSeries};
+use latlab_report::render_errorbars;
 use latlab_sys::{host, sched, tsc::Clock};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let mut cfg = if a.quick {
@@ -148,40 +148,41 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
             println!("plot: {}", p.display());
         }
     }
+    let report_dir = report_dir(&out_path);
+    std::fs::create_dir_all(&report_dir)
+        .with_context(|| format!("creating {}", report_dir.display()))?;
+    let report = super::report::experiment_report(
+        &report_dir,
+        "latlab experiment where-time",
+        std::slice::from_ref(&out_path),
+    )?;
+    if !a.out.quiet {
+        println!("report: {}", report.display());
+    }
     Ok(())
 }
 
-/// Draws normalised performance against added delay from a saved result.
+/// Where the HTML report of the result at `result` goes: a folder beside it named after
+/// it (`wt.json` -> `wt-report/report.html`), so reports of different runs never overwrite
+/// each other.
+fn report_dir(result: &Path) -> PathBuf {
+    let stem = result
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "where-time".into());
+    result.with_file_name(format!("{stem}-report"))
+}
+
+/// Draws normalised performance against added delay from a saved result (the same series
+/// as the report's figure).
 pub fn draw(r: &ResultFile, path: &Path) -> anyhow::Result<()> {
     let d = where_time::data(r).map_err(anyhow::Error::msg)?;
-    let series: Vec<ErrorSeries> = d
-        .apps
-        .iter()
-        .filter_map(|a| {
-            let n = where_time::normalise(&a.runs)?;
-            Some(ErrorSeries {
-                label: format!("{} ({})", a.app, a.metric),
-                points: n
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.delay_ns as f64 / 1e3,
-                            p.mean,
-                            p.mean - p.sd,
-                            p.mean + p.sd,
-                        )
-                    })
-                    .collect(),
-            })
-        })
-        .collect();
-    let spec = ChartSpec {
-        title: "Delay effect on application performance (mean ± sd)".into(),
-        x_desc: "added round-trip delay (µs)".into(),
-        y_desc: "normalised performance".into(),
-        ..ChartSpec::default()
-    };
-    render_errorbars(&series, &spec, path).with_context(|| format!("drawing {}", path.display()))
+    render_errorbars(
+        &where_time::sections::error_series(&d),
+        &where_time::sections::chart_spec(),
+        path,
+    )
+    .with_context(|| format!("drawing {}", path.display()))
 }
 
 fn print_tables(r: &ResultFile) -> anyhow::Result<()> {

@@ -6,7 +6,8 @@
 //! Steps ([`Step`]), cheapest first: clock read, null system call, cross-core cache-line
 //! ping-pong, futex wake-up round trips (same core, other core), pipe, eventfd and UNIX
 //! socket round trips, UDP and TCP loopback round trips (blocking and busy-polling), and a
-//! UDP round trip across a veth pair between two network namespaces. See
+//! UDP round trip across a veth pair between two network namespaces, answered by the
+//! kernel's socket layer (`veth_netns`) or by latlab's user-space NF (`latlab_nf`). See
 //! the `steps` module (private) for how a sample is timed, [`classify`] for the class rule and
 //! [`decompose`] for the stacked UDP decomposition.
 //!
@@ -15,6 +16,7 @@
 
 pub mod classify;
 pub mod decompose;
+pub mod sections;
 mod steps;
 
 use classify::{ClassRule, Classification};
@@ -63,7 +65,8 @@ pub enum Step {
     TcpLoopbackBusy,
     /// UDP round trip across a veth pair between two network namespaces.
     VethNetns,
-    /// UDP round trip across two namespaces through latlab's user-space forwarder.
+    /// UDP round trip across a veth pair between two namespaces, answered by latlab's
+    /// user-space NF (the reflector of `latlab net reflect`).
     LatlabNf,
 }
 
@@ -127,7 +130,7 @@ impl Step {
             Step::TcpLoopback => "TCP loopback round trip, blocking",
             Step::TcpLoopbackBusy => "TCP loopback round trip, busy-polling",
             Step::VethNetns => "UDP round trip over veth between two namespaces",
-            Step::LatlabNf => "UDP round trip through latlab's user-space NF",
+            Step::LatlabNf => "UDP round trip over veth to latlab's user-space NF (reflector)",
         }
     }
 
@@ -247,13 +250,6 @@ impl StepOutcome {
 /// Why a step cannot run here, or `None` when it can. `cpus` are the CPUs this process
 /// may use.
 pub fn unavailable(step: Step, cfg: &BreakdownConfig, root: bool, cpus: &[u32]) -> Option<String> {
-    if step == Step::LatlabNf {
-        return Some(
-            "latlab's user-space NF (crate net: reflector/forwarder) is not part of this build \
-             yet; this step is added when it is merged"
-                .into(),
-        );
-    }
     if step.needs_root() && !root {
         return Some("needs root to create network namespaces".into());
     }
@@ -343,11 +339,7 @@ pub fn measure(
             steps::round_trip(cfg, clock, c, s, || Ok(a), || Ok(b))?
         }
         Step::VethNetns => veth_round_trip(cfg, clock, c, s)?,
-        Step::LatlabNf => {
-            return Err(BreakdownError::Config(
-                unavailable(step, cfg, true, cpus).unwrap_or_default(),
-            ))
-        }
+        Step::LatlabNf => nf_round_trip(cfg, clock, c, s)?,
     };
     o.step = step;
     Ok(o)
@@ -397,6 +389,74 @@ fn veth_round_trip(
         },
     );
     drop(ns);
+    out
+}
+
+/// Addresses of the NF step (another private /30).
+const NF_CLIENT: &str = "10.199.78.1";
+const NF_SERVER: &str = "10.199.78.2";
+const NF_PORT: u16 = 7_778;
+
+/// A UDP round trip from a client namespace to latlab's reflector (`latlab_net::nf`, the
+/// NF behind `latlab net reflect`) in a second namespace, across a veth pair: the
+/// `veth_netns` round trip with latlab's user-space NF in place of a plain echo server.
+/// The reflector runs blocking, pinned to the server CPU, on its own thread; the client
+/// sends a valid probe (the NF drops anything else) and waits for it to come back.
+fn nf_round_trip(
+    cfg: &BreakdownConfig,
+    clock: &Clock,
+    c: Option<u32>,
+    s: Option<u32>,
+) -> Result<StepOutcome, BreakdownError> {
+    use latlab_net::nf;
+    let a = latlab_sys::netns::unique_name("bd-nfa");
+    let b = latlab_sys::netns::unique_name("bd-nfb");
+    let ns = Namespaces::create(&[a.clone(), b.clone()])?;
+    ns.veth(&a, "latlab-bn0", &b, "latlab-bn1")?;
+    ns.addr(&a, "latlab-bn0", &format!("{NF_CLIENT}/30"))?;
+    ns.addr(&b, "latlab-bn1", &format!("{NF_SERVER}/30"))?;
+    let server_addr: std::net::SocketAddr = format!("{NF_SERVER}:{NF_PORT}")
+        .parse()
+        .expect("valid literal address");
+    let client_addr = format!("{NF_CLIENT}:{NF_PORT}");
+    let nf_cfg = nf::NfConfig {
+        cpus: s.into_iter().collect(),
+        ..nf::NfConfig::reflect(server_addr)
+    };
+    // The reflector's socket is bound, and its thread spawned, from a thread inside the
+    // server namespace; the NF thread inherits that namespace.
+    let nclock = *clock;
+    let nb = b.clone();
+    let handle = std::thread::spawn(move || -> Result<nf::NfHandle, BreakdownError> {
+        latlab_sys::netns::enter(&nb)?;
+        nf::start(&nf_cfg, nclock).map_err(|e| {
+            BreakdownError::Io(
+                "starting latlab's reflector".into(),
+                std::io::Error::other(e.to_string()),
+            )
+        })
+    })
+    .join()
+    .expect("NF start thread panicked")?;
+    let payload = cfg.payload.max(latlab_net::wire::HEADER_LEN);
+    let na = a.clone();
+    let out = steps::client_only(cfg, clock, c, s, move || {
+        latlab_sys::netns::enter(&na).map_err(std::io::Error::other)?;
+        let x = steps::UdpSide::bind(&client_addr, payload, false)?.with_message(|buf| {
+            latlab_net::wire::ProbeRepr::default().emit(buf);
+        });
+        x.connect(server_addr)?;
+        Ok(x)
+    });
+    let counters = handle.counters.clone();
+    drop(handle.stop());
+    drop(ns);
+    let malformed = counters.malformed_total();
+    if out.is_ok() && malformed > 0 {
+        return Err(BreakdownError::Config(format!(
+            "latlab's reflector dropped {malformed} datagrams as malformed"
+        )));
+    }
     out
 }
 
@@ -597,9 +657,10 @@ mod tests {
         assert!(unavailable(Step::VethNetns, &cfg, true, &[0, 1]).is_none());
         assert!(unavailable(Step::Pipe, &cfg, false, &[0]).is_some());
         assert!(unavailable(Step::ClockRead, &cfg, false, &[0]).is_none());
-        assert!(unavailable(Step::LatlabNf, &cfg, true, &[0, 1])
+        assert!(unavailable(Step::LatlabNf, &cfg, true, &[0, 1]).is_none());
+        assert!(unavailable(Step::LatlabNf, &cfg, false, &[0, 1])
             .unwrap()
-            .contains("not part of this build"));
+            .contains("root"));
     }
 
     #[test]
@@ -655,6 +716,22 @@ mod tests {
             let o = measure(step, &cfg, &clock, &cpus).unwrap();
             assert!(o.samples > 0, "{step}");
         }
+    }
+
+    #[test]
+    fn nf_step_round_trips_through_latlabs_reflector() {
+        let cpus = latlab_sys::sched::allowed_cpus();
+        let cfg = quick();
+        let root = latlab_sys::netns::is_root();
+        if let Some(why) = unavailable(Step::LatlabNf, &cfg, root, &cpus) {
+            eprintln!("skipped latlab_nf: {why}");
+            return;
+        }
+        let clock = Clock::monotonic();
+        let o = measure(Step::LatlabNf, &cfg, &clock, &cpus).unwrap();
+        assert_eq!(o.step, Step::LatlabNf);
+        assert!(o.samples > 0);
+        assert_eq!(o.hist.count(), o.samples);
     }
 
     #[test]

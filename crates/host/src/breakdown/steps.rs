@@ -140,27 +140,7 @@ where
             let mut h = LatencyHistogram::new(cfg.hist)
                 .map_err(|e| BreakdownError::Config(e.to_string()))?;
             let warm_end = clock.now() + ticks(clock, cfg.warmup);
-            let run = |c: &mut C, h: &mut LatencyHistogram| -> io::Result<(u64, Nanos)> {
-                while clock.now() < warm_end {
-                    c.send()?;
-                    c.recv()?;
-                }
-                let start = clock.now();
-                let end = start + ticks(clock, cfg.duration);
-                let mut n = 0u64;
-                loop {
-                    let t0 = clock.now();
-                    c.send()?;
-                    c.recv()?;
-                    let t1 = clock.now();
-                    h.record(clock.delta_nanos(t0, t1));
-                    n += 1;
-                    if t1 >= end || n >= cfg.max_samples {
-                        return Ok((n, clock.delta_nanos(start, t1)));
-                    }
-                }
-            };
-            let outcome = run(&mut c, &mut h);
+            let outcome = timed_loop(cfg, clock, warm_end, &mut c, &mut h);
             // Tell the server to finish: the flag is set before the last message, which
             // the server reads after receiving it.
             stop.store(true, Ordering::Release);
@@ -176,6 +156,66 @@ where
             (Err(e), _) => Err(e),
             (Ok(_), Err(e)) => Err(BreakdownError::Io("server side".into(), e)),
         }
+    })
+}
+
+/// The client's loop: unrecorded round trips until `warm_end`, then timed `send; recv`
+/// until the duration is spent. Returns the samples taken and the measured time.
+fn timed_loop<C: Side>(
+    cfg: &BreakdownConfig,
+    clock: &Clock,
+    warm_end: u64,
+    c: &mut C,
+    h: &mut LatencyHistogram,
+) -> io::Result<(u64, Nanos)> {
+    while clock.now() < warm_end {
+        c.send()?;
+        c.recv()?;
+    }
+    let start = clock.now();
+    let end = start + ticks(clock, cfg.duration);
+    let mut n = 0u64;
+    loop {
+        let t0 = clock.now();
+        c.send()?;
+        c.recv()?;
+        let t1 = clock.now();
+        h.record(clock.delta_nanos(t0, t1));
+        n += 1;
+        if t1 >= end || n >= cfg.max_samples {
+            return Ok((n, clock.delta_nanos(start, t1)));
+        }
+    }
+}
+
+/// A round trip whose other end is not one of ours (latlab's NF, which runs its own
+/// threads): only the client runs here, pinned, and times `send; recv` as
+/// [`round_trip`]'s client does. `server_cpu` is recorded as where that end was placed.
+pub(crate) fn client_only<C, MC>(
+    cfg: &BreakdownConfig,
+    clock: &Clock,
+    client_cpu: Option<u32>,
+    server_cpu: Option<u32>,
+    make_client: MC,
+) -> Result<StepOutcome, BreakdownError>
+where
+    C: Side,
+    MC: FnOnce() -> io::Result<C> + Send,
+{
+    std::thread::scope(|s| {
+        s.spawn(move || -> Result<StepOutcome, BreakdownError> {
+            let io_err = |what: &str, e: io::Error| BreakdownError::Io(what.to_string(), e);
+            pin(client_cpu).map_err(|e| io_err("pinning the client", e))?;
+            let mut c = make_client().map_err(|e| io_err("setting up the client side", e))?;
+            let mut h = LatencyHistogram::new(cfg.hist)
+                .map_err(|e| BreakdownError::Config(e.to_string()))?;
+            let warm_end = clock.now() + ticks(clock, cfg.warmup);
+            let (n, elapsed) = timed_loop(cfg, clock, warm_end, &mut c, &mut h)
+                .map_err(|e| io_err("round trip", e))?;
+            Ok(StepOutcome::new(h, n, elapsed, client_cpu, server_cpu))
+        })
+        .join()
+        .expect("client thread panicked")
     })
 }
 
@@ -398,6 +438,13 @@ impl UdpSide {
 
     pub(crate) fn local_addr(&self) -> io::Result<std::net::SocketAddr> {
         self.sock.local_addr()
+    }
+
+    /// Fills the message sent with `fill` (e.g. a probe header the NF accepts); the
+    /// length stays the payload size.
+    pub(crate) fn with_message(mut self, fill: impl FnOnce(&mut [u8])) -> UdpSide {
+        fill(&mut self.buf);
+        self
     }
 
     pub(crate) fn connect(&self, peer: std::net::SocketAddr) -> io::Result<()> {

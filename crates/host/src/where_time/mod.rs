@@ -19,6 +19,7 @@
 //! zero-delay mean of the same application ([`normalise`]).
 
 pub mod parse;
+pub mod sections;
 
 use latlab_core::units::Nanos;
 use latlab_net::delay::engine::{self, Direction, EngineConfig};

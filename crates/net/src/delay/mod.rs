@@ -22,6 +22,7 @@
 
 pub mod engine;
 pub mod report;
+pub mod sections;
 pub mod testbed;
 
 use latlab_core::parse::parse_duration;

@@ -1,0 +1,403 @@
+//! The report sections of `experiment.where_time` results (through
+//! [`latlab_report::html::SectionProvider`]): the injector's base latency and measured
+//! shift (the paper's baseline), the normalised performance of each application at each
+//! added delay with its spread, the error-bar figure (the paper's Fig. 1), and the
+//! comparison with the paper's numbers.
+//!
+//! [`error_series`] is also what `latlab experiment where-time --plot` draws, so the
+//! report and the standalone figure show the same points.
+
+use super::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS, RESULT_KIND};
+use latlab_core::units::{format_decimal, format_ns};
+use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
+use latlab_report::input::{stem, Input};
+use latlab_report::{render_errorbars_svg_string, ChartSpec, ErrorSeries, PlotError};
+
+/// Sections for `experiment.where_time` results.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WhereTimeSections;
+
+impl SectionProvider for WhereTimeSections {
+    fn handles(&self, kind: &str) -> bool {
+        kind == RESULT_KIND
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut out = Vec::new();
+        for input in inputs {
+            // Raw runs of different experiments are not pooled: each has its own baseline
+            // and its own injector check.
+            for (path, run) in &input.runs {
+                let label = if input.runs.len() > 1 {
+                    format!("{} / {}", input.label, stem(path))
+                } else {
+                    input.label.clone()
+                };
+                let d = data(run).map_err(|e| format!("{}: {e}", path.display()))?;
+                out.push(section(&label, &d)?);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The chart's x value of an added delay: µs.
+fn x_us(delay_ns: u64) -> f64 {
+    delay_ns as f64 / 1e3
+}
+
+/// One error-bar series per application with a baseline: `(delay µs, mean, mean − sd,
+/// mean + sd)` of the normalised runs.
+pub fn error_series(d: &WhereTimeData) -> Vec<ErrorSeries> {
+    d.apps
+        .iter()
+        .filter_map(|a| {
+            let n = normalise(&a.runs)?;
+            Some(ErrorSeries {
+                label: format!("{} ({})", a.app, a.metric),
+                points: n
+                    .iter()
+                    .map(|p| (x_us(p.delay_ns), p.mean, p.mean - p.sd, p.mean + p.sd))
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// The chart's titles.
+pub fn chart_spec() -> ChartSpec {
+    ChartSpec {
+        title: "Delay effect on application performance (mean ± sd)".into(),
+        x_desc: "added round-trip delay (µs)".into(),
+        y_desc: "normalised performance".into(),
+        ..ChartSpec::default()
+    }
+}
+
+/// One row of the comparison with the paper.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PaperComparison {
+    /// The paper's application (and ours in its place).
+    pub app: &'static str,
+    /// Added delay, µs.
+    pub delay_us: u64,
+    /// The paper's loss, as a fraction of the baseline.
+    pub paper_drop: f64,
+    /// Ours at the same delay, when measured.
+    pub ours: Option<NormPoint>,
+}
+
+/// The paper's reported losses next to this run's normalised points at the same delays.
+pub fn paper_comparison(d: &WhereTimeData) -> Vec<PaperComparison> {
+    PAPER_DROPS
+        .iter()
+        .map(|&(app, us, drop)| PaperComparison {
+            app,
+            delay_us: us,
+            paper_drop: drop,
+            ours: d
+                .apps
+                .iter()
+                .find(|a| app.contains(a.app.as_str()))
+                .and_then(|a| normalise(&a.runs))
+                .and_then(|n| n.into_iter().find(|p| p.delay_ns == us * 1_000)),
+        })
+        .collect()
+}
+
+fn signed_ns(v: i64) -> String {
+    if v < 0 {
+        format!("−{}", format_ns(v.unsigned_abs() as f64))
+    } else {
+        format_ns(v as f64)
+    }
+}
+
+fn pct(v: f64) -> String {
+    let s = format_decimal(v * 100.0, 0);
+    if v > 0.0 {
+        format!("+{s}%")
+    } else {
+        format!("{s}%").replace('-', "−")
+    }
+}
+
+fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
+    let mut s = Section::new(format!(
+        "Where has my time gone: performance against added delay ({label})"
+    ));
+    s.push(Block::Paragraph(
+        "Client ⇄ delay ⇄ server network namespaces: real servers (memcached, nginx) and real benchmark clients (memcaslap, wrk); latlab's injector in the middle adds the delay to client → server frames, so every request/response round trip gains it once. Each point is normalised to the mean of the same application's zero-delay runs; the spread is the sample standard deviation of the normalised runs.".into(),
+    ));
+    let i = &d.injector;
+    s.push(Block::Heading("The injector, measured first".into()));
+    s.push(Block::KeyValues(vec![
+        (
+            "base latency per round trip (through the injector at 0 µs − direct veth link, medians)".into(),
+            signed_ns(i.base_latency_ns),
+        ),
+        (
+            "the injector's own user-space part (receive → send done, p50)".into(),
+            format_ns(i.engine_excess_p50_ns as f64),
+        ),
+        (
+            "median shift with 20 µs added (target 20 µs)".into(),
+            signed_ns(i.median_shift_ns),
+        ),
+        (
+            "p99 shift with 20 µs added".into(),
+            signed_ns(i.p99_shift_ns),
+        ),
+    ]));
+    let mut t = Table {
+        caption: "Normalised performance per application and added delay".into(),
+        header: [
+            "application",
+            "metric",
+            "added delay",
+            "runs",
+            "mean (raw)",
+            "normalised",
+            "sd",
+            "min – max",
+            "client errors",
+            "injector drops",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    let mut no_baseline = Vec::new();
+    for a in &d.apps {
+        let Some(n) = normalise(&a.runs) else {
+            no_baseline.push(a.app.clone());
+            continue;
+        };
+        for p in &n {
+            let at: Vec<_> = a.runs.iter().filter(|r| r.delay_ns == p.delay_ns).collect();
+            let raw = at.iter().map(|r| r.value).sum::<f64>() / at.len().max(1) as f64;
+            let errors: u64 = at.iter().map(|r| r.errors).sum();
+            let drops: u64 = at.iter().map(|r| r.injector_drops).sum();
+            let flag = |v: u64| {
+                Cell::styled(
+                    v.to_string(),
+                    if v > 0 {
+                        CellStyle::Bad
+                    } else {
+                        CellStyle::Number
+                    },
+                )
+            };
+            t.rows.push(vec![
+                Cell::text(&a.app),
+                Cell::text(&a.metric),
+                Cell::number(if p.delay_ns == 0 {
+                    "0".into()
+                } else {
+                    format_ns(p.delay_ns as f64)
+                }),
+                Cell::number(p.n.to_string()),
+                Cell::number(format_decimal(raw, 0)),
+                Cell::number(format!("{:.3}", p.mean)),
+                if p.n > 1 {
+                    Cell::number(format!("{:.3}", p.sd))
+                } else {
+                    Cell::styled("one run", CellStyle::Unsupported)
+                },
+                Cell::number(format!("{:.3} – {:.3}", p.min, p.max)),
+                flag(errors),
+                flag(drops),
+            ]);
+        }
+    }
+    s.push(Block::Table(t));
+    if !no_baseline.is_empty() {
+        s.push(Block::Paragraph(format!(
+            "Not normalised (no zero-delay run or a zero baseline): {}.",
+            no_baseline.join(", ")
+        )));
+    }
+    match render_errorbars_svg_string(&error_series(d), &chart_spec()) {
+        Ok(svg) => s.push(Block::Figure(Figure::Svg {
+            title: "Normalised performance against added delay (log x axis, ± one sd)".into(),
+            svg,
+        })),
+        Err(PlotError::NoData) => s.push(Block::Paragraph(
+            "No figure: no application has a normalised point.".into(),
+        )),
+        Err(e) => return Err(format!("{label}: error-bar figure: {e}")),
+    };
+    let mut c = Table {
+        caption: "Against the paper (Zilberman et al., PAM 2017, Fig. 1)".into(),
+        header: [
+            "application",
+            "added delay",
+            "paper",
+            "here (mean ± sd)",
+            "runs",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for p in paper_comparison(d) {
+        let (here, runs) = match &p.ours {
+            Some(o) => (
+                Cell::number(format!(
+                    "{} ± {}",
+                    pct(o.mean - 1.0),
+                    format_decimal(o.sd * 100.0, 0)
+                )),
+                Cell::number(o.n.to_string()),
+            ),
+            None => (
+                Cell::styled("not measured", CellStyle::Unsupported),
+                Cell::text(""),
+            ),
+        };
+        c.rows.push(vec![
+            Cell::text(p.app),
+            Cell::number(format!("{} µs", p.delay_us)),
+            Cell::number(pct(-p.paper_drop)),
+            here,
+            runs,
+        ]);
+    }
+    s.push(Block::Table(c));
+    s.push(Block::Paragraph(
+        "A closed-loop client's throughput is roughly connections / (per-request time + added delay): what decides the loss is the added delay relative to the per-request time on this host, which is why hosts with slower request paths (virtual machines, shared CPUs) lose less than the paper's bare-metal testbed at the same added delay.".into(),
+    ));
+    Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{AppRuns, RawRun};
+    use super::*;
+    use latlab_core::results::{Provenance, ResultFile};
+    use latlab_net::delay::report::CheckSummary;
+    use std::path::PathBuf;
+
+    fn raw(delay_us: u64, repeat: u32, value: f64) -> RawRun {
+        RawRun {
+            delay_ns: delay_us * 1_000,
+            repeat,
+            value,
+            completed: 100,
+            errors: 0,
+            injector_drops: 0,
+        }
+    }
+
+    fn result() -> ResultFile {
+        let d = WhereTimeData {
+            apps: vec![
+                AppRuns {
+                    app: "memcached".into(),
+                    metric: "ops/s".into(),
+                    runs: vec![
+                        raw(0, 0, 9_000.0),
+                        raw(0, 1, 11_000.0),
+                        raw(20, 0, 8_000.0),
+                        raw(20, 1, 8_000.0),
+                        raw(100, 0, 5_000.0),
+                        raw(100, 1, 7_000.0),
+                    ],
+                },
+                AppRuns {
+                    app: "nginx".into(),
+                    metric: "requests/s".into(),
+                    runs: vec![raw(0, 0, 4_000.0), raw(100, 0, 2_200.0)],
+                },
+            ],
+            injector: CheckSummary {
+                median_shift_ns: 20_260,
+                p99_shift_ns: 28_540,
+                base_latency_ns: 23_200,
+                engine_excess_p50_ns: 11_700,
+                netem_median_shift_ns: None,
+                netem_p99_shift_ns: None,
+            },
+        };
+        let mut r = ResultFile::new(
+            RESULT_KIND,
+            vec![],
+            serde_json::json!({}),
+            Provenance::default(),
+        );
+        r.data = serde_json::to_value(d).unwrap();
+        r
+    }
+
+    fn tables(s: &Section) -> Vec<&Table> {
+        s.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn sections_hold_injector_curve_and_paper_comparison() {
+        let i = Input::single(PathBuf::from("wt.json"), result());
+        let s = match WhereTimeSections.sections(&[&i]) {
+            Err(e) if e.contains("no TrueType font") => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            r => r.unwrap(),
+        };
+        assert_eq!(s.len(), 1);
+        let kv = s[0]
+            .blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::KeyValues(kv) => Some(kv),
+                _ => None,
+            })
+            .unwrap();
+        assert!(kv
+            .iter()
+            .any(|(k, v)| k.contains("base latency") && *v == format_ns(23_200.0)));
+        assert!(kv
+            .iter()
+            .any(|(k, v)| k.contains("median shift") && *v == format_ns(20_260.0)));
+        let t = tables(&s[0]);
+        let curve = t[0];
+        assert_eq!(curve.rows.len(), 5, "3 memcached + 2 nginx delays");
+        let mc100 = &curve.rows[2];
+        assert_eq!(mc100[0].text, "memcached");
+        assert_eq!(mc100[5].text, "0.600");
+        assert_eq!(mc100[4].text, "6000");
+        let ng100 = &curve.rows[4];
+        assert_eq!(ng100[5].text, "0.550");
+        assert_eq!(ng100[6].style, CellStyle::Unsupported, "one run has no sd");
+        let paper = t[1];
+        assert_eq!(paper.rows.len(), 3);
+        assert_eq!(paper.rows[0][2].text, "−25%");
+        assert_eq!(paper.rows[0][3].text, "−20% ± 0");
+        assert_eq!(paper.rows[2][3].text, "−45% ± 0");
+        let svg = s[0].blocks.iter().find_map(|b| match b {
+            Block::Figure(Figure::Svg { svg, .. }) => Some(svg),
+            _ => None,
+        });
+        assert!(svg.unwrap().contains("memcached"));
+    }
+
+    #[test]
+    fn foreign_data_is_an_error_naming_the_input() {
+        let mut r = ResultFile::new(
+            RESULT_KIND,
+            vec![],
+            serde_json::json!({}),
+            Provenance::default(),
+        );
+        r.data = serde_json::json!([1, 2, 3]);
+        let i = Input::single(PathBuf::from("strange.json"), r);
+        assert!(WhereTimeSections.handles("experiment.where_time"));
+        let e = WhereTimeSections.sections(&[&i]).unwrap_err();
+        assert!(e.contains("strange.json"), "{e}");
+    }
+}
