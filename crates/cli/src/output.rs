@@ -34,6 +34,40 @@ pub fn unique(path: PathBuf) -> PathBuf {
         .expect("some suffix is free")
 }
 
+/// Where a measuring command writes.
+pub struct Outputs {
+    /// When the run started (RFC 3339, UTC); also names the default result file.
+    pub started_utc: String,
+    /// The result file: `-o FILE`, else `latlab-results/<kind>-<UTC>.json` (made unique).
+    pub result: PathBuf,
+    /// The figure of `--plot [FILE]`: FILE, else the result's name with `.svg`.
+    pub plot: Option<PathBuf>,
+}
+
+/// Resolves `-o` and `--plot` for a run of `kind` starting now; a `--plot` file that is
+/// neither .svg nor .png is a usage error naming the flag.
+pub fn outputs(
+    kind: &str,
+    out: &crate::args::OutputArgs,
+    plot: Option<&Option<PathBuf>>,
+) -> anyhow::Result<Outputs> {
+    let started_utc = latlab_sys::host::utc_now_rfc3339();
+    let result = out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path(kind, &started_utc)));
+    let plot = plot.map(|p| p.clone().unwrap_or_else(|| sibling(&result, "svg")));
+    if let Some(p) = &plot {
+        latlab_report::ImageFormat::from_path(p)
+            .map_err(|e| crate::exit::usage(format!("--plot: {e}")))?;
+    }
+    Ok(Outputs {
+        started_utc,
+        result,
+        plot,
+    })
+}
+
 /// `path` with its extension replaced.
 pub fn sibling(path: &Path, ext: &str) -> PathBuf {
     path.with_extension(ext)

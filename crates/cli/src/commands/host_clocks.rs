@@ -2,7 +2,7 @@
 
 use crate::args::{ClocksArgs, TimebaseArg};
 use crate::exit::usage;
-use crate::output::{default_result_path, progress, sibling, unique};
+use crate::output::{progress, sibling};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::hist::HistConfig;
@@ -43,19 +43,11 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         },
         ..ClocksConfig::default()
     };
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("host-clocks", &started_utc)));
-    let plot_path = a
-        .plot
-        .as_ref()
-        .map(|p| p.clone().unwrap_or_else(|| sibling(&out_path, "svg")));
-    if let Some(p) = &plot_path {
-        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
-    }
+    let crate::output::Outputs {
+        started_utc,
+        result: out_path,
+        plot: plot_path,
+    } = crate::output::outputs("host-clocks", &a.out, a.plot.as_ref())?;
 
     // Set up the measuring thread (this one): placement first, so that a refused --cpu or
     // --fifo fails fast and the calibration runs where the measurement will.

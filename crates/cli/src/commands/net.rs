@@ -301,19 +301,11 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("net-probe", &started_utc)));
-    let plot_path = a
-        .plot
-        .as_ref()
-        .map(|p| p.clone().unwrap_or_else(|| sibling(&out_path, "svg")));
-    if let Some(p) = &plot_path {
-        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
-    }
+    let crate::output::Outputs {
+        started_utc,
+        result: out_path,
+        plot: plot_path,
+    } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let memory_locked = sched::lock_memory().is_ok();
     if !a.out.quiet && (a.warmup.get() + a.duration.get()) > 3_000_000_000 {

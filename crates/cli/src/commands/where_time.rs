@@ -2,7 +2,7 @@
 
 use crate::args::experiment::WhereTimeArgs;
 use crate::exit::usage;
-use crate::output::{default_result_path, progress, sibling, unique};
+use crate::output::progress;
 use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::{ResultFile, ThreadPlacement};
@@ -71,19 +71,11 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         .into());
     }
     where_time::check_programs(&cfg.apps)?;
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("where-time", &started_utc)));
-    let plot_path = a
-        .plot
-        .as_ref()
-        .map(|p| p.clone().unwrap_or_else(|| sibling(&out_path, "svg")));
-    if let Some(p) = &plot_path {
-        latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
-    }
+    let crate::output::Outputs {
+        started_utc,
+        result: out_path,
+        plot: plot_path,
+    } = crate::output::outputs("where-time", &a.out, a.plot.as_ref())?;
     let runs = cfg.delays_ns.len() as u64 * u64::from(cfg.repeats) * cfg.apps.len() as u64 + 1;
     if !a.out.quiet {
         eprintln!(
