@@ -256,6 +256,34 @@ pub fn render_errorbars(
     )
 }
 
+/// Draws lines with vertical error bars on a log x axis as SVG text (for reports that
+/// inline their figures).
+///
+/// # Errors
+/// As [`render_errorbars`], without the file errors.
+pub fn render_errorbars_svg_string(
+    series: &[ErrorSeries],
+    spec: &ChartSpec,
+) -> Result<String, PlotError> {
+    if !series.iter().any(|s| s.points.iter().any(finite)) {
+        return Err(PlotError::NoData);
+    }
+    ensure_font()?;
+    let (w, h) = (spec.width, spec.height);
+    if !(200..=8000).contains(&w) || !(200..=8000).contains(&h) {
+        return Err(PlotError::Draw(format!(
+            "image size {w}x{h} out of range (200..=8000 pixels a side)"
+        )));
+    }
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        draw_errorbars(&root, series, spec)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(out)
+}
+
 fn draw_errorbars<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     series: &[ErrorSeries],
