@@ -20,6 +20,9 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_host::report::ClocksSections),
         Box::new(latlab_net::sections::ProbeSections),
         Box::new(latlab_net::sections::KillerUsSections),
+        Box::new(latlab_sched::sections::RunSections),
+        Box::new(latlab_sched::sections::CacheCostSections),
+        Box::new(latlab_sched::sections::ExperimentSections),
     ]
 }
 
