@@ -106,7 +106,7 @@ fn hourglass_experiment_writes_its_report() {
             "200ms",
             "--quick",
             "--only",
-            "5.5",
+            "5.2,5.5",
             "--dir",
         ])
         .arg(dir.path())
@@ -122,6 +122,11 @@ fn hourglass_experiment_writes_its_report() {
     assert!(overview.contains("5.5"), "{overview}");
     let sc = section(&html, "sched-scenario-5-5");
     assert!(sc.contains("Linux 6.x versus the paper") && sc.contains("RTA bound"));
+    let cc = section(&html, "sched-cache-cost-5-2-cache-cost");
+    assert!(
+        cc.contains("Cost per context switch versus working set") && cc.contains("<svg"),
+        "{cc}"
+    );
     // the summary first, then every run with its own sections
     let first = html.find("id=\"sched-hourglass-experiment\"").unwrap();
     for run in ["5-5-native", "5-5-hr", "5-5-12ms"] {

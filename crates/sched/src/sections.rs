@@ -209,7 +209,7 @@ fn thread_table(d: &SchedRunData, run: &ResultFile, trace: Option<&Trace>) -> Ta
             Cell::number(r.thread.to_string()),
             Cell::text(&r.model),
             Cell::text(&r.policy),
-            Cell::text(format!("{} {}", th.policy, th.priority)),
+            Cell::text(policy_in_force(&th.policy, th.priority)),
             Cell::text(&r.timer),
             ns(r.timer_slack_ns),
             Cell::text(th.spec.cpu.map_or("free".into(), |c| c.to_string())),
@@ -226,6 +226,15 @@ fn thread_table(d: &SchedRunData, run: &ResultFile, trace: Option<&Trace>) -> Ta
         ]);
     }
     t
+}
+
+/// The policy the kernel reported, with the priority in its own terms.
+fn policy_in_force(policy: &str, priority: i32) -> String {
+    match policy {
+        "SCHED_OTHER" | "SCHED_BATCH" => format!("{policy} nice {priority}"),
+        "SCHED_FIFO" | "SCHED_RR" => format!("{policy} {priority}"),
+        _ => policy.to_string(),
+    }
 }
 
 fn counter(run: &ResultFile, name: &str, thread: u32) -> Option<u64> {
@@ -657,15 +666,29 @@ fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Analysis) -> Se
                 bound(r.bound_ns, r.exceeds_bound),
                 r.observed_ns
                     .map_or(Cell::styled("no job finished", CellStyle::Unsupported), ns),
-                if r.exceeds_bound {
-                    Cell::styled("observed exceeds the bound", CellStyle::Bad)
-                } else if b0.is_some_and(|b| b.exceeds_bound) {
+                if r.observed_ns.is_none() {
+                    Cell::styled("nothing observed", CellStyle::Unsupported)
+                } else if b0.is_some_and(|b| b.bound_ns.is_none()) {
                     Cell::styled(
-                        "exceeds the bare bound; within it with overheads",
+                        "no bound: the task set needs more than the CPU",
                         CellStyle::Bad,
                     )
-                } else if r.observed_ns.is_none() {
-                    Cell::styled("nothing observed", CellStyle::Unsupported)
+                } else if r.exceeds_bound {
+                    Cell::styled("observed exceeds the bound with overheads", CellStyle::Bad)
+                } else if b0.is_some_and(|b| b.exceeds_bound) {
+                    Cell::styled(
+                        if r.bound_ns.is_none() {
+                            "exceeds the bare bound; with overheads there is no bound"
+                        } else {
+                            "exceeds the bare bound; within it with overheads"
+                        },
+                        CellStyle::Bad,
+                    )
+                } else if r.bound_ns.is_none() {
+                    Cell::styled(
+                        "within the bare bound; with overheads there is no bound",
+                        CellStyle::Bad,
+                    )
                 } else if !r.schedulable {
                     Cell::styled(
                         "within the bound, but the set is not schedulable",
@@ -1240,6 +1263,11 @@ mod tests {
         assert_eq!(t.rows[0][2].text, format_ns(2500.0));
         assert_eq!(t.rows[0][3].text, format!("± {}", format_ns(400.0)));
         assert_eq!(table(&secs[0], "Every trial").rows[0][3].text, "50");
+        assert!(secs[0].blocks.iter().any(|b| match b {
+            Block::Figure(Figure::Svg { svg, .. }) => svg.contains("<svg"),
+            Block::Paragraph(p) => p.contains("not drawn: no"),
+            _ => false,
+        }));
         r.data = serde_json::json!({"scenarios": []});
         let e = CacheCostSections
             .sections(&[&Input::single(path, r)])
