@@ -641,7 +641,7 @@ fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Analysis) -> Se
                 "C",
                 "T = D",
                 "bound",
-                "C + 2 × switch cost",
+                "C with overheads",
                 "bound with overheads",
                 "observed worst",
                 "verdict",
@@ -701,7 +701,7 @@ fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Analysis) -> Se
         }
         s.push(Block::Table(t));
         s.push(Block::Paragraph(
-            "Bound: Joseph–Pandya / Audsley iteration over the PERIODIC threads in priority order. With overheads, each C is inflated by twice the median measured switch cost, and the measured interrupt load enters as a highest-priority task when it recurs. An observed response above the bound means the analysis' assumptions (one CPU, fixed priorities, the C given) did not hold in the run.".into(),
+            "Bound: Joseph–Pandya / Audsley iteration over the PERIODIC threads in priority order. With overheads, each C is inflated by twice the larger median measured switch gap (voluntary or involuntary; a voluntary gap also holds any idle time before the next thread ran), and the measured interrupt load enters as a highest-priority task when it recurs. An observed response above the bound means the analysis' assumptions (one CPU, fixed priorities, the C given) did not hold in the run.".into(),
         ));
     }
     for n in &a.notes {
