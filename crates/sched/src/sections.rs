@@ -1132,6 +1132,40 @@ mod tests {
     }
 
     #[test]
+    fn an_overloaded_set_has_no_bound_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let periodic = |id| {
+            let mut t = ThreadSpec::new(id);
+            t.priority = Priority::Rtmed;
+            t.workload = Workload::Periodic {
+                amount_ns: 3 * MS,
+                period_ns: 5 * MS,
+            };
+            t.cpu = Some(0);
+            t
+        };
+        let d = test_data(vec![periodic(0), periodic(1)], 10 * MS);
+        let trace = Trace {
+            blocks: vec![blk(0, 0, 3 * MS, EndReason::Sleep)],
+            activations: vec![
+                (0, act(0, 0, 3 * MS, 5 * MS, 3 * MS)),
+                (1, act(0, 0, 6 * MS, 5 * MS, 2 * MS)),
+            ],
+        };
+        std::fs::write(dir.path().join(&d.trace_file), trace.to_tsv()).unwrap();
+        let input = Input::single(dir.path().join("over.json"), result_of(&d));
+        let secs = RunSections.sections(&[&input]).unwrap();
+        let rta = table(&secs[2], "Response-time analysis");
+        assert_eq!(rta.rows[0][7].style, CellStyle::Good);
+        assert_eq!(rta.rows[1][3].text, "unbounded");
+        assert!(
+            rta.rows[1][7].text.starts_with("no bound"),
+            "{:?}",
+            rta.rows[1]
+        );
+    }
+
+    #[test]
     fn a_missing_sidecar_is_said_not_fatal_and_foreign_data_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
         let (path, r) = two_task_run(dir.path());
