@@ -18,5 +18,6 @@ pub mod result;
 pub mod rta;
 pub mod run;
 pub mod scenario;
+pub mod sections;
 pub mod spec;
 pub mod trace;

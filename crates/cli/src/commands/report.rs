@@ -28,6 +28,9 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_host::breakdown::sections::BreakdownSections),
         Box::new(latlab_host::where_time::sections::WhereTimeSections),
         Box::new(latlab_net::delay::sections::DelaySections),
+        Box::new(latlab_sched::sections::RunSections),
+        Box::new(latlab_sched::sections::CacheCostSections),
+        Box::new(latlab_sched::sections::ExperimentSections),
     ]
 }
 

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The result kind of the experiment's summary.
-pub const KIND: &str = "sched.hourglass_experiment";
+pub const KIND: &str = latlab_sched::sections::EXPERIMENT_KIND;
 
 /// One scenario of the summary.
 #[derive(Clone, Debug, Serialize)]
@@ -616,6 +616,16 @@ pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Resul
         summary_path.display(),
         a.dir.display()
     );
+    // The report, from the files just written: the summary first, then every run.
+    let mut files = vec![summary_path];
+    files.extend(
+        scenarios
+            .iter()
+            .flat_map(|s| s.results.iter().map(|f| a.dir.join(f))),
+    );
+    let report =
+        crate::commands::report::experiment_report(&a.dir, "latlab experiment hourglass", &files)?;
+    println!("report: {}", report.display());
     Ok(())
 }
 
