@@ -5,7 +5,7 @@
 use crate::clocks::{ClocksData, RESULT_KIND};
 use latlab_core::units::{format_decimal, format_ns};
 use latlab_report::html::{Block, Cell, Section, SectionProvider, Table};
-use latlab_report::input::{stem, Input};
+use latlab_report::input::Input;
 
 /// Sections for `host.clocks` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -42,15 +42,10 @@ impl SectionProvider for ClocksSections {
         let mut skipped = Vec::new();
         let mut floor: Option<(String, u64)> = None;
         for input in inputs {
-            for (path, run) in &input.runs {
+            for (label, path, run) in input.labelled_runs() {
                 let data: ClocksData = serde_json::from_value(run.data.clone()).map_err(|e| {
                     format!("{}: data is not a host.clocks record: {e}", path.display())
                 })?;
-                let label = if input.runs.len() > 1 {
-                    format!("{} / {}", input.label, stem(path))
-                } else {
-                    input.label.clone()
-                };
                 for (name, f) in &data.sources {
                     if name == "rdtsc" && floor.as_ref().map_or(true, |(_, v)| f.floor_ns < *v) {
                         floor = Some((label.clone(), f.floor_ns));

@@ -61,12 +61,7 @@ impl SectionProvider for ProbeSections {
             rows: Vec::new(),
         };
         for input in inputs {
-            for (path, run) in &input.runs {
-                let label = if input.runs.len() > 1 {
-                    format!("{} / {}", input.label, path.display())
-                } else {
-                    input.label.clone()
-                };
+            for (label, path, run) in input.labelled_runs() {
                 let Some(d) = probe_data(run) else {
                     return Err(format!(
                         "{}: data is not a net.probe record",

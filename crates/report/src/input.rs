@@ -52,6 +52,20 @@ impl Input {
         self.runs.iter().map(|(p, _)| p.as_path())
     }
 
+    /// Each run with a label of its own: the input's label, followed by the file's stem
+    /// when the input merges several runs.
+    pub fn labelled_runs(&self) -> impl Iterator<Item = (String, &Path, &ResultFile)> {
+        let several = self.runs.len() > 1;
+        self.runs.iter().map(move |(path, run)| {
+            let label = if several {
+                format!("{} / {}", self.label, stem(path))
+            } else {
+                self.label.clone()
+            };
+            (label, path.as_path(), run)
+        })
+    }
+
     /// A label for a group of runs: the first file's stem, with the number of runs merged.
     pub fn group_label(paths: &[PathBuf]) -> String {
         match paths {

@@ -55,12 +55,7 @@ impl SectionProvider for RunSections {
     fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
         let mut out = Vec::new();
         for input in inputs {
-            for (path, run) in &input.runs {
-                let label = if input.runs.len() > 1 {
-                    format!("{} / {}", input.label, stem(path))
-                } else {
-                    input.label.clone()
-                };
+            for (label, path, run) in input.labelled_runs() {
                 out.extend(run_sections(&label, path, run)?);
             }
         }

@@ -10,7 +10,7 @@
 use super::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS, RESULT_KIND};
 use latlab_core::units::{format_decimal, format_ns};
 use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_report::input::{stem, Input};
+use latlab_report::input::Input;
 use latlab_report::{render_errorbars_svg_string, ChartSpec, ErrorSeries, PlotError};
 
 /// Sections for `experiment.where_time` results.
@@ -27,12 +27,7 @@ impl SectionProvider for WhereTimeSections {
         for input in inputs {
             // Raw runs of different experiments are not pooled: each has its own baseline
             // and its own injector check.
-            for (path, run) in &input.runs {
-                let label = if input.runs.len() > 1 {
-                    format!("{} / {}", input.label, stem(path))
-                } else {
-                    input.label.clone()
-                };
+            for (label, path, run) in input.labelled_runs() {
                 let d = data(run).map_err(|e| format!("{}: {e}", path.display()))?;
                 out.push(section(&label, &d)?);
             }
