@@ -150,9 +150,26 @@ impl<'c> Window<'c> {
     /// Writes `data` at byte `offset` of `target`'s window and waits until the write is
     /// complete at the target (`MPI_Put` + `MPI_Win_flush`).
     pub fn put_flush(&self, target: i32, offset: usize, data: &[u8]) -> Result<(), RmaError> {
+        // SAFETY: `data` stays borrowed until the flush below has completed the put.
+        let started = unsafe { self.start_put(target, offset, data)? };
+        if !started {
+            return Ok(());
+        }
+        // SAFETY: completes the put above at origin and target before `data` is released.
+        let code = unsafe { ffi::MPI_Win_flush(target, self.win) };
+        check("MPI_Win_flush", code)
+    }
+
+    /// Bounds-checks and starts `MPI_Put` of `data` at `offset` of `target`'s window.
+    /// Returns whether a put was started (an empty `data` starts none).
+    ///
+    /// # Safety
+    /// `data` must stay live and unmodified until the put is completed by a flush
+    /// (`MPI_Win_flush` or `MPI_Win_flush_all`) on this window.
+    unsafe fn start_put(&self, target: i32, offset: usize, data: &[u8]) -> Result<bool, RmaError> {
         self.bounds(target, offset, data.len())?;
         if data.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         let count = i32::try_from(data.len()).map_err(|_| RmaError::OutOfBounds {
             rank: target,
@@ -160,9 +177,9 @@ impl<'c> Window<'c> {
             len: data.len(),
             size: i32::MAX as usize,
         })?;
-        // SAFETY: `data` is a live slice of `count` bytes that stays borrowed until the flush
-        // below has completed the operation; the target range was bounds-checked against
-        // the target's window size; `win` is live with an open lock_all epoch.
+        // SAFETY: the caller keeps `data` (a live slice of `count` bytes) unmodified until
+        // the put is flushed; the target range was bounds-checked against the target's
+        // window size; `win` is live with an open lock_all epoch.
         let code = unsafe {
             ffi::MPI_Put(
                 data.as_ptr().cast(),
@@ -176,9 +193,7 @@ impl<'c> Window<'c> {
             )
         };
         check("MPI_Put", code)?;
-        // SAFETY: completes the put above at origin and target before `data` is released.
-        let code = unsafe { ffi::MPI_Win_flush(target, self.win) };
-        check("MPI_Win_flush", code)
+        Ok(true)
     }
 
     /// Starts a batch of puts completed together by [`PutBatch::flush_all`] (or on drop).
@@ -239,33 +254,11 @@ pub struct PutBatch<'w, 'c, 'd> {
 impl<'d> PutBatch<'_, '_, 'd> {
     /// Starts writing `data` at `offset` of `target`'s window (`MPI_Put`, not yet complete).
     pub fn put(&mut self, target: i32, offset: usize, data: &'d [u8]) -> Result<(), RmaError> {
-        self.win.bounds(target, offset, data.len())?;
-        if data.is_empty() {
-            return Ok(());
-        }
-        let count = i32::try_from(data.len()).map_err(|_| RmaError::OutOfBounds {
-            rank: target,
-            offset,
-            len: data.len(),
-            size: i32::MAX as usize,
-        })?;
         // SAFETY: `data` stays borrowed for 'd, i.e. until this batch is flushed (flush_all
-        // or drop), so MPI reads live, unmodified memory; the target range is bounds-checked;
-        // the window is live with an open lock_all epoch.
-        let code = unsafe {
-            ffi::MPI_Put(
-                data.as_ptr().cast(),
-                count,
-                ffi::RSMPI_UINT8_T,
-                target,
-                offset as ffi::MPI_Aint,
-                count,
-                ffi::RSMPI_UINT8_T,
-                self.win.win,
-            )
-        };
-        check("MPI_Put", code)?;
-        self.pending = true;
+        // or drop), so MPI reads live, unmodified memory.
+        if unsafe { self.win.start_put(target, offset, data)? } {
+            self.pending = true;
+        }
         Ok(())
     }
 
