@@ -12,19 +12,8 @@ use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
 
 pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let mut steps = Vec::new();
-    for name in &a.steps {
-        let s = Step::from_name(name.trim()).ok_or_else(|| {
-            let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
-            usage(format!(
-                "--steps: unknown step '{name}'; accepted: {}",
-                all.join(", ")
-            ))
-        })?;
-        if !steps.contains(&s) {
-            steps.push(s);
-        }
-    }
+    let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+    let mut steps = super::pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
     if steps.is_empty() {
         steps = Step::ALL.to_vec();
     }

@@ -14,19 +14,14 @@ use latlab_sys::{host, sched, tsc::Clock};
 
 pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // Resolve and validate everything before touching the system.
-    let mut sources = Vec::new();
-    for name in &a.sources {
-        let s = ClockSource::from_name(name.trim()).ok_or_else(|| {
-            let all: Vec<&str> = ClockSource::ALL.iter().map(|s| s.name()).collect();
-            usage(format!(
-                "--sources: unknown clock source '{name}'; accepted: {}",
-                all.join(", ")
-            ))
-        })?;
-        if !sources.contains(&s) {
-            sources.push(s);
-        }
-    }
+    let all: Vec<&str> = ClockSource::ALL.iter().map(|s| s.name()).collect();
+    let sources = super::pick_names(
+        &a.sources,
+        "--sources",
+        "clock source",
+        ClockSource::from_name,
+        &all,
+    )?;
     if a.duration.get() == 0 {
         return Err(usage("--duration must be positive, e.g. 2s"));
     }
