@@ -10,6 +10,8 @@
 set -eu
 L=${L:-target/debug/latlab}
 OUT=${OUT:-.}
+# added delays, alternated in every round (0ns must come first: it is the baseline)
+DELAYS=${DELAYS:-"0ns 20us"}
 C=latlab-p6c; D=latlab-p6d; S=latlab-p6s
 CIP=10.198.9.1; SIP=10.198.9.2
 cleanup() { for n in $C $D $S; do ip netns del $n 2>/dev/null || true; done; }
@@ -31,8 +33,8 @@ ip netns exec $S $L net reflect --bind $SIP:7000 --cpu 0 --fifo 50 --until-stdin
 REF=$!
 sleep 1
 for round in 1 2 3; do
-  for d in 0ns 20us; do
-    tag=$([ $d = 0ns ] && echo zero || echo d20)
+  for d in $DELAYS; do
+    tag=$([ $d = 0ns ] && echo zero || echo d${d%us})
     $L net delay --netns $D --ifaces latlab-dc,latlab-ds --delay $d --direction a-to-b \
        --cpu 1 --fifo 50 --duration 7s -q -o $OUT/delay-$tag-$round.json &
     DEL=$!
