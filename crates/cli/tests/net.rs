@@ -218,3 +218,55 @@ fn bad_probe_input_is_one_line_with_exit_2() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `--no-rt-throttle` switches `kernel.sched_rt_runtime_us` to -1 for the run, records it in
+/// the result and writes the previous value back; without root it fails with one line
+/// naming the flag.
+#[test]
+fn no_rt_throttle_is_recorded_and_restored() {
+    let path = latlab_sys::rt_throttle::RT_RUNTIME_PATH;
+    let before = latlab_sys::rt_throttle::read_limit(std::path::Path::new(path)).ok();
+    let dir = tempfile::tempdir().unwrap();
+    let out_path = dir.path().join("nf.json");
+    let out = latlab()
+        .args([
+            "net",
+            "reflect",
+            "--bind",
+            "127.0.0.1:0",
+            "--duration",
+            "300ms",
+            "--no-rt-throttle",
+            "-q",
+            "-o",
+        ])
+        .arg(&out_path)
+        .output()
+        .unwrap();
+    if !is_root() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            err.contains("--no-rt-throttle") && err.contains(path),
+            "{err}"
+        );
+        eprintln!("root part skipped: writing {path} needs root");
+        return;
+    }
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = latlab_sys::rt_throttle::read_limit(std::path::Path::new(path)).ok();
+    assert_eq!(before, after, "the limit must be restored");
+    let r = ResultFile::load(&out_path).unwrap();
+    let note = r
+        .warnings
+        .iter()
+        .find(|w| w.contains("real-time throttling was off"))
+        .unwrap_or_else(|| panic!("no throttling note in {:?}", r.warnings));
+    if before != Some(-1) {
+        assert!(note.contains("restored after"), "{note}");
+    }
+}

@@ -11,6 +11,7 @@
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
 //! - [`rt`]: `SCHED_IDLE`, nice, `SCHED_DEADLINE` (with reclaiming), timer slack, yield;
+//! - [`rt_throttle`]: real-time throttling off for one run (`--no-rt-throttle`), restored after;
 //! - [`timer`]: relative/absolute sleeps and `timerfd`;
 //! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
@@ -37,6 +38,7 @@ pub mod netns;
 pub mod packet;
 pub mod process;
 pub mod rt;
+pub mod rt_throttle;
 pub mod sched;
 pub mod signal;
 pub mod timer;

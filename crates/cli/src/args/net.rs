@@ -132,6 +132,11 @@ pub struct NfArgs {
     /// SCHED_FIFO priority of the NF threads (needs root or CAP_SYS_NICE).
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
+    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
+    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
+    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
+    #[arg(long)]
+    pub no_rt_throttle: bool,
     /// Added processing time per probe, busy-waited on the TSC: 10us, exp:10us,
     /// uniform:5us-15us.
     #[arg(long, default_value = "0", value_parser = delay_arg)]
@@ -284,6 +289,11 @@ pub struct ProbeArgs {
     /// SCHED_FIFO priority of the TX and RX threads.
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
+    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
+    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
+    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
+    #[arg(long)]
+    pub no_rt_throttle: bool,
     /// Interval of the time series (interval log).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub interval: Nanos,

@@ -15,6 +15,7 @@ use latlab_core::units::Nanos;
 use latlab_net::nf::{self, Directions, IoMode, NfConfig, Role};
 use latlab_net::probe::{self, Arrivals, Mode, ProbeConfig};
 use latlab_net::testbed;
+use latlab_sys::rt_throttle::Unthrottled;
 use latlab_sys::sched::SchedError;
 use latlab_sys::{host, sched, tsc::Clock};
 use std::io::{BufRead as _, Write as _};
@@ -103,8 +104,40 @@ fn nf_config(role: Role, a: &NfArgs) -> NfConfig {
     }
 }
 
+/// `--no-rt-throttle`: real-time throttling off until the guard drops, said on stderr.
+fn unthrottle(on: bool, quiet: bool) -> anyhow::Result<Option<Unthrottled>> {
+    if !on {
+        return Ok(None);
+    }
+    let g = Unthrottled::engage().map_err(|e| {
+        anyhow::anyhow!(
+            "--no-rt-throttle: {}: {e} (writing it needs root)",
+            latlab_sys::rt_throttle::RT_RUNTIME_PATH
+        )
+    })?;
+    if !quiet {
+        eprintln!(
+            "real-time throttling off for this run (kernel.sched_rt_runtime_us was {}; restored at exit)",
+            g.previous()
+        );
+    }
+    Ok(Some(g))
+}
+
+/// The warning a result carries when `--no-rt-throttle` was given.
+fn unthrottled_note(g: &Option<Unthrottled>) -> Option<String> {
+    g.as_ref().map(|g| {
+        format!(
+            "real-time throttling was off for this run (--no-rt-throttle: kernel.sched_rt_runtime_us -1, {} before{})",
+            g.previous(),
+            if g.changed() { " and restored after" } else { ", as set outside latlab" }
+        )
+    })
+}
+
 fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::Result<()> {
     let started_utc = host::utc_now_rfc3339();
+    let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let memory_locked = sched::lock_memory().is_ok();
     let udp_before = latlab_net::netinfo::udp_rcvbuf_errors();
@@ -167,6 +200,7 @@ fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::R
         provenance,
     );
     r.duration_ns = clock.delta_nanos(t0, t1).get();
+    r.warnings.extend(unthrottled_note(&rt_guard));
     for o in &outs {
         r.histograms.push(
             StoredHistogram::new(format!("nf.residence.{}", o.name), &o.residence)
@@ -306,6 +340,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         result: out_path,
         plot: plot_path,
     } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
+    let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let memory_locked = sched::lock_memory().is_ok();
     if !a.out.quiet && (a.warmup.get() + a.duration.get()) > 3_000_000_000 {
@@ -330,6 +365,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     );
     let mut result =
         latlab_net::result::probe_result(&cfg, &outcome, argv, provenance, nf_json, cfg.duration);
+    result.warnings.extend(unthrottled_note(&rt_guard));
     let hlog_path = sibling(&out_path, "hlog");
     result.interval_log = hlog_path
         .file_name()

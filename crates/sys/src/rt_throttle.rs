@@ -1,0 +1,173 @@
+//! Real-time throttling switched off for one run: `kernel.sched_rt_runtime_us = -1` while
+//! an [`Unthrottled`] guard lives, the previous value written back when it is dropped.
+//!
+//! With the default limit (950000 of every 1000000 µs) a `SCHED_FIFO` thread that never
+//! sleeps — a generator spinning between 10 µs gaps, a busy-polling NF — is stopped for
+//! 50 ms of every second, which then dominates every tail it measures. Tools that need a
+//! spinning real-time thread (cyclictest users, DPDK-style polling) run with the limit off;
+//! latlab does it only when asked (`--no-rt-throttle`), records it, and restores it. With
+//! the limit off a spinning FIFO thread can keep its CPU's kernel threads from running, so
+//! pin it to a CPU that has nothing else to do. If latlab is killed before it restores the
+//! value, `sysctl -w kernel.sched_rt_runtime_us=950000` does.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Where the kernel takes the real-time bandwidth limit.
+pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
+
+/// Real-time throttling off until this guard is dropped.
+#[derive(Debug)]
+#[must_use = "throttling comes back when the guard is dropped"]
+pub struct Unthrottled {
+    path: PathBuf,
+    previous: i64,
+    changed: bool,
+}
+
+/// Reads the limit in `path` (µs per period, -1 for none).
+///
+/// # Errors
+/// The read fails or the file does not hold an integer.
+pub fn read_limit(path: &Path) -> io::Result<i64> {
+    let text = std::fs::read_to_string(path)?;
+    text.trim().parse::<i64>().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{}: not an integer: {:?}", path.display(), text.trim()),
+        )
+    })
+}
+
+impl Unthrottled {
+    /// Switches throttling off in the running kernel ([`RT_RUNTIME_PATH`]).
+    ///
+    /// # Errors
+    /// The file cannot be read or written (writing needs root).
+    pub fn engage() -> io::Result<Unthrottled> {
+        Unthrottled::engage_at(Path::new(RT_RUNTIME_PATH))
+    }
+
+    /// Switches throttling off through the file at `path` (the kernel's, or a test's).
+    /// When the limit is already -1 nothing is written and nothing will be restored, so
+    /// guards nest: the outermost one that changed the value restores it.
+    ///
+    /// # Errors
+    /// The file cannot be read or written.
+    pub fn engage_at(path: &Path) -> io::Result<Unthrottled> {
+        let previous = read_limit(path)?;
+        let changed = previous != -1;
+        if changed {
+            std::fs::write(path, "-1\n")?;
+        }
+        Ok(Unthrottled {
+            path: path.to_path_buf(),
+            previous,
+            changed,
+        })
+    }
+
+    /// The limit before this guard (µs per period, -1 if it was already off).
+    pub fn previous(&self) -> i64 {
+        self.previous
+    }
+
+    /// Whether this guard changed the limit (and will restore it).
+    pub fn changed(&self) -> bool {
+        self.changed
+    }
+
+    /// Writes the previous limit back now, unless somebody set another value meanwhile
+    /// (then theirs stays).
+    ///
+    /// # Errors
+    /// The file cannot be read or written.
+    pub fn restore(mut self) -> io::Result<()> {
+        self.restore_inner()
+    }
+
+    fn restore_inner(&mut self) -> io::Result<()> {
+        if !self.changed {
+            return Ok(());
+        }
+        self.changed = false;
+        if read_limit(&self.path)? == -1 {
+            std::fs::write(&self.path, format!("{}\n", self.previous))?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Unthrottled {
+    fn drop(&mut self) {
+        let _ = self.restore_inner();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(content: &str) -> (PathBuf, impl Drop) {
+        struct Rm(PathBuf);
+        impl Drop for Rm {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let p = std::env::temp_dir().join(format!(
+            "latlab-rt-runtime-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::write(&p, content).unwrap();
+        (p.clone(), Rm(p))
+    }
+
+    #[test]
+    fn switches_off_and_restores_on_drop() {
+        let (p, _rm) = file("950000\n");
+        let g = Unthrottled::engage_at(&p).unwrap();
+        assert_eq!(read_limit(&p).unwrap(), -1);
+        assert_eq!(g.previous(), 950_000);
+        assert!(g.changed());
+        drop(g);
+        assert_eq!(read_limit(&p).unwrap(), 950_000);
+    }
+
+    #[test]
+    fn nested_guards_restore_once_by_the_outer_one() {
+        let (p, _rm) = file("950000");
+        let outer = Unthrottled::engage_at(&p).unwrap();
+        let inner = Unthrottled::engage_at(&p).unwrap();
+        assert!(!inner.changed());
+        assert_eq!(inner.previous(), -1);
+        inner.restore().unwrap();
+        assert_eq!(
+            read_limit(&p).unwrap(),
+            -1,
+            "the inner guard must not restore"
+        );
+        outer.restore().unwrap();
+        assert_eq!(read_limit(&p).unwrap(), 950_000);
+    }
+
+    #[test]
+    fn a_value_set_meanwhile_is_left_alone() {
+        let (p, _rm) = file("950000");
+        let g = Unthrottled::engage_at(&p).unwrap();
+        std::fs::write(&p, "800000").unwrap();
+        drop(g);
+        assert_eq!(read_limit(&p).unwrap(), 800_000);
+    }
+
+    #[test]
+    fn bad_content_and_missing_files_are_errors() {
+        let (p, _rm) = file("lots");
+        let e = Unthrottled::engage_at(&p).unwrap_err();
+        assert!(e.to_string().contains("not an integer"), "{e}");
+        assert!(Unthrottled::engage_at(Path::new("/nonexistent/latlab/rt")).is_err());
+    }
+}
