@@ -352,6 +352,10 @@ pub struct CalibrateArgs {
     /// every second unless kernel.sched_rt_runtime_us is -1).
     #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
     pub io: IoArg,
+    /// Switch real-time throttling off for the whole calibration (kernel.sched_rt_runtime_us
+    /// = -1) and restore it after; needs root. Use it with `--io busy`.
+    #[arg(long)]
+    pub no_rt_throttle: bool,
     /// Rounds over all delays; histograms of a delay are merged over rounds.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub rounds: u32,

@@ -538,7 +538,9 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if !cfg.loopback && !testbed::is_root() {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
-    let r = latlab_net::calibrate::run(&cfg, &exe, &dir, argv).context("calibrating")?;
+    let rt_guard = unthrottle(a.no_rt_throttle, a.quiet)?;
+    let mut r = latlab_net::calibrate::run(&cfg, &exe, &dir, argv).context("calibrating")?;
+    r.warnings.extend(unthrottled_note(&rt_guard));
     let path = dir.join("calibrate.json");
     r.save(&path).context("writing the result")?;
     let saved = ResultFile::load(&path)?;
