@@ -359,6 +359,76 @@ fn hourglass_experiment_runs_selected_scenarios() {
     one_line_error(&out, 2, &["--only", "5.1"]);
 }
 
+/// Scenario 5.4 as root: the `latlab net` testbed pushes traffic through a forwarder on
+/// the RT thread's CPU; both traffic runs leave their generator results, the findings
+/// give the forwarded rate alone and beside the RT thread, and a testbed the experiment
+/// brought up is taken down again.
+#[test]
+fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
+    let _pool = deadline_pool();
+    if !is_root() {
+        eprintln!("skipping: the testbed and SCHED_FIFO need root");
+        return;
+    }
+    let was_up = latlab_net::testbed::status()
+        .map(|s| s.complete)
+        .unwrap_or(false);
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "experiment",
+            "hourglass",
+            "--duration",
+            "300ms",
+            "--only",
+            "5.4",
+            "--dir",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("control 2 (testbed traffic alone): "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("RT thread during the testbed traffic: missed "),
+        "{stdout}"
+    );
+    for tag in ["5.4-control-traffic", "5.4-traffic"] {
+        let p = ResultFile::load(&dir.path().join(format!("{tag}-probe.json"))).unwrap();
+        assert_eq!(p.kind, "net.probe");
+        let got = p.counters["received_unique"] - p.counters["received_warmup"];
+        assert!(got > 0, "{tag}: no probe came back through the forwarder");
+        let nf = ResultFile::load(&dir.path().join(format!("{tag}-nf.json"))).unwrap();
+        assert!(
+            nf.counters["sent"] >= got,
+            "{tag}: the forwarder sent fewer than arrived"
+        );
+    }
+    let forwarded: Vec<f64> = stdout
+        .lines()
+        .filter_map(|l| {
+            l.split(" pps forwarded")
+                .next()
+                .filter(|_| l.contains(" pps forwarded"))
+        })
+        .filter_map(|l| l.rsplit(' ').next().and_then(|n| n.parse().ok()))
+        .collect();
+    assert_eq!(forwarded.len(), 2, "{stdout}");
+    assert!(forwarded.iter().all(|&x| x > 0.0), "{forwarded:?}");
+    let now_up = latlab_net::testbed::status()
+        .map(|s| s.complete)
+        .unwrap_or(false);
+    assert_eq!(was_up, now_up, "the testbed must be left as it was found");
+}
+
 #[test]
 fn dma_latency_is_held_and_recorded() {
     if !is_root() {

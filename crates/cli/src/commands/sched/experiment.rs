@@ -374,33 +374,190 @@ impl Flood {
     }
 }
 
+/// Offered load of the 5.4 testbed traffic: 64-byte probes at this rate (milli-pps).
+const TRAFFIC_MILLI_PPS: u64 = 100_000_000;
+
+/// The traffic of 5.4. As root, the `latlab net` testbed: a forwarder pinned to the RT
+/// thread's CPU (its receive, forwarding and send work competes with the thread) and an
+/// open-loop generator on another CPU. Without root, a UDP flood over loopback pinned to
+/// the RT thread's CPU.
+enum Traffic {
+    Testbed {
+        nf: latlab_net::orchestrate::NfChild,
+        probe:
+            std::thread::JoinHandle<Result<ResultFile, latlab_net::orchestrate::OrchestrateError>>,
+        brought_up: bool,
+    },
+    Loopback(Flood),
+}
+
+/// What the traffic achieved while it ran.
+struct Delivered {
+    /// Measured packets per second that made it through (0 for the loopback flood).
+    pps: f64,
+    /// Throughput, Mbit/s (of frames on the testbed, of UDP payload on loopback).
+    mbps: f64,
+    /// Probes lost in the measured part (testbed only).
+    lost: u64,
+}
+
+impl Traffic {
+    /// Starts the traffic for `ns` (plus a short warm-up on the testbed); `tag` names the
+    /// result files of the NF and the generator in the experiment directory.
+    fn start(c: &Ctx, ns: u64, tag: &str) -> anyhow::Result<Traffic> {
+        use latlab_net::orchestrate::{self, Placement, ProbeRun};
+        use latlab_net::testbed;
+        if !testbed::is_root() {
+            return Ok(Traffic::Loopback(Flood::start(c.cpu)?));
+        }
+        let brought_up = !testbed::status().map(|s| s.complete).unwrap_or(false);
+        orchestrate::prepare(Placement::Testbed)?;
+        let exe = std::env::current_exe()?;
+        let (first, last) = orchestrate::cpus();
+        let gen_cpu = if c.cpu == first { last } else { first };
+        let nf_args: Vec<String> = vec![
+            "--io".into(),
+            "blocking".into(),
+            "--cpu".into(),
+            c.cpu.to_string(),
+        ];
+        let nf = orchestrate::start_nf(
+            &exe,
+            Placement::Testbed,
+            &nf_args,
+            &c.dir.join(format!("{tag}-nf.json")),
+        )?;
+        let run = ProbeRun {
+            milli_pps: TRAFFIC_MILLI_PPS,
+            duration: latlab_core::units::Nanos(ns + 200_000_000),
+            warmup: latlab_core::units::Nanos(TRAFFIC_WARMUP_NS),
+            rx_io: "blocking",
+            cpu: Some(gen_cpu),
+            timestamps: "user",
+            fifo: None,
+            nf_config: serde_json::json!({
+                "role": "forward", "io": "blocking", "cpu": c.cpu, "fifo": null,
+                "purpose": "hourglass 5.4 traffic"
+            }),
+        };
+        let path = c.dir.join(format!("{tag}-probe.json"));
+        let probe = std::thread::spawn(move || {
+            orchestrate::run_probe(&exe, Placement::Testbed, &run, &path)
+        });
+        // let the generator get past its warm-up before the RT thread starts
+        std::thread::sleep(std::time::Duration::from_nanos(
+            TRAFFIC_WARMUP_NS + 100_000_000,
+        ));
+        Ok(Traffic::Testbed {
+            nf,
+            probe,
+            brought_up,
+        })
+    }
+
+    fn is_testbed(&self) -> bool {
+        matches!(self, Traffic::Testbed { .. })
+    }
+
+    /// Stops the traffic (the testbed generator ends by itself) and says what got through
+    /// in `ns` of measured time.
+    fn stop(self, ns: u64) -> anyhow::Result<Delivered> {
+        match self {
+            Traffic::Loopback(f) => {
+                let bytes = f.stop();
+                Ok(Delivered {
+                    pps: 0.0,
+                    mbps: bytes as f64 * 8.0 / (ns as f64 / 1e9) / 1e6,
+                    lost: 0,
+                })
+            }
+            Traffic::Testbed {
+                nf,
+                probe,
+                brought_up,
+            } => {
+                let pr = probe
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("the 5.4 generator thread panicked"));
+                let nf_res = nf.finish();
+                if brought_up {
+                    let _ = latlab_net::testbed::down();
+                }
+                let pr = pr??;
+                nf_res?;
+                let c = |k: &str| pr.counters.get(k).copied().unwrap_or(0);
+                let measured = c("received_unique").saturating_sub(c("received_warmup"));
+                let secs = pr.duration_ns.max(1) as f64 / 1e9;
+                let pps = measured as f64 / secs;
+                Ok(Delivered {
+                    pps,
+                    // the probes are 64-byte Ethernet frames
+                    mbps: pps * 64.0 * 8.0 / 1e6,
+                    lost: c("lost_measured"),
+                })
+            }
+        }
+    }
+}
+
+/// Warm-up of the 5.4 generator.
+const TRAFFIC_WARMUP_NS: u64 = 300_000_000;
+
 fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
+    let testbed = latlab_net::testbed::is_root();
     let mut sc = new(
         "5.4",
         "Meeting deadlines during receive processing",
-        "The `latlab net` testbed (veth between namespaces, being built separately) is not \
-         used yet: the load is a UDP flood over loopback by a sender and a receiver pinned \
-         to the same CPU, so the packet processing (softirq) competes with the RTHIGH thread \
-         on that CPU. -i RTC is replaced by -i HR. Misses in control 1 on a shared CPU \
-         can come from the fair deadline server (6.12+: 50 ms every 1 s for starved \
-         SCHED_OTHER tasks) or from vCPU contention, not from the network; the findings \
-         name the fair-server signature when the trace shows it.",
+        if testbed {
+            "The paper streamed 100 Mbit/s of TCP at the machine; here the `latlab net` \
+             testbed does: a forwarder (blocking receive, SCHED_OTHER) is pinned to the RT \
+             thread's CPU and an open-loop generator on the other CPU offers 100 kpps of \
+             64-byte probes through it, so the forwarder's receive, forwarding and send work \
+             (and the wake-ups that start it) compete with the RTHIGH thread. Throughput is \
+             what the generator received back per second; losses are counted. -i RTC is \
+             replaced by -i HR. Misses in control 1 can come from the fair deadline server \
+             (6.12+: 50 ms every 1 s for starved SCHED_OTHER tasks) or from the hypervisor \
+             taking the vCPU, not from the network; the findings name the fair-server \
+             signature when the trace shows it."
+        } else {
+            "Without root the `latlab net` testbed cannot be built, so the load is a UDP \
+             flood over loopback by a sender and a receiver pinned to the RT thread's CPU \
+             (its packet processing competes with the RTHIGH thread on that CPU); run as \
+             root for the testbed. -i RTC is replaced by -i HR. Misses in control 1 can come \
+             from the fair deadline server or from the hypervisor, not from the network."
+        },
     );
     let line = format!(
         "-d {} -n 1 -t 0 -p RTHIGH -w PERIODIC 4ms 5ms -i HR --cpu {}",
         c.d, c.cpu
     );
     let (r1, d1, t1) = c.run("5.4-control-rt", &line, &mut sc)?;
-    let f = Flood::start(c.cpu)?;
-    std::thread::sleep(std::time::Duration::from_nanos(duration_ns));
-    let alone = f.stop();
-    let f = Flood::start(c.cpu)?;
+    let f = Traffic::start(c, duration_ns, "5.4-control-traffic")?;
+    let what = if f.is_testbed() {
+        "testbed traffic"
+    } else {
+        "UDP flood over loopback"
+    };
+    if !f.is_testbed() {
+        std::thread::sleep(std::time::Duration::from_nanos(duration_ns));
+    }
+    let alone = f.stop(duration_ns)?;
+    let f = Traffic::start(c, duration_ns, "5.4-traffic")?;
     let (r2, d2, t2) = c.run("5.4-flood", &line, &mut sc)?;
-    let with_rt = f.stop();
-    sc.commands.push(format!(
-        "(control 2: UDP flood over loopback alone for {}; then during 5.4-flood)",
-        c.d
-    ));
+    let with_rt = f.stop(duration_ns)?;
+    if testbed {
+        let (first, last) = latlab_net::orchestrate::cpus();
+        let gen_cpu = if c.cpu == first { last } else { first };
+        sc.commands.push(format!(
+            "(control 2 and during 5.4-flood: sudo latlab net testbed up; ip netns exec latlab-nf latlab net forward --testbed --io blocking --cpu {} --direction a-to-b …; latlab net probe --testbed --rate 100kpps --tx-cpu {gen_cpu} --rx-cpu {gen_cpu} --duration {} …; results 5.4-control-traffic-*.json and 5.4-traffic-*.json)",
+            c.cpu, c.d
+        ));
+    } else {
+        sc.commands.push(format!(
+            "(control 2: UDP flood over loopback alone for {}; then during 5.4-flood)",
+            c.d
+        ));
+    }
     // the paper's Figure 6: 25 ms of each trace, one second in
     for (name, d, t) in [("5.4-control-rt", &d1, &t1), ("5.4-flood", &d2, &t2)] {
         let from = (d.spec.duration_ns / 2).min(1_000_000_000);
@@ -408,7 +565,6 @@ fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
         draw(d, t, &c.dir.join(&f), from, from + 25_000_000, false, 1200)?;
         sc.figures.push(f);
     }
-    let mbps = |b: u64| b as f64 * 8.0 / (duration_ns as f64 / 1e9) / 1e6;
     let dl = |r: &ResultFile| {
         let h = r.counters.get("deadline.hits.t0").copied().unwrap_or(0);
         let m = r.counters.get("deadline.misses.t0").copied().unwrap_or(0);
@@ -416,17 +572,25 @@ fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
     };
     let (h1, m1) = dl(&r1);
     let (h2, m2) = dl(&r2);
+    let through = |x: &Delivered| {
+        if x.pps > 0.0 || what == "testbed traffic" {
+            format!(
+                "{:.0} pps forwarded ({:.1} Mbit/s of 64-byte frames), {} lost",
+                x.pps, x.mbps, x.lost
+            )
+        } else {
+            format!("{:.0} Mbit/s received", x.mbps)
+        }
+    };
     sc.findings.push(format!(
         "control 1 (RT thread alone): missed {m1} deadlines, hit {h1}"
     ));
+    sc.findings
+        .push(format!("control 2 ({what} alone): {}", through(&alone)));
     sc.findings.push(format!(
-        "control 2 (flood alone): {:.0} Mbit/s received",
-        mbps(alone)
-    ));
-    sc.findings.push(format!(
-        "RT thread during the flood: missed {m2} deadlines ({:.2}%), hit {h2}; flood {:.0} Mbit/s",
+        "RT thread during the {what}: missed {m2} deadlines ({:.2}%), hit {h2}; traffic {}",
         m2 as f64 * 100.0 / (h2 + m2).max(1) as f64,
-        mbps(with_rt)
+        through(&with_rt)
     ));
     for (name, d, t) in [("control 1", &d1, &t1), ("flood", &d2, &t2)] {
         let an = analyze(d, t, 50_000, false);
