@@ -101,6 +101,20 @@ pub fn run_sections(label: &str, path: &Path, run: &ResultFile) -> Result<Vec<Se
         d.cpus,
         d.tsc_hz as f64 / 1e9
     )));
+    if let Some((before, after)) = d.loadavg {
+        s.push(Block::KeyValues(vec![(
+            "load average (1 min) before / after".into(),
+            format!(
+                "{before:.2} / {after:.2} on {} CPU(s){}",
+                d.cpus,
+                if before.max(after) > 0.5 * f64::from(d.cpus) {
+                    ": the machine was busy, and other work shows in the map as gaps and misses"
+                } else {
+                    ""
+                }
+            ),
+        )]));
+    }
     let trace = match trace {
         Ok(t) => Some(t),
         Err(why) => {
@@ -699,6 +713,22 @@ fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Analysis) -> Se
             "Bound: Joseph–Pandya / Audsley iteration over the PERIODIC threads in priority order. With overheads, each C is inflated by twice the larger median measured switch gap (voluntary or involuntary; a voluntary gap also holds any idle time before the next thread ran), and the measured interrupt load enters as a highest-priority task when it recurs. An observed response above the bound means the analysis' assumptions (one CPU, fixed priorities, the C given) did not hold in the run.".into(),
         ));
     }
+    if !a.rt_stalls.is_empty() {
+        let mut header = stats_header(&["thread"]);
+        header.push("median interval".into());
+        let mut t = Table {
+            caption: "Real-time threads kept off the CPU for 10 ms or more (gaps not after a sleep, a yield or the end)".into(),
+            header,
+            rows: Vec::new(),
+        };
+        for r in &a.rt_stalls {
+            let mut row = vec![Cell::number(r.thread.to_string())];
+            row.extend(stats_cells(&r.stalls));
+            row.push(r.interval_median_ns.map_or(Cell::text("—"), ns));
+            t.rows.push(row);
+        }
+        s.push(Block::Table(t));
+    }
     for n in &a.notes {
         s.push(Block::Paragraph(format!("Note: {n}.")));
     }
@@ -1124,6 +1154,54 @@ mod tests {
             panic!("no caption")
         };
         assert!(p.contains("around the first missed deadline"), "{p}");
+    }
+
+    /// A CPU-bound RTHIGH thread kept off its CPU for 50 ms twice, a second apart, on a
+    /// busy machine: the run section gives the load average and says the machine was
+    /// busy; the analysis gives the stalls with their interval and the fair-server note.
+    #[test]
+    fn rt_stalls_and_the_load_average_are_in_the_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t0 = ThreadSpec::new(0);
+        t0.priority = Priority::Rthigh;
+        t0.cpu = Some(0);
+        let mut d = test_data(vec![t0], 2_200 * MS);
+        d.loadavg = Some((3.5, 2.25));
+        let trace = Trace {
+            blocks: vec![
+                blk(0, 0, 500 * MS, EndReason::Gap),
+                blk(0, 550 * MS, 1_500 * MS, EndReason::Gap),
+                blk(0, 1_550 * MS, 2_200 * MS, EndReason::End),
+            ],
+            activations: vec![],
+        };
+        std::fs::write(dir.path().join(&d.trace_file), trace.to_tsv()).unwrap();
+        let input = Input::single(dir.path().join("run.json"), result_of(&d));
+        let secs = RunSections.sections(&[&input]).unwrap();
+        let load = secs[0]
+            .blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::KeyValues(kv) => kv.iter().find(|(k, _)| k.starts_with("load average")),
+                _ => None,
+            })
+            .expect("load average in the run section");
+        assert!(load.1.starts_with("3.50 / 2.25 on "), "{}", load.1);
+        assert!(load.1.contains("busy"), "{}", load.1);
+        let analysis = secs
+            .iter()
+            .find(|s| s.id.starts_with("sched-analysis"))
+            .unwrap();
+        let st = table(analysis, "Real-time threads kept off the CPU");
+        assert_eq!(st.rows.len(), 1);
+        assert_eq!(st.rows[0][0].text, "0");
+        assert_eq!(st.rows[0][1].text, "2", "two stalls");
+        assert_eq!(st.rows[0][3].text, format_ns(50e6), "median stall");
+        assert_eq!(st.rows[0][7].text, format_ns(1e9), "a second apart");
+        assert!(analysis
+            .blocks
+            .iter()
+            .any(|b| matches!(b, Block::Paragraph(p) if p.contains("fair deadline server"))));
     }
 
     #[test]
