@@ -8,6 +8,10 @@
 #
 #   scripts/pingpong-vs-sockperf.sh [ROUNDS] [SECONDS]
 #
+# DMA_LATENCY=0 holds /dev/cpu_dma_latency at 0 for the whole comparison (root): idle CPUs
+# then poll instead of halting, which on a VM takes the wake-up cost (and most of the
+# round-to-round spread) out of both tools' round trips.
+#
 # Needs: sockperf (Debian package), a built latlab (LATLAB=path, default target/release).
 set -euo pipefail
 ROUNDS=${1:-5}
@@ -17,6 +21,12 @@ OUT=${OUT:-latlab-results/pingpong-vs-sockperf}
 command -v sockperf >/dev/null || { echo "error: sockperf is not installed (apt-get install sockperf)" >&2; exit 1; }
 [ -x "$LATLAB" ] || cargo build --release -p latlab
 mkdir -p "$OUT"
+if [ -n "${DMA_LATENCY:-}" ]; then
+    # the PM QoS device takes an ASCII hex value; the request holds while the fd is open
+    exec 5>/dev/cpu_dma_latency
+    printf '%x' "$DMA_LATENCY" >&5
+    echo "holding /dev/cpu_dma_latency at $DMA_LATENCY us"
+fi
 CPUS=$(taskset -pc $$ | sed 's/.*: //')
 FIRST=$(echo "$CPUS" | tr ',-' '\n\n' | head -1)
 LAST=$(echo "$CPUS" | tr ',-' '\n\n' | tail -1)

@@ -1268,13 +1268,17 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
 }
 
 /// Receives one batch into the receiver; returns how many datagrams.
+/// Receives up to `max` datagrams (at most the batch's slots) and hands them to the
+/// receiver. With `MSG_WAITFORONE` the kernel tries for more after the first, so the closed
+/// loop, which expects exactly one answer, asks for one.
 fn receive_batch(
     receiver: &mut Receiver,
     batch: &mut MmsgBatch,
     rx: &UdpSocket,
     wait: Wait,
+    max: usize,
 ) -> usize {
-    let n = match batch.recv(rx, batch.slots(), wait) {
+    let n = match batch.recv(rx, max.min(batch.slots()), wait) {
         Ok(n) => n,
         Err(_) => {
             receiver.counters.recv_errors += 1;
@@ -1309,7 +1313,7 @@ fn rx_loop(cfg: &ProbeConfig, receiver: &mut Receiver, batch: &mut MmsgBatch, rx
         IoMode::Busy => Wait::NonBlocking,
     };
     loop {
-        if receive_batch(receiver, batch, rx, wait) == 0 && wait == Wait::NonBlocking {
+        if receive_batch(receiver, batch, rx, wait, usize::MAX) == 0 && wait == Wait::NonBlocking {
             // nothing queued: give the core to a thread sharing it (free when alone)
             std::thread::yield_now();
         }
@@ -1368,7 +1372,7 @@ fn pingpong(
         }
         let target = receiver.counters.unique + 1;
         while receiver.counters.unique < target {
-            receive_batch(receiver, batch, rx, wait);
+            receive_batch(receiver, batch, rx, wait, 1);
             if clock.now().saturating_sub(sent_at) > timeout {
                 break;
             }

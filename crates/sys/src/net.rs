@@ -424,7 +424,7 @@ impl MmsgBatch {
     }
 
     /// Receives up to `max` (at most [`MmsgBatch::slots`]) datagrams with one
-    /// `recvmmsg`. Returns how many; `Ok(0)` for [`Wait::NonBlocking`] with nothing queued
+    /// `recvmmsg` (`recvmsg` when `max` is 1). Returns how many; `Ok(0)` for [`Wait::NonBlocking`] with nothing queued
     /// (and for a blocking receive that timed out).
     pub fn recv<F: AsFd>(&mut self, fd: &F, max: usize, wait: Wait) -> io::Result<usize> {
         let n = max.clamp(1, self.slots());
@@ -433,16 +433,36 @@ impl MmsgBatch {
             Wait::Block => libc::MSG_WAITFORONE,
             Wait::NonBlocking => libc::MSG_DONTWAIT,
         };
-        // SAFETY: `hdrs[..n]` point to valid buffers owned by `self` (set just above) that
-        // stay alive and unaliased during the call; a null timeout means no timeout.
-        let rc = unsafe {
-            libc::recvmmsg(
-                fd.as_fd().as_raw_fd(),
-                self.hdrs.as_mut_ptr(),
-                n as libc::c_uint,
-                flags,
-                std::ptr::null_mut(),
-            )
+        let rc = if n == 1 {
+            // One datagram (a closed loop, a blocking NF): plain `recvmsg` skips recvmmsg's
+            // per-call bookkeeping, which is on the measured path of a round trip.
+            let one = match wait {
+                Wait::Block => 0,
+                Wait::NonBlocking => libc::MSG_DONTWAIT,
+            };
+            // SAFETY: `hdrs[0].msg_hdr` points to valid buffers owned by `self` (set just
+            // above) that stay alive and unaliased during the call.
+            let r =
+                unsafe { libc::recvmsg(fd.as_fd().as_raw_fd(), &mut self.hdrs[0].msg_hdr, one) };
+            if r >= 0 {
+                self.hdrs[0].msg_len = r as libc::c_uint;
+                1
+            } else {
+                -1
+            }
+        } else {
+            // SAFETY: `hdrs[..n]` point to valid buffers owned by `self` (set just above)
+            // that stay alive and unaliased during the call; a null timeout means no
+            // timeout.
+            unsafe {
+                libc::recvmmsg(
+                    fd.as_fd().as_raw_fd(),
+                    self.hdrs.as_mut_ptr(),
+                    n as libc::c_uint,
+                    flags,
+                    std::ptr::null_mut(),
+                )
+            }
         };
         if rc < 0 {
             let e = io::Error::last_os_error();
@@ -559,15 +579,28 @@ impl MmsgBatch {
         }
         let mut sent = 0usize;
         while sent < k {
-            // SAFETY: `send_hdrs[sent..k]` point to valid buffers owned by `self`, set up
-            // above and alive for the call.
-            let rc = unsafe {
-                libc::sendmmsg(
-                    fd.as_fd().as_raw_fd(),
-                    self.send_hdrs[sent..].as_mut_ptr(),
-                    (k - sent) as libc::c_uint,
-                    0,
-                )
+            let rc = if k - sent == 1 {
+                // SAFETY: `send_hdrs[sent].msg_hdr` points to valid buffers owned by
+                // `self`, set up above and alive for the call.
+                let r = unsafe {
+                    libc::sendmsg(fd.as_fd().as_raw_fd(), &self.send_hdrs[sent].msg_hdr, 0)
+                };
+                if r >= 0 {
+                    1
+                } else {
+                    -1
+                }
+            } else {
+                // SAFETY: `send_hdrs[sent..k]` point to valid buffers owned by `self`, set
+                // up above and alive for the call.
+                unsafe {
+                    libc::sendmmsg(
+                        fd.as_fd().as_raw_fd(),
+                        self.send_hdrs[sent..].as_mut_ptr(),
+                        (k - sent) as libc::c_uint,
+                        0,
+                    )
+                }
             };
             if rc < 0 {
                 let e = io::Error::last_os_error();
