@@ -241,7 +241,10 @@ impl UdpIo {
             IoMode::Busy => batch.max(1),
         };
         match mode {
-            IoMode::Blocking => rx.set_read_timeout(Some(Duration::from_millis(50)))?,
+            // No receive timeout: a timed wait arms and cancels a kernel timer on every
+            // receive, on the path a round trip measures; `NfHandle::stop` interrupts the
+            // blocked receive instead.
+            IoMode::Blocking => rx.set_read_timeout(None)?,
             IoMode::Busy => {
                 rx.set_nonblocking(true)?;
                 if busy_poll_us > 0 {
@@ -471,9 +474,17 @@ pub struct NfHandle {
 }
 
 impl NfHandle {
-    /// Stops the threads (within ~50 ms in blocking mode) and returns their outcomes.
+    /// Stops the threads and returns their outcomes. Blocked receives (blocking mode
+    /// waits without a timeout) are interrupted with a signal, again every 2 ms until each
+    /// thread has seen the flag (a signal that lands between two calls is not enough).
     pub fn stop(self) -> Vec<ThreadOutcome> {
         self.stop.store(true, Ordering::Relaxed);
+        while self.threads.iter().any(|t| !t.is_finished()) {
+            for t in self.threads.iter().filter(|t| !t.is_finished()) {
+                let _ = latlab_sys::signal::interrupt(t);
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
         self.threads
             .into_iter()
             .filter_map(|t| t.join().ok())

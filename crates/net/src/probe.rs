@@ -308,6 +308,9 @@ struct Shared {
     /// Clock reading at which the RX side stops waiting (set when TX is done).
     rx_deadline: AtomicU64,
     sent: AtomicU64,
+    /// Closed loop: clock reading of the send whose answer the ping-pong thread is waiting
+    /// for (0: not waiting), for the watchdog that wakes it when the answer is overdue.
+    pp_waiting_since: AtomicU64,
 }
 
 /// The named histograms of a run.
@@ -701,7 +704,14 @@ impl Sender {
         slot.sent.store(now, Ordering::Relaxed);
         slot.user_rt.store(user_rt, Ordering::Relaxed);
         slot.tag.store(u64::from(seq) + 1, Ordering::Release);
-        match self.sock.send(&self.buf) {
+        // a watchdog's wake-up signal (closed loop) may interrupt the send: retry it
+        let sent = loop {
+            match self.sock.send(&self.buf) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r,
+            }
+        };
+        match sent {
             Ok(_) => {
                 if self.kernel {
                     self.id_to_seq[self.next_id as usize % RING] = seq;
@@ -993,6 +1003,12 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         }
     }
     match cfg.rx_io {
+        // The closed loop blocks without a timeout: a timed wait arms and cancels a kernel
+        // timer on every receive, inside the round trip it measures; a watchdog wakes it
+        // when an answer is overdue (see `run`).
+        IoMode::Blocking if cfg.mode == Mode::Pingpong => rx
+            .set_read_timeout(None)
+            .map_err(sock_err("setting the receive timeout"))?,
         IoMode::Blocking => rx
             .set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(sock_err("setting the receive timeout"))?,
@@ -1008,6 +1024,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         tx_done: AtomicBool::new(false),
         rx_deadline: AtomicU64::new(u64::MAX),
         sent: AtomicU64::new(0),
+        pp_waiting_since: AtomicU64::new(0),
     });
     let mut receiver = Receiver::new(cfg, clock, shared.clone())?;
     let sender = Sender {
@@ -1053,6 +1070,19 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
                 Ok((tx, receiver, placement))
             })
             .map_err(sock_err("spawning the ping-pong thread"))?;
+        if cfg.rx_io == IoMode::Blocking {
+            // The watchdog: the ping-pong thread's receive has no timeout, so wake it
+            // (EINTR) when an answer is later than PINGPONG_TIMEOUT; checked every
+            // PINGPONG_TIMEOUT, so a lost probe costs at most twice that.
+            let timeout = ns_to_raw(&clock, PINGPONG_TIMEOUT.get());
+            while !h.is_finished() {
+                std::thread::sleep(Duration::from_nanos(PINGPONG_TIMEOUT.get()));
+                let since = shared.pp_waiting_since.load(Ordering::Acquire);
+                if since != 0 && clock.now().saturating_sub(since) > timeout {
+                    let _ = latlab_sys::signal::interrupt(&h);
+                }
+            }
+        }
         let (tx, receiver, (cpu, (pol, prio))) = h
             .join()
             .map_err(|_| ProbeError::Config("the ping-pong thread panicked".into()))??;
@@ -1371,12 +1401,16 @@ fn pingpong(
             s.counters.sent_warmup += 1;
         }
         let target = receiver.counters.unique + 1;
+        s.shared
+            .pp_waiting_since
+            .store(sent_at.max(1), Ordering::Release);
         while receiver.counters.unique < target {
             receive_batch(receiver, batch, rx, wait, 1);
             if clock.now().saturating_sub(sent_at) > timeout {
                 break;
             }
         }
+        s.shared.pp_waiting_since.store(0, Ordering::Release);
         s.drain_errqueue();
         receiver.poll_pending(clock.now(), false);
     }
@@ -1679,6 +1713,32 @@ mod tests {
         assert_eq!(n, c["sent"] - c["sent_warmup"]);
     }
 
+    /// The closed loop blocks without a receive timeout; when nobody answers, the
+    /// watchdog must wake it after PINGPONG_TIMEOUT (to 2x), so every probe is counted
+    /// lost and the run still ends on time.
+    #[test]
+    fn pingpong_without_answers_is_woken_and_counts_every_probe_lost() {
+        // a bound socket that never answers (and so no ICMP error either)
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut cfg = ProbeConfig::new(silent.local_addr().unwrap());
+        cfg.mode = Mode::Pingpong;
+        cfg.sources = Sources::parse("user").unwrap();
+        cfg.duration = Nanos::from_millis(300);
+        cfg.warmup = Nanos::ZERO;
+        let t0 = std::time::Instant::now();
+        let out = run(&cfg, Clock::monotonic()).unwrap();
+        let took = t0.elapsed();
+        let c = out.counters();
+        let per = PINGPONG_TIMEOUT.get() / 1_000_000;
+        // each probe waits between one and two timeouts (plus scheduling slack)
+        assert!(
+            c["sent"] >= 300 / (3 * per) && c["sent"] <= 300 / per + 1,
+            "{c:?}"
+        );
+        assert_eq!(c["lost"], c["sent"], "{c:?}");
+        assert!(took < std::time::Duration::from_secs(3), "took {took:?}");
+    }
+
     /// Feeds the receiver a scripted arrival order: duplicates, reordering and losses
     /// must come out exactly.
     #[test]
@@ -1695,6 +1755,7 @@ mod tests {
             tx_done: AtomicBool::new(false),
             rx_deadline: AtomicU64::new(u64::MAX),
             sent: AtomicU64::new(0),
+            pp_waiting_since: AtomicU64::new(0),
         });
         let mut r = Receiver::new(&cfg, clock, shared.clone()).unwrap();
         let mut buf = [0u8; wire::HEADER_LEN];

@@ -1,6 +1,9 @@
 //! A stop flag raised by SIGINT or SIGTERM, for long-running loops (`latlab net delay`)
 //! that must end cleanly and write their results when interrupted. The handler only
 //! stores into an atomic (async-signal-safe); the loop polls [`stop_requested`].
+//!
+//! And [`interrupt`]: waking one thread out of a blocking system call, so that blocking
+//! receives can wait without a timeout and still be stopped.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -39,4 +42,60 @@ pub fn stop_requested() -> bool {
 /// The flag itself, for loops that take a `&AtomicBool`.
 pub fn stop_flag() -> &'static AtomicBool {
     &STOP
+}
+
+/// The signal [`interrupt`] sends. Its handler does nothing and is installed without
+/// `SA_RESTART`, so the only effect is that a blocking system call of the target thread
+/// returns `EINTR`.
+pub const WAKE_SIGNAL: libc::c_int = libc::SIGUSR2;
+
+extern "C" fn on_wake(_: libc::c_int) {}
+
+static WAKE_HANDLER: std::sync::OnceLock<Result<(), i32>> = std::sync::OnceLock::new();
+
+/// Installs the do-nothing handler of [`WAKE_SIGNAL`] (once per process).
+///
+/// # Errors
+/// The OS error of `sigaction`.
+pub fn install_wake_handler() -> std::io::Result<()> {
+    let r = WAKE_HANDLER.get_or_init(|| {
+        // SAFETY: sigaction is plain old data (all-zero is valid); the handler does
+        // nothing, which is async-signal-safe; the mask is initialised by sigemptyset; no
+        // SA_RESTART, so an interrupted blocking call returns EINTR.
+        let r = unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_wake as *const () as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(WAKE_SIGNAL, &sa, std::ptr::null_mut())
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
+        }
+    });
+    r.map_err(std::io::Error::from_raw_os_error)
+}
+
+/// Interrupts the thread of `handle`: a blocking system call it is in returns `EINTR`;
+/// a thread between calls is not affected, so callers that want it to notice a flag
+/// repeat until it has finished. This lets a blocking receive wait without a timeout (a
+/// timed wait arms and cancels a kernel timer on every call, on the measured path) and
+/// still be stopped.
+///
+/// # Errors
+/// The handler cannot be installed, or `pthread_kill` fails.
+pub fn interrupt<T>(handle: &std::thread::JoinHandle<T>) -> std::io::Result<()> {
+    use std::os::unix::thread::JoinHandleExt;
+    install_wake_handler()?;
+    // SAFETY: the thread id comes from a JoinHandle the caller still holds, so the thread
+    // has not been joined and its id is valid (an exited, unjoined thread's id stays
+    // valid); WAKE_SIGNAL has a handler installed above, so delivery cannot terminate
+    // the process.
+    let r = unsafe { libc::pthread_kill(handle.as_pthread_t(), WAKE_SIGNAL) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::from_raw_os_error(r))
+    }
 }
