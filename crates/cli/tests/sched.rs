@@ -309,6 +309,25 @@ fn cache_cost_writes_a_result() {
     }
 }
 
+/// Runs `latlab experiment hourglass ARGS --dir DIR`, asserts it succeeded and returns
+/// its standard output.
+fn hourglass(dir: &std::path::Path, args: &[&str]) -> String {
+    let out = latlab()
+        .args(["experiment", "hourglass"])
+        .args(args)
+        .arg("--dir")
+        .arg(dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 #[test]
 fn hourglass_experiment_runs_selected_scenarios() {
     let _pool = deadline_pool();
@@ -317,25 +336,9 @@ fn hourglass_experiment_runs_selected_scenarios() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .args([
-            "experiment",
-            "hourglass",
-            "--duration",
-            "200ms",
-            "--quick",
-            "--only",
-            "5.5,5.6",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = hourglass(
+        dir.path(),
+        &["--duration", "200ms", "--quick", "--only", "5.5,5.6"],
     );
     assert!(
         stdout.contains("== 5.5") && stdout.contains("== 5.6"),
@@ -374,25 +377,7 @@ fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
         .map(|s| s.complete)
         .unwrap_or(false);
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .args([
-            "experiment",
-            "hourglass",
-            "--duration",
-            "300ms",
-            "--only",
-            "5.4",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = hourglass(dir.path(), &["--duration", "300ms", "--only", "5.4"]);
     assert!(
         stdout.contains("control 2 (testbed traffic alone): "),
         "{stdout}"
