@@ -424,7 +424,8 @@ impl MmsgBatch {
     }
 
     /// Receives up to `max` (at most [`MmsgBatch::slots`]) datagrams with one
-    /// `recvmmsg` (`recvmsg` when `max` is 1). Returns how many; `Ok(0)` for [`Wait::NonBlocking`] with nothing queued
+    /// `recvmmsg` (`recvfrom` or `recvmsg` when `max` is 1). Returns how many; `Ok(0)` for
+    /// [`Wait::NonBlocking`] with nothing queued
     /// (and for a blocking receive that timed out).
     pub fn recv<F: AsFd>(&mut self, fd: &F, max: usize, wait: Wait) -> io::Result<usize> {
         let n = max.clamp(1, self.slots());
@@ -433,13 +434,39 @@ impl MmsgBatch {
             Wait::Block => libc::MSG_WAITFORONE,
             Wait::NonBlocking => libc::MSG_DONTWAIT,
         };
-        let rc = if n == 1 {
-            // One datagram (a closed loop, a blocking NF): plain `recvmsg` skips recvmmsg's
-            // per-call bookkeeping, which is on the measured path of a round trip.
-            let one = match wait {
-                Wait::Block => 0,
-                Wait::NonBlocking => libc::MSG_DONTWAIT,
+        let one = match wait {
+            Wait::Block => 0,
+            Wait::NonBlocking => libc::MSG_DONTWAIT,
+        };
+        let rc = if n == 1 && self.cbytes() == 0 {
+            // One datagram and no control messages (a closed loop, a blocking NF without
+            // kernel timestamps): `recvfrom`, the thinnest receive, because this call is
+            // on the measured path of a round trip. MSG_TRUNC makes it return the real
+            // length, so truncation is still seen.
+            self.addr_lens[0] = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            // SAFETY: slot 0 of `data` and `addrs[0]` are owned by `self` and valid for
+            // the lengths given; `addr_lens[0]` is written by the kernel.
+            let r = unsafe {
+                libc::recvfrom(
+                    fd.as_fd().as_raw_fd(),
+                    self.data.as_mut_ptr().cast(),
+                    self.slot_size,
+                    one | libc::MSG_TRUNC,
+                    (&mut self.addrs[0] as *mut libc::sockaddr_storage).cast(),
+                    &mut self.addr_lens[0],
+                )
             };
+            if r >= 0 {
+                self.lens[0] = r as usize;
+                self.control_lens[0] = 0;
+                self.flags[0] = 0;
+                self.filled = 1;
+                return Ok(1);
+            }
+            -1
+        } else if n == 1 {
+            // One datagram with control messages: plain `recvmsg` skips recvmmsg's
+            // per-call bookkeeping.
             // SAFETY: `hdrs[0].msg_hdr` points to valid buffers owned by `self` (set just
             // above) that stay alive and unaliased during the call.
             let r =
@@ -580,10 +607,20 @@ impl MmsgBatch {
         let mut sent = 0usize;
         while sent < k {
             let rc = if k - sent == 1 {
-                // SAFETY: `send_hdrs[sent].msg_hdr` points to valid buffers owned by
-                // `self`, set up above and alive for the call.
+                // One datagram: `sendto`, the thinnest send (on a round trip's path).
+                let h = &self.send_hdrs[sent].msg_hdr;
+                // SAFETY: `h` was set up above: its one iovec and its address point into
+                // buffers owned by `self` that are alive for the call.
                 let r = unsafe {
-                    libc::sendmsg(fd.as_fd().as_raw_fd(), &self.send_hdrs[sent].msg_hdr, 0)
+                    let iov = &*h.msg_iov;
+                    libc::sendto(
+                        fd.as_fd().as_raw_fd(),
+                        iov.iov_base,
+                        iov.iov_len,
+                        0,
+                        h.msg_name.cast(),
+                        h.msg_namelen,
+                    )
                 };
                 if r >= 0 {
                     1
