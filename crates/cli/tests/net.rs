@@ -14,12 +14,20 @@ fn is_root() -> bool {
     latlab_net::testbed::is_root()
 }
 
+/// The testbed's namespaces are global: tests that build or remove it take turns.
+static TESTBED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn testbed_turn() -> std::sync::MutexGuard<'static, ()> {
+    TESTBED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 #[test]
 fn testbed_up_probe_through_the_busy_forwarder_down() {
     if !is_root() {
         eprintln!("skipped: the testbed needs root");
         return;
     }
+    let _turn = testbed_turn();
     let dir = tempfile::tempdir().unwrap();
     let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
     assert!(
@@ -269,4 +277,65 @@ fn no_rt_throttle_is_recorded_and_restored() {
     if before != Some(-1) {
         assert!(note.contains("restored after"), "{note}");
     }
+}
+
+/// `latlab net calibrate` builds the testbed when it is not up and takes it down again
+/// afterwards, leaving no namespace behind that was not there before.
+#[test]
+fn calibrate_leaves_the_testbed_as_it_found_it() {
+    if !is_root() {
+        eprintln!("skipped: the testbed needs root");
+        return;
+    }
+    let _turn = testbed_turn();
+    let up = || {
+        latlab_net::testbed::status()
+            .map(|s| s.complete)
+            .unwrap_or(false)
+    };
+    // start from no testbed
+    let _ = latlab().args(["net", "testbed", "down"]).output().unwrap();
+    assert!(!up());
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab()
+        .args([
+            "net",
+            "calibrate",
+            "--delays",
+            "0ns,10us",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "100ms",
+            "--rounds",
+            "1",
+            "-q",
+            "-o",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r = ResultFile::load(&dir.path().join("calibrate.json")).unwrap();
+    assert_eq!(r.kind, "net.calibrate");
+    assert!(
+        !up(),
+        "calibrate brought the testbed up and must take it down"
+    );
+    let names = String::from_utf8_lossy(
+        &std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .into_owned();
+    assert!(
+        !names.contains("latlab-gen") && !names.contains("latlab-nf"),
+        "{names}"
+    );
 }

@@ -121,7 +121,7 @@ pub fn run(
     } else {
         Placement::Testbed
     };
-    orchestrate::prepare(placement)?;
+    let _testbed = orchestrate::prepare(placement)?;
     let (nf_cpu, gen_cpu) = orchestrate::cpus();
     let mut runs: Vec<(u64, PathBuf, ResultFile)> = Vec::new();
     for round in 0..cfg.rounds.max(1) {

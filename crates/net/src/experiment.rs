@@ -203,7 +203,7 @@ pub fn run(
     } else {
         Placement::Testbed
     };
-    orchestrate::prepare(placement)?;
+    let _testbed = orchestrate::prepare(placement)?;
     std::fs::create_dir_all(dir).map_err(|source| latlab_core::results::ResultError::Write {
         path: dir.to_path_buf(),
         source,

@@ -234,10 +234,37 @@ pub fn cpus() -> (u32, u32) {
     (first, last)
 }
 
-/// Brings the testbed up for `placement` (no-op on loopback).
-pub fn prepare(placement: Placement) -> Result<(), OrchestrateError> {
+/// The testbed as an orchestrator found it: dropping this takes the testbed down again
+/// if [`prepare`] brought it up, so an experiment leaves no namespace behind that was not
+/// there before it.
+#[derive(Debug)]
+#[must_use = "the testbed is taken down when this is dropped"]
+pub struct Prepared {
+    brought_up: bool,
+}
+
+impl Prepared {
+    /// Whether [`prepare`] built the testbed (and dropping this removes it).
+    pub fn brought_up(&self) -> bool {
+        self.brought_up
+    }
+}
+
+impl Drop for Prepared {
+    fn drop(&mut self) {
+        if self.brought_up {
+            let _ = testbed::down();
+        }
+    }
+}
+
+/// Brings the testbed up for `placement` (no-op on loopback); the returned guard takes it
+/// down again when dropped, unless it was already up.
+pub fn prepare(placement: Placement) -> Result<Prepared, OrchestrateError> {
+    let mut brought_up = false;
     if placement == Placement::Testbed {
+        brought_up = !testbed::status().map(|s| s.complete).unwrap_or(false);
         testbed::up()?;
     }
-    Ok(())
+    Ok(Prepared { brought_up })
 }

@@ -386,7 +386,8 @@ enum Traffic {
         nf: latlab_net::orchestrate::NfChild,
         probe:
             std::thread::JoinHandle<Result<ResultFile, latlab_net::orchestrate::OrchestrateError>>,
-        brought_up: bool,
+        /// Takes the testbed down when dropped if this run brought it up.
+        prepared: latlab_net::orchestrate::Prepared,
     },
     Loopback(Flood),
 }
@@ -410,8 +411,7 @@ impl Traffic {
         if !testbed::is_root() {
             return Ok(Traffic::Loopback(Flood::start(c.cpu)?));
         }
-        let brought_up = !testbed::status().map(|s| s.complete).unwrap_or(false);
-        orchestrate::prepare(Placement::Testbed)?;
+        let prepared = orchestrate::prepare(Placement::Testbed)?;
         let exe = std::env::current_exe()?;
         let (first, last) = orchestrate::cpus();
         let gen_cpu = if c.cpu == first { last } else { first };
@@ -451,7 +451,7 @@ impl Traffic {
         Ok(Traffic::Testbed {
             nf,
             probe,
-            brought_up,
+            prepared,
         })
     }
 
@@ -474,15 +474,13 @@ impl Traffic {
             Traffic::Testbed {
                 nf,
                 probe,
-                brought_up,
+                prepared,
             } => {
                 let pr = probe
                     .join()
                     .map_err(|_| anyhow::anyhow!("the 5.4 generator thread panicked"));
                 let nf_res = nf.finish();
-                if brought_up {
-                    let _ = latlab_net::testbed::down();
-                }
+                drop(prepared);
                 let pr = pr??;
                 nf_res?;
                 let c = |k: &str| pr.counters.get(k).copied().unwrap_or(0);
