@@ -243,13 +243,6 @@ pub struct Prepared {
     brought_up: bool,
 }
 
-impl Prepared {
-    /// Whether [`prepare`] built the testbed (and dropping this removes it).
-    pub fn brought_up(&self) -> bool {
-        self.brought_up
-    }
-}
-
 impl Drop for Prepared {
     fn drop(&mut self) {
         if self.brought_up {

@@ -1297,7 +1297,6 @@ fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     }
 }
 
-/// Receives one batch into the receiver; returns how many datagrams.
 /// Receives up to `max` datagrams (at most the batch's slots) and hands them to the
 /// receiver. With `MSG_WAITFORONE` the kernel tries for more after the first, so the closed
 /// loop, which expects exactly one answer, asks for one.

@@ -425,15 +425,10 @@ impl MmsgBatch {
 
     /// Receives up to `max` (at most [`MmsgBatch::slots`]) datagrams with one
     /// `recvmmsg` (`recvfrom` or `recvmsg` when `max` is 1). Returns how many; `Ok(0)` for
-    /// [`Wait::NonBlocking`] with nothing queued
-    /// (and for a blocking receive that timed out).
+    /// [`Wait::NonBlocking`] with nothing queued, and for a blocking receive that timed
+    /// out or was interrupted by a signal.
     pub fn recv<F: AsFd>(&mut self, fd: &F, max: usize, wait: Wait) -> io::Result<usize> {
         let n = max.clamp(1, self.slots());
-        self.prepare_recv(n);
-        let flags = match wait {
-            Wait::Block => libc::MSG_WAITFORONE,
-            Wait::NonBlocking => libc::MSG_DONTWAIT,
-        };
         let one = match wait {
             Wait::Block => 0,
             Wait::NonBlocking => libc::MSG_DONTWAIT,
@@ -465,6 +460,7 @@ impl MmsgBatch {
             }
             -1
         } else if n == 1 {
+            self.prepare_recv(1);
             // One datagram with control messages: plain `recvmsg` skips recvmmsg's
             // per-call bookkeeping.
             // SAFETY: `hdrs[0].msg_hdr` points to valid buffers owned by `self` (set just
@@ -478,6 +474,12 @@ impl MmsgBatch {
                 -1
             }
         } else {
+            self.prepare_recv(n);
+            // with MSG_WAITFORONE the kernel blocks for the first datagram only
+            let flags = match wait {
+                Wait::Block => libc::MSG_WAITFORONE,
+                Wait::NonBlocking => libc::MSG_DONTWAIT,
+            };
             // SAFETY: `hdrs[..n]` point to valid buffers owned by `self` (set just above)
             // that stay alive and unaliased during the call; a null timeout means no
             // timeout.
