@@ -394,7 +394,7 @@ enum Traffic {
 
 /// What the traffic achieved while it ran.
 struct Delivered {
-    /// Measured packets per second that made it through (0 for the loopback flood).
+    /// Measured packets per second that made it through (testbed only).
     pps: f64,
     /// Throughput, Mbit/s (of frames on the testbed, of UDP payload on loopback).
     mbps: f64,
@@ -403,18 +403,17 @@ struct Delivered {
 }
 
 impl Traffic {
-    /// Starts the traffic for `ns` (plus a short warm-up on the testbed); `tag` names the
-    /// result files of the NF and the generator in the experiment directory.
-    fn start(c: &Ctx, ns: u64, tag: &str) -> anyhow::Result<Traffic> {
+    /// Starts the traffic for `ns` (plus a short warm-up on the testbed), on the testbed
+    /// when `testbed`, else over loopback; `tag` names the result files of the NF and the
+    /// generator in the experiment directory.
+    fn start(c: &Ctx, testbed: bool, ns: u64, tag: &str) -> anyhow::Result<Traffic> {
         use latlab_net::orchestrate::{self, Placement, ProbeRun};
-        use latlab_net::testbed;
-        if !testbed::is_root() {
+        if !testbed {
             return Ok(Traffic::Loopback(Flood::start(c.cpu)?));
         }
         let prepared = orchestrate::prepare(Placement::Testbed)?;
         let exe = std::env::current_exe()?;
-        let (first, last) = orchestrate::cpus();
-        let gen_cpu = if c.cpu == first { last } else { first };
+        let gen_cpu = traffic_gen_cpu(c.cpu);
         let nf_args: Vec<String> = vec![
             "--io".into(),
             "blocking".into(),
@@ -453,10 +452,6 @@ impl Traffic {
             probe,
             prepared,
         })
-    }
-
-    fn is_testbed(&self) -> bool {
-        matches!(self, Traffic::Testbed { .. })
     }
 
     /// Stops the traffic (the testbed generator ends by itself) and says what got through
@@ -501,6 +496,16 @@ impl Traffic {
 /// Warm-up of the 5.4 generator.
 const TRAFFIC_WARMUP_NS: u64 = 300_000_000;
 
+/// The CPU of the 5.4 generator: another one than the RT thread's where there is one.
+fn traffic_gen_cpu(rt_cpu: u32) -> u32 {
+    let (first, last) = latlab_net::orchestrate::cpus();
+    if rt_cpu == first {
+        last
+    } else {
+        first
+    }
+}
+
 fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
     let testbed = latlab_net::testbed::is_root();
     let mut sc = new(
@@ -530,22 +535,21 @@ fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
         c.d, c.cpu
     );
     let (r1, d1, t1) = c.run("5.4-control-rt", &line, &mut sc)?;
-    let f = Traffic::start(c, duration_ns, "5.4-control-traffic")?;
-    let what = if f.is_testbed() {
+    let f = Traffic::start(c, testbed, duration_ns, "5.4-control-traffic")?;
+    let what = if testbed {
         "testbed traffic"
     } else {
         "UDP flood over loopback"
     };
-    if !f.is_testbed() {
+    if !testbed {
         std::thread::sleep(std::time::Duration::from_nanos(duration_ns));
     }
     let alone = f.stop(duration_ns)?;
-    let f = Traffic::start(c, duration_ns, "5.4-traffic")?;
+    let f = Traffic::start(c, testbed, duration_ns, "5.4-traffic")?;
     let (r2, d2, t2) = c.run("5.4-flood", &line, &mut sc)?;
     let with_rt = f.stop(duration_ns)?;
     if testbed {
-        let (first, last) = latlab_net::orchestrate::cpus();
-        let gen_cpu = if c.cpu == first { last } else { first };
+        let gen_cpu = traffic_gen_cpu(c.cpu);
         sc.commands.push(format!(
             "(control 2 and during 5.4-flood: sudo latlab net testbed up; ip netns exec latlab-nf latlab net forward --testbed --io blocking --cpu {} --direction a-to-b …; latlab net probe --testbed --rate 100kpps --tx-cpu {gen_cpu} --rx-cpu {gen_cpu} --duration {} …; results 5.4-control-traffic-*.json and 5.4-traffic-*.json)",
             c.cpu, c.d
@@ -571,7 +575,7 @@ fn s54(c: &Ctx, duration_ns: u64) -> anyhow::Result<Scenario> {
     let (h1, m1) = dl(&r1);
     let (h2, m2) = dl(&r2);
     let through = |x: &Delivered| {
-        if x.pps > 0.0 || what == "testbed traffic" {
+        if testbed {
             format!(
                 "{:.0} pps forwarded ({:.1} Mbit/s of 64-byte frames), {} lost",
                 x.pps, x.mbps, x.lost
