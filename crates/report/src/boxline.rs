@@ -358,26 +358,10 @@ where
             let (w, h) = SIZE;
             let mut rgb = vec![0u8; w as usize * h as usize * 3];
             draw_png(&mut rgb)?;
-            let mut out = Vec::new();
-            {
-                let mut enc = png::Encoder::new(&mut out, w, h);
-                enc.set_color(png::ColorType::Rgb);
-                enc.set_depth(png::BitDepth::Eight);
-                let e = |e: png::EncodingError| PlotError::Draw(format!("PNG encoding: {e}"));
-                let mut wr = enc.write_header().map_err(e)?;
-                wr.write_image_data(&rgb).map_err(e)?;
-                wr.finish().map_err(e)?;
-            }
-            out
+            crate::plot::encode_png(&rgb, w, h)?
         }
     };
-    latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
-        latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-        other => PlotError::Draw(other.to_string()),
-    })
+    crate::plot::write_image(path, &bytes)
 }
 
 /// Draws a grouped box plot into `path` (`.svg` or `.png`).

@@ -104,26 +104,10 @@ fn write_image(
                 draw_png(&root)?;
                 root.present().map_err(draw_err)?;
             }
-            let mut out = Vec::new();
-            {
-                let mut enc = png::Encoder::new(&mut out, w, h);
-                enc.set_color(png::ColorType::Rgb);
-                enc.set_depth(png::BitDepth::Eight);
-                let e = |e: png::EncodingError| PlotError::Draw(format!("PNG encoding: {e}"));
-                let mut wr = enc.write_header().map_err(e)?;
-                wr.write_image_data(&rgb).map_err(e)?;
-                wr.finish().map_err(e)?;
-            }
-            out
+            crate::plot::encode_png(&rgb, w, h)?
         }
     };
-    latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
-        latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-        other => PlotError::Draw(other.to_string()),
-    })
+    crate::plot::write_image(path, &bytes)
 }
 
 /// The distinct segment labels in first-seen order.

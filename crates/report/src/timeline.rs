@@ -172,25 +172,10 @@ pub fn render_timeline(
                 let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
                 draw(&root, rows, spec)?;
             }
-            let mut png_bytes = Vec::new();
-            {
-                let mut enc = png::Encoder::new(&mut png_bytes, w, h);
-                enc.set_color(png::ColorType::Rgb);
-                enc.set_depth(png::BitDepth::Eight);
-                let mut wr = enc.write_header().map_err(derr)?;
-                wr.write_image_data(&rgb).map_err(derr)?;
-                wr.finish().map_err(derr)?;
-            }
-            png_bytes
+            crate::plot::encode_png(&rgb, w, h)?
         }
     };
-    latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
-        latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
-            path: path.to_path_buf(),
-            source,
-        },
-        other => PlotError::Draw(other.to_string()),
-    })
+    crate::plot::write_image(path, &bytes)
 }
 
 #[cfg(test)]

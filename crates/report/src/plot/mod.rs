@@ -374,17 +374,7 @@ impl<'a> Job<'a> {
             let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
             self.draw(&root)?;
         }
-        let mut png_bytes = Vec::new();
-        {
-            let mut enc = png::Encoder::new(&mut png_bytes, w, h);
-            enc.set_color(png::ColorType::Rgb);
-            enc.set_depth(png::BitDepth::Eight);
-            let png_err = |e: png::EncodingError| PlotError::Draw(format!("PNG encoding: {e}"));
-            let mut writer = enc.write_header().map_err(png_err)?;
-            writer.write_image_data(&rgb).map_err(png_err)?;
-            writer.finish().map_err(png_err)?;
-        }
-        Ok(png_bytes)
+        encode_png(&rgb, w, h)
     }
 
     fn write(&self, path: &Path) -> Result<(), PlotError> {
@@ -392,15 +382,35 @@ impl<'a> Job<'a> {
             ImageFormat::Svg => self.to_svg()?.into_bytes(),
             ImageFormat::Png => self.to_png()?,
         };
-        // Atomically (temporary file, then rename): a reader never sees half an image.
-        latlab_core::results::write_atomically(path, &bytes).map_err(|e| match e {
-            latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
-                path: path.to_path_buf(),
-                source,
-            },
-            other => PlotError::Draw(other.to_string()),
-        })
+        write_image(path, &bytes)
     }
+}
+
+/// Encodes a `w`×`h` RGB buffer (as plotters' `BitMapBackend` fills it) as PNG.
+pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PlotError> {
+    let mut png_bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut png_bytes, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let png_err = |e: png::EncodingError| PlotError::Draw(format!("PNG encoding: {e}"));
+        let mut writer = enc.write_header().map_err(png_err)?;
+        writer.write_image_data(rgb).map_err(png_err)?;
+        writer.finish().map_err(png_err)?;
+    }
+    Ok(png_bytes)
+}
+
+/// Writes an encoded image to `path` atomically (temporary file, then rename): a reader
+/// never sees half an image.
+pub(crate) fn write_image(path: &Path, bytes: &[u8]) -> Result<(), PlotError> {
+    latlab_core::results::write_atomically(path, bytes).map_err(|e| match e {
+        latlab_core::results::ResultError::Write { source, .. } => PlotError::Io {
+            path: path.to_path_buf(),
+            source,
+        },
+        other => PlotError::Draw(other.to_string()),
+    })
 }
 
 /// Draws `curves` as described by `spec` into `path` (`.svg` or `.png`).
