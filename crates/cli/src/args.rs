@@ -99,6 +99,17 @@ percentile, unknown histogram or counter, or unreadable result.")]
   latlab plot run.json --kind ccdf -o tail.svg                          (the tail alone, log scale)
   latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
     Plot(PlotArgs),
+    /// Internal: run a job another latlab process wrote (a versioned JSON envelope holding
+    /// a resolved library configuration; see `latlab_core::child`). Not for users.
+    #[command(hide = true)]
+    Child(ChildArgs),
+}
+
+/// `latlab child JOBFILE` (internal).
+#[derive(Debug, Args)]
+pub struct ChildArgs {
+    /// The job file (`latlab.child` envelope).
+    pub job: PathBuf,
 }
 
 /// `latlab host …`

@@ -7,12 +7,14 @@
 //! - [`hist`]: latency histograms on HdrHistogram, exact merge, serialisation;
 //! - [`stats`]: percentile ladders, the sample-support rule, order-statistic confidence
 //!   intervals, CDF/CCDF series;
-//! - [`results`]: the versioned result file, host provenance, interval logs and CSV export.
+//! - [`results`]: the versioned result file, host provenance, interval logs and CSV export;
+//! - [`child`]: the versioned job envelope one latlab process hands another.
 //!
 //! Nothing in this crate reads a clock or makes a system call: time is always passed in.
 //! The only I/O is reading and writing result files (`results`).
 #![deny(unsafe_code)]
 
+pub mod child;
 pub mod hist;
 pub mod parse;
 pub mod results;

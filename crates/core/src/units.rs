@@ -176,6 +176,34 @@ pub fn format_ns(ns: f64) -> String {
     format!("{v:.digits$}{unit}")
 }
 
+/// How [`format_signed_ns`] marks the sign of a difference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SignStyle {
+    /// `-1.50us` / `1.50us`: ASCII minus, nothing before positive values (terminal tables).
+    AsciiMinus,
+    /// `-1.50us` / `+1.50us`: ASCII minus and an explicit plus.
+    AsciiBoth,
+    /// `−1.50us` / `1.50us`: typographic minus (U+2212), nothing before positive values.
+    Minus,
+    /// `−1.50us` / `+1.50us`: typographic minus and an explicit plus.
+    Both,
+}
+
+/// A signed nanosecond difference in [`format_ns`]'s units, its sign marked as `style` says.
+pub fn format_signed_ns(ns: f64, style: SignStyle) -> String {
+    let (minus, plus) = match style {
+        SignStyle::AsciiMinus => ("-", ""),
+        SignStyle::AsciiBoth => ("-", "+"),
+        SignStyle::Minus => ("\u{2212}", ""),
+        SignStyle::Both => ("\u{2212}", "+"),
+    };
+    if ns < 0.0 {
+        format!("{minus}{}", format_ns(-ns))
+    } else {
+        format!("{plus}{}", format_ns(ns))
+    }
+}
+
 /// `v` with at most `max_decimals` decimals and no trailing zeros (nor a trailing point):
 /// `format_decimal(99.900, 6)` is `"99.9"`, `format_decimal(95.0, 6)` is `"95"`. Used for
 /// labels, where `95.000000% CI` or a tick of `0.0100` would only be noise.
@@ -270,6 +298,15 @@ impl FastConv {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn signed_differences_keep_each_style() {
+        assert_eq!(format_signed_ns(-1500.0, SignStyle::AsciiMinus), "-1.50us");
+        assert_eq!(format_signed_ns(1500.0, SignStyle::AsciiMinus), "1.50us");
+        assert_eq!(format_signed_ns(1500.0, SignStyle::AsciiBoth), "+1.50us");
+        assert_eq!(format_signed_ns(-20.0, SignStyle::Minus), "\u{2212}20ns");
+        assert_eq!(format_signed_ns(0.0, SignStyle::Both), "+0ns");
+    }
+
     use super::*;
 
     #[test]

@@ -252,6 +252,22 @@ pub fn current_policy() -> (String, i32) {
     (policy_name(policy), prio)
 }
 
+/// [`lock_memory`], with a failure turned into a warning for the result: returns whether
+/// memory is locked, and on failure pushes "memory not locked (…); page faults may appear
+/// as gaps" onto `warnings`. Every measuring command locks memory through this, so the
+/// wording and the decision to carry on are the same everywhere.
+pub fn lock_memory_or_warn(warnings: &mut Vec<String>) -> bool {
+    match lock_memory() {
+        Ok(()) => true,
+        Err(e) => {
+            warnings.push(format!(
+                "memory not locked ({e}); page faults may appear as gaps"
+            ));
+            false
+        }
+    }
+}
+
 /// Locks all current and future pages of the process in RAM (`mlockall(MCL_CURRENT |
 /// MCL_FUTURE)`), so that no page fault lands in a measurement.
 ///

@@ -1,6 +1,7 @@
 //! One module per subcommand; each turns parsed arguments into a library configuration,
 //! calls the library and prints.
 
+mod child;
 mod dfs;
 mod experiment;
 mod host_breakdown;
@@ -29,6 +30,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Compare(a) => report::compare_cmd(a),
         Command::Check(a) => report::check(a),
         Command::Sched(a) => sched::run(a, argv),
+        Command::Child(a) => child::run(a),
     }
 }
 
