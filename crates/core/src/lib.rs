@@ -8,6 +8,7 @@
 //! - [`stats`]: percentile ladders, the sample-support rule, order-statistic confidence
 //!   intervals, CDF/CCDF series;
 //! - [`results`]: the versioned result file, host provenance, interval logs and CSV export;
+//! - [`doc`]: the plot-free document model of reports (sections, tables, figure specs);
 //! - [`child`]: the versioned job envelope one latlab process hands another.
 //!
 //! Nothing in this crate reads a clock or makes a system call: time is always passed in.
@@ -15,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod child;
+pub mod doc;
 pub mod hist;
 pub mod parse;
 pub mod results;

@@ -15,51 +15,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-/// One bar of a stacked bar chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StackedBar {
-    /// The bar's label (y axis).
-    pub label: String,
-    /// `(segment label, value in ns)` in stacking order; values ≤ 0 are not drawn. Segments
-    /// with the same label share a colour and one legend entry across bars.
-    pub segments: Vec<(String, f64)>,
-}
-
-/// One line of an error-bar chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ErrorSeries {
-    /// Legend text.
-    pub label: String,
-    /// `(x, mean, low, high)`; x ≥ 0 (0 is drawn at the axis' zero position).
-    pub points: Vec<(f64, f64, f64, f64)>,
-}
-
-/// Titles and size of a chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChartSpec {
-    /// Title (none when empty).
-    pub title: String,
-    /// x axis description (the stacked chart appends the unit).
-    pub x_desc: String,
-    /// y axis description.
-    pub y_desc: String,
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-}
-
-impl Default for ChartSpec {
-    fn default() -> Self {
-        ChartSpec {
-            title: String::new(),
-            x_desc: String::new(),
-            y_desc: String::new(),
-            width: 1000,
-            height: 600,
-        }
-    }
-}
+pub use latlab_core::doc::figure::{ChartSpec, ErrorSeries, StackedBar};
 
 fn check_size(w: u32, h: u32) -> Result<(), PlotError> {
     ensure_font()?;

@@ -14,7 +14,6 @@
 //! Logarithmic axes are drawn by plotting `log10` of the values on a linear axis with ticks
 //! at decades, so both axis kinds share one drawing path.
 
-use crate::charts::ChartSpec;
 use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
 use crate::plot::PlotError;
@@ -23,30 +22,7 @@ use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-/// One box of a box plot: a five-number summary.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BoxStat {
-    /// The x category it belongs to (e.g. "128 nodes"); categories keep first-seen order.
-    pub category: String,
-    /// The series (colour and legend entry, e.g. "DFS"); series keep first-seen order.
-    pub series: String,
-    /// Minimum (lower whisker).
-    pub min: f64,
-    /// 10th percentile (bottom of the box).
-    pub p10: f64,
-    /// Median (bar in the box).
-    pub median: f64,
-    /// 90th percentile (top of the box).
-    pub p90: f64,
-    /// Maximum (upper whisker).
-    pub max: f64,
-}
-
-impl BoxStat {
-    fn values(&self) -> [f64; 5] {
-        [self.min, self.p10, self.median, self.p90, self.max]
-    }
-}
+pub use latlab_core::doc::figure::{BoxStat, ChartSpec, Corner, Line, LineChart, LineStyle};
 
 /// Most category labels written under a box plot; with more categories every k-th is
 /// labelled.
@@ -358,62 +334,6 @@ fn nice_step(span: f64) -> f64 {
         10.0
     };
     m * mag
-}
-
-/// How a line is drawn.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum LineStyle {
-    /// A line through the points.
-    #[default]
-    Line,
-    /// A line with a marker on every point.
-    LineAndPoints,
-    /// Markers only.
-    Points,
-}
-
-/// One series of a line chart.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Line {
-    /// Legend text.
-    pub label: String,
-    /// `(x, y)` points, drawn in x order; non-finite points are skipped.
-    pub points: Vec<(f64, f64)>,
-    /// How it is drawn.
-    pub style: LineStyle,
-}
-
-/// A line chart.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct LineChart {
-    /// The series.
-    pub lines: Vec<Line>,
-    /// x ranges drawn shaded behind the lines (e.g. while a bandwidth drop was active).
-    pub shaded: Vec<(f64, f64)>,
-    /// Legend text of the shaded ranges.
-    pub shaded_label: String,
-    /// Logarithmic x axis (points with x ≤ 0 are skipped).
-    pub log_x: bool,
-    /// Logarithmic y axis (points with y ≤ 0 are skipped).
-    pub log_y: bool,
-    /// Explicit x ticks `(x, label)` (e.g. message sizes "4 KiB"); automatic when empty.
-    pub x_ticks: Vec<(f64, String)>,
-    /// Where the legend goes (pick the corner the data leaves free).
-    pub legend: Corner,
-}
-
-/// A corner of the plotting area.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Corner {
-    /// Top right.
-    #[default]
-    UpperRight,
-    /// Bottom right.
-    LowerRight,
-    /// Top left.
-    UpperLeft,
-    /// Bottom left.
-    LowerLeft,
 }
 
 /// Draws a line chart as SVG text.

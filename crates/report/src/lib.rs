@@ -35,6 +35,7 @@ pub mod figures;
 pub mod html;
 pub mod input;
 pub mod plot;
+pub mod spec;
 pub mod timeline;
 pub mod trust;
 pub mod xy;
@@ -47,3 +48,4 @@ pub use plot::{
     choose_unit, render, render_interactive, render_panels, render_svg_string, Curve, ImageFormat,
     InteractiveFigure, PixelSeries, PlotError, PlotKind, PlotSpec, TimeUnit,
 };
+pub use spec::{figure_svg, write_figure};

@@ -7,40 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-/// One row of a timeline.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct TimelineRow {
-    /// Label drawn left of the row, e.g. `thread 0 (LOW)`.
-    pub label: String,
-    /// Intervals `(start_ns, end_ns)` during which the row's thread ran.
-    pub blocks: Vec<(f64, f64)>,
-    /// Instants (ns) to mark, e.g. deadline misses.
-    pub marks: Vec<f64>,
-}
-
-/// Size, title and window of a timeline.
-#[derive(Clone, Debug, PartialEq)]
-pub struct TimelineSpec {
-    /// Title; none when empty.
-    pub title: String,
-    /// Image width, pixels.
-    pub width: u32,
-    /// Height of one row, pixels.
-    pub row_height: u32,
-    /// The window drawn, `(from_ns, to_ns)`; blocks are clipped to it.
-    pub window: (f64, f64),
-}
-
-impl Default for TimelineSpec {
-    fn default() -> Self {
-        TimelineSpec {
-            title: String::new(),
-            width: 1200,
-            row_height: 48,
-            window: (0.0, 1e9),
-        }
-    }
-}
+pub use latlab_core::doc::figure::{TimelineRow, TimelineSpec};
 
 fn derr<E: std::fmt::Display>(e: E) -> PlotError {
     PlotError::Draw(e.to_string())

@@ -7,44 +7,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-/// One series: `(x, y, ci_half_width)` points.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct XySeries {
-    /// Legend text.
-    pub label: String,
-    /// Points; a non-finite half-width draws no bar.
-    pub points: Vec<(f64, f64, f64)>,
-}
-
-/// Axes and title.
-#[derive(Clone, Debug, PartialEq)]
-pub struct XySpec {
-    /// Title.
-    pub title: String,
-    /// x-axis description.
-    pub x_desc: String,
-    /// y-axis description.
-    pub y_desc: String,
-    /// Logarithmic x axis (x must be > 0).
-    pub x_log: bool,
-    /// Width, pixels.
-    pub width: u32,
-    /// Height, pixels.
-    pub height: u32,
-}
-
-impl Default for XySpec {
-    fn default() -> Self {
-        XySpec {
-            title: String::new(),
-            x_desc: String::new(),
-            y_desc: String::new(),
-            x_log: false,
-            width: 900,
-            height: 600,
-        }
-    }
-}
+pub use latlab_core::doc::figure::{XySeries, XySpec};
 
 const COLORS: [RGBColor; 4] = [
     RGBColor(31, 119, 180),

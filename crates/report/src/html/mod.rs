@@ -11,10 +11,12 @@
 //! Experiments add what their kind of result needs by implementing [`SectionProvider`] in
 //! their own crate and passing it to [`build`]; they never write HTML.
 
-mod model;
 mod render;
 
-pub use model::{slug, Block, Cell, CellStyle, Figure, Report, Section, Severity, Table, Warning};
+pub use latlab_core::doc::{
+    slug, Block, Cell, CellStyle, Figure, Report, Section, SectionProvider, Severity, Table,
+    Warning,
+};
 pub use render::render;
 
 use crate::input::Input;
@@ -67,26 +69,6 @@ pub enum ReportError {
         /// The drawing error.
         source: PlotError,
     },
-}
-
-/// Contributes the sections one kind of result needs (e.g. a `sched.run`'s timeline and
-/// deadline table). Implemented by the crate that owns the kind.
-pub trait SectionProvider {
-    /// Whether this provider covers results of `kind` (e.g. `"host.clocks"`).
-    fn handles(&self, kind: &str) -> bool;
-
-    /// Sections for `inputs`, all of kinds this provider handles, in the order given.
-    ///
-    /// # Errors
-    /// A description of what could not be read from the inputs.
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String>;
-
-    /// Whether the report's generic distribution figures (every histogram overlaid) suit
-    /// this kind. A provider that draws the distributions its own way (one figure per
-    /// method, say) returns `false`, and the generic figures are left out for its inputs.
-    fn generic_distributions(&self) -> bool {
-        true
-    }
 }
 
 /// Options of [`build`].
@@ -535,7 +517,12 @@ pub fn write_figures(report: &Report, dir: &Path) -> Result<Vec<PathBuf>, Report
                         written.push(p);
                     }
                 }
-                Figure::Svg { svg, .. } => {
+                other => {
+                    let svg =
+                        crate::spec::figure_svg(other).map_err(|source| ReportError::Figure {
+                            title: other.title().to_string(),
+                            source,
+                        })?;
                     let p = dir.join(format!("{base}.svg"));
                     write_atomically(&p, svg.as_bytes()).map_err(|e| ReportError::Write {
                         path: p.clone(),

@@ -1,8 +1,8 @@
 //! Turns a [`Report`] into one self-contained HTML document: the stylesheet, the script
 //! and every figure are inline; the page references no URL at all.
 
-use super::model::{Block, Cell, CellStyle, Figure, Report, Section, Table, Warning};
 use crate::{render_interactive, PlotKind, PlotSpec};
+use latlab_core::doc::{Block, Cell, CellStyle, Figure, Report, Section, Table, Warning};
 use std::collections::HashSet;
 use std::fmt::Write as _;
 
@@ -165,93 +165,102 @@ fn svg_element(doc: &str) -> &str {
     }
 }
 
+/// A figure whose drawing failed: its caption and why.
+fn not_drawn(out: &mut String, n: usize, title: &str, why: &str) {
+    let _ = writeln!(
+        out,
+        "<figure id=\"fig-{n}\"><figcaption>Figure {n}. {}</figcaption><p>Not drawn: {}</p></figure>",
+        escape(title),
+        escape(why)
+    );
+}
+
 fn figure(out: &mut String, f: &Figure, n: usize) {
-    match f {
-        Figure::Svg { title, svg } => {
-            let _ = writeln!(
-                out,
-                "<figure class=\"static\" id=\"fig-{n}\"><figcaption>Figure {n}. {}</figcaption><div class=\"plot-wrap\">{}</div></figure>",
-                escape(title),
-                svg_element(svg)
-            );
-        }
-        Figure::Distribution {
-            title,
-            kind,
-            curves,
-        } => {
-            let spec = PlotSpec {
-                kind: *kind,
-                title: String::new(),
-                ..PlotSpec::default()
-            };
-            let fig = match render_interactive(curves, &spec) {
-                Ok(f) => f,
-                Err(e) => {
-                    let _ = writeln!(
-                        out,
-                        "<figure id=\"fig-{n}\"><figcaption>Figure {n}. {}</figcaption><p>Not drawn: {}</p></figure>",
-                        escape(title),
-                        escape(&e.to_string())
-                    );
-                    return;
-                }
-            };
-            let kind_name = match kind {
-                PlotKind::Ccdf => "ccdf",
-                PlotKind::Cdf => "cdf",
-            };
-            let _ = write!(
-                out,
-                "<figure class=\"dist\" id=\"fig-{n}\" data-kind=\"{kind_name}\"><figcaption>Figure {n}. {}</figcaption>\n<div class=\"legend\">",
-                escape(title)
-            );
-            for (i, s) in fig.series.iter().enumerate() {
-                let _ = write!(
+    let Figure::Distribution {
+        title,
+        kind,
+        curves,
+    } = f
+    else {
+        // Every other figure type is drawn as a static SVG from its specification.
+        match crate::spec::figure_svg(f) {
+            Ok(svg) => {
+                let _ = writeln!(
                     out,
-                    "<button type=\"button\" data-series=\"{i}\" aria-pressed=\"true\" title=\"show or hide this series\"><span class=\"swatch\" style=\"background:{}\"></span>{}</button>",
-                    s.color,
-                    escape(&s.label)
+                    "<figure class=\"static\" id=\"fig-{n}\"><figcaption>Figure {n}. {}</figcaption><div class=\"plot-wrap\">{}</div></figure>",
+                    escape(f.title()),
+                    svg_element(&svg)
                 );
             }
-            out.push_str("</div>\n<div class=\"plot-wrap\">");
-            let svg = svg_element(&fig.frame_svg);
-            let close = svg.rfind("</svg>").unwrap_or(svg.len());
-            out.push_str(&svg[..close]);
-            out.push_str("<g class=\"curves\">");
-            for (i, s) in fig.series.iter().enumerate() {
-                let mut pts = String::new();
-                for (x, y) in &s.path {
-                    let _ = write!(pts, "{x:.1},{y:.1} ");
-                }
-                let _ = write!(
-                    out,
-                    "<polyline class=\"curve\" data-series=\"{i}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\" points=\"{}\"/>",
-                    s.color,
-                    pts.trim_end()
-                );
-            }
-            out.push_str("</g><circle class=\"hover-dot\" r=\"5\" visibility=\"hidden\" stroke=\"#fff\" stroke-width=\"1.5\"/></svg>");
-            out.push_str("<div class=\"tooltip\" hidden></div></div>\n");
-            // Data for hover: per series its label, colour and points [x_px, y_px, ns, y].
-            let data = serde_json::json!({
-                "kind": kind_name,
-                "series": fig.series.iter().map(|s| serde_json::json!({
-                    "label": s.label,
-                    "color": s.color,
-                    "points": s.points.iter().map(|&(px, py, ns, y)| {
-                        [round1(px), round1(py), ns, y]
-                    }).collect::<Vec<_>>(),
-                })).collect::<Vec<_>>(),
-            });
-            // `</` would end the script element early; JSON allows `<\/`.
-            let json = data.to_string().replace("</", "<\\/");
-            let _ = writeln!(
-                out,
-                "<script type=\"application/json\" class=\"plot-data\">{json}</script></figure>"
-            );
+            Err(e) => not_drawn(out, n, f.title(), &e.to_string()),
         }
+        return;
+    };
+    let spec = PlotSpec {
+        kind: *kind,
+        title: String::new(),
+        ..PlotSpec::default()
+    };
+    let fig = match render_interactive(curves, &spec) {
+        Ok(f) => f,
+        Err(e) => {
+            not_drawn(out, n, title, &e.to_string());
+            return;
+        }
+    };
+    let kind_name = match kind {
+        PlotKind::Ccdf => "ccdf",
+        PlotKind::Cdf => "cdf",
+    };
+    let _ = write!(
+        out,
+        "<figure class=\"dist\" id=\"fig-{n}\" data-kind=\"{kind_name}\"><figcaption>Figure {n}. {}</figcaption>\n<div class=\"legend\">",
+        escape(title)
+    );
+    for (i, s) in fig.series.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<button type=\"button\" data-series=\"{i}\" aria-pressed=\"true\" title=\"show or hide this series\"><span class=\"swatch\" style=\"background:{}\"></span>{}</button>",
+            s.color,
+            escape(&s.label)
+        );
     }
+    out.push_str("</div>\n<div class=\"plot-wrap\">");
+    let svg = svg_element(&fig.frame_svg);
+    let close = svg.rfind("</svg>").unwrap_or(svg.len());
+    out.push_str(&svg[..close]);
+    out.push_str("<g class=\"curves\">");
+    for (i, s) in fig.series.iter().enumerate() {
+        let mut pts = String::new();
+        for (x, y) in &s.path {
+            let _ = write!(pts, "{x:.1},{y:.1} ");
+        }
+        let _ = write!(
+            out,
+            "<polyline class=\"curve\" data-series=\"{i}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2.2\" points=\"{}\"/>",
+            s.color,
+            pts.trim_end()
+        );
+    }
+    out.push_str("</g><circle class=\"hover-dot\" r=\"5\" visibility=\"hidden\" stroke=\"#fff\" stroke-width=\"1.5\"/></svg>");
+    out.push_str("<div class=\"tooltip\" hidden></div></div>\n");
+    // Data for hover: per series its label, colour and points [x_px, y_px, ns, y].
+    let data = serde_json::json!({
+        "kind": kind_name,
+        "series": fig.series.iter().map(|s| serde_json::json!({
+            "label": s.label,
+            "color": s.color,
+            "points": s.points.iter().map(|&(px, py, ns, y)| {
+                [round1(px), round1(py), ns, y]
+            }).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+    });
+    // `</` would end the script element early; JSON allows `<\/`.
+    let json = data.to_string().replace("</", "<\\/");
+    let _ = writeln!(
+        out,
+        "<script type=\"application/json\" class=\"plot-data\">{json}</script></figure>"
+    );
 }
 
 fn round1(v: f64) -> f64 {
@@ -261,8 +270,8 @@ fn round1(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::html::model::{Severity, Warning};
     use crate::Curve;
+    use latlab_core::doc::{Severity, Warning};
 
     #[test]
     fn escaping_covers_markup_and_quotes() {

@@ -25,60 +25,11 @@ pub(crate) mod draw;
 pub(crate) mod font;
 
 pub use draw::PixelSeries;
+pub use latlab_core::doc::figure::{Curve, PlotKind, PlotSpec};
 
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
 use std::path::{Path, PathBuf};
-
-/// One distribution to draw.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Curve {
-    /// Legend text (an empty label is left out of the legend).
-    pub label: String,
-    /// `(latency_ns, probability)` pairs: x > 0 in nanoseconds, y in `[0, 1]`
-    /// (the CDF or CCDF value at x, according to the [`PlotKind`]). Need not
-    /// be sorted; the curve is drawn in increasing x order.
-    pub points: Vec<(f64, f64)>,
-}
-
-/// Which function of the distribution the curves' y values are.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum PlotKind {
-    /// Cumulative distribution, `P(X <= x)`, linear y axis 0..1.
-    Cdf,
-    /// Complementary cumulative distribution, `P(X > x)`, log y axis.
-    #[default]
-    Ccdf,
-}
-
-/// What to draw and how large.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlotSpec {
-    /// CDF or CCDF.
-    pub kind: PlotKind,
-    /// Title drawn at the top; none when empty.
-    pub title: String,
-    /// Image (or panel) width in pixels.
-    pub width: u32,
-    /// Image (or panel) height in pixels.
-    pub height: u32,
-    /// Force a logarithmic (`Some(true)`) or linear (`Some(false)`) x axis;
-    /// `None` picks log when `max_x / min_x > 1000`.
-    pub x_log: Option<bool>,
-}
-
-impl Default for PlotSpec {
-    /// A CCDF, untitled, 1000 × 650 pixels, automatic x scale.
-    fn default() -> Self {
-        PlotSpec {
-            kind: PlotKind::Ccdf,
-            title: String::new(),
-            width: 1000,
-            height: 650,
-            x_log: None,
-        }
-    }
-}
 
 /// Output image format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -1,9 +1,11 @@
 //! The report's document model: sections made of blocks (paragraphs, warnings, tables,
-//! key–value lists, code, figures). Section providers build these; only
-//! [`super::render`] turns them into HTML, so no provider writes markup of its own.
+//! key–value lists, code, figures). Section providers build these; only `latlab-report`
+//! turns them into HTML and images, so no provider writes markup or draws.
 
-use crate::Curve;
-use crate::PlotKind;
+use super::figure::{
+    BoxStat, ChartSpec, Curve, ErrorSeries, LineChart, PlotKind, StackedBar, TimelineRow,
+    TimelineSpec, XySeries, XySpec,
+};
 
 /// A whole report.
 #[derive(Clone, Debug, Default)]
@@ -176,10 +178,10 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
-/// A figure: either a latency distribution the report draws interactively (hover shows the
-/// value at a percentile; the legend toggles series) or a ready-made SVG from one of the
-/// report crate's other figure types (timelines, box plots, …).
-#[derive(Clone, Debug)]
+/// A figure, as a specification: what it shows, never how it is drawn. `latlab-report`
+/// draws each kind with one function (a latency distribution interactively: hover shows
+/// the value at a percentile; the legend toggles series).
+#[derive(Clone, Debug, PartialEq)]
 pub enum Figure {
     /// CDF or CCDF curves, overlaid.
     Distribution {
@@ -190,7 +192,63 @@ pub enum Figure {
         /// The curves, x in nanoseconds.
         curves: Vec<Curve>,
     },
-    /// A finished SVG document.
+    /// Horizontal stacked bars (x in ns).
+    Stacked {
+        /// Title.
+        title: String,
+        /// Axes, titles and size.
+        spec: ChartSpec,
+        /// The bars.
+        bars: Vec<StackedBar>,
+    },
+    /// Lines with error bars on a logarithmic x axis that also shows a zero.
+    ErrorBars {
+        /// Title.
+        title: String,
+        /// Axes, titles and size.
+        spec: ChartSpec,
+        /// The lines.
+        series: Vec<ErrorSeries>,
+    },
+    /// Values against a parameter with confidence-interval bars.
+    Xy {
+        /// Title.
+        title: String,
+        /// Axes, titles and size.
+        spec: XySpec,
+        /// The series.
+        series: Vec<XySeries>,
+    },
+    /// An execution timeline.
+    Timeline {
+        /// Title.
+        title: String,
+        /// Size, title and window.
+        spec: TimelineSpec,
+        /// The rows.
+        rows: Vec<TimelineRow>,
+    },
+    /// Five-number box plots per category, one box per series.
+    Boxes {
+        /// Title.
+        title: String,
+        /// Axes, titles and size.
+        spec: ChartSpec,
+        /// The boxes.
+        boxes: Vec<BoxStat>,
+        /// Logarithmic y axis.
+        log_y: bool,
+    },
+    /// A line chart.
+    Lines {
+        /// Title.
+        title: String,
+        /// Axes, titles and size.
+        spec: ChartSpec,
+        /// The lines, shading, ticks and legend corner.
+        chart: LineChart,
+    },
+    /// A finished SVG document made elsewhere (e.g. a figure file an experiment wrote).
     Svg {
         /// Title.
         title: String,
@@ -203,7 +261,14 @@ impl Figure {
     /// The figure's title.
     pub fn title(&self) -> &str {
         match self {
-            Figure::Distribution { title, .. } | Figure::Svg { title, .. } => title,
+            Figure::Distribution { title, .. }
+            | Figure::Stacked { title, .. }
+            | Figure::ErrorBars { title, .. }
+            | Figure::Xy { title, .. }
+            | Figure::Timeline { title, .. }
+            | Figure::Boxes { title, .. }
+            | Figure::Lines { title, .. }
+            | Figure::Svg { title, .. } => title,
         }
     }
 }

@@ -1,0 +1,41 @@
+//! The document model of latlab's reports, without any drawing.
+//!
+//! Data flow: a measurement writes a result file → the report loads it as an [`Input`]
+//! (runs merged exactly) → the crate that owns the result's kind turns it into
+//! [`Section`]s through its [`SectionProvider`] (paragraphs, warnings, tables, key–value
+//! lists, code and [`Figure`] *specifications*) → `latlab-report`, the only crate that
+//! draws, renders the document as one offline HTML file, and the figures as SVG or PNG.
+//!
+//! The measuring crates (net, host, sched, dfs) depend on this module, never on the
+//! plotting crate; `--plot` and the HTML report draw the same specifications.
+
+pub mod figure;
+pub mod input;
+mod model;
+
+pub use figure::{
+    BoxStat, ChartSpec, Corner, Curve, ErrorSeries, Line, LineChart, LineStyle, PlotKind, PlotSpec,
+    StackedBar, TimelineRow, TimelineSpec, XySeries, XySpec,
+};
+pub use input::{stem, Input};
+pub use model::{slug, Block, Cell, CellStyle, Figure, Report, Section, Severity, Table, Warning};
+
+/// Contributes the sections one kind of result needs (e.g. a `sched.run`'s timeline and
+/// deadline table). Implemented by the crate that owns the kind.
+pub trait SectionProvider {
+    /// Whether this provider covers results of `kind` (e.g. `"host.clocks"`).
+    fn handles(&self, kind: &str) -> bool;
+
+    /// Sections for `inputs`, all of kinds this provider handles, in the order given.
+    ///
+    /// # Errors
+    /// A description of what could not be read from the inputs.
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String>;
+
+    /// Whether the report's generic distribution figures (every histogram overlaid) suit
+    /// this kind. A provider that draws the distributions its own way (one figure per
+    /// method, say) returns `false`, and the generic figures are left out for its inputs.
+    fn generic_distributions(&self) -> bool {
+        true
+    }
+}
