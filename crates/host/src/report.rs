@@ -1,11 +1,10 @@
-//! The report sections of `host` results (through [`latlab_report::html::SectionProvider`]):
+//! The report sections of `host` results (through [`latlab_core::doc::SectionProvider`]):
 //! for `host.clocks`, what one read of each clock costs, how often it can be read, the
 //! smallest gap (the floor) and the sources that could not be measured.
 
 use crate::clocks::{ClocksData, RESULT_KIND};
+use latlab_core::doc::{Block, Cell, Input, Section, SectionProvider, Table};
 use latlab_core::units::{format_decimal, format_ns};
-use latlab_report::html::{Block, Cell, Section, SectionProvider, Table};
-use latlab_report::input::Input;
 
 /// Sections for `host.clocks` results.
 #[derive(Clone, Copy, Debug, Default)]

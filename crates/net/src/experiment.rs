@@ -12,12 +12,12 @@
 
 use crate::orchestrate::{self, Placement, ProbeRun};
 use crate::probe::series;
+use latlab_core::doc::{Curve, Figure, PlotKind};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, StoredHistogram};
 use latlab_core::stats::{ccdf, is_supported};
 use latlab_core::units::{format_ns, Nanos};
-use latlab_report::{Curve, PlotKind, PlotSpec};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -125,8 +125,12 @@ pub struct Summary {
     pub table_text: String,
     /// Warnings.
     pub warnings: Vec<String>,
-    /// Files written.
+    /// Files written, and the figure files the caller draws (see `figures`).
     pub files: Vec<PathBuf>,
+    /// The CCDF figures, one per method, with the file each belongs in. The library does
+    /// not draw (measuring crates carry no plotting code): the caller renders each with
+    /// `latlab_report::write_figure`.
+    pub figures: Vec<(PathBuf, Figure)>,
 }
 
 /// Errors.
@@ -139,9 +143,6 @@ pub enum ExperimentError {
     /// A file could not be written.
     #[error(transparent)]
     Result(#[from] latlab_core::results::ResultError),
-    /// A figure could not be drawn.
-    #[error(transparent)]
-    Plot(#[from] latlab_report::PlotError),
 }
 
 /// One method's histograms, one per NF configuration.
@@ -331,7 +332,8 @@ pub fn run(
             disagreement(&user, 1_000).map(|p| p.to_string()),
         ));
     }
-    // figures
+    // figures (specifications; the caller draws them)
+    let mut figures = Vec::new();
     for (m, desc, curves) in &per_method {
         let cs: Vec<Curve> = curves
             .iter()
@@ -340,13 +342,15 @@ pub fn run(
                 points: ccdf(h),
             })
             .collect();
-        let spec = PlotSpec {
-            kind: PlotKind::Ccdf,
-            title: format!("killer-us: {desc} — one line per NF configuration"),
-            ..PlotSpec::default()
-        };
         let path = dir.join(format!("ccdf-{m}.svg"));
-        latlab_report::render(&cs, &spec, &path)?;
+        figures.push((
+            path.clone(),
+            Figure::Distribution {
+                title: format!("killer-us: {desc} — one line per NF configuration"),
+                kind: PlotKind::Ccdf,
+                curves: cs,
+            },
+        ));
         data.figures.push(path.display().to_string());
         files.push(path);
     }
@@ -374,6 +378,7 @@ pub fn run(
         table_text,
         warnings,
         files,
+        figures,
     })
 }
 

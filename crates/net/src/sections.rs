@@ -1,5 +1,5 @@
 //! The report sections of `latlab net` results, through
-//! [`latlab_report::html::SectionProvider`]: for `net.probe` the probe accounting (sent,
+//! [`latlab_core::doc::SectionProvider`]: for `net.probe` the probe accounting (sent,
 //! received, lost, achieved rate, generator lateness) and the per-probe decomposition of
 //! latency into TX stack, wire + NF, NF residence and RX stack; for the killer-microsecond
 //! experiment its summary. The latency injector's `net.delay` / `net.delay.check` sections
@@ -8,11 +8,11 @@
 use crate::experiment::{KillerUsData, METHODS, RESULT_KIND as KILLER_US_KIND};
 use crate::probe::{series, RESULT_KIND as PROBE_KIND};
 use crate::result::probe_data;
+use latlab_core::doc::{
+    Block, Cell, CellStyle, Curve, Figure, Input, PlotKind, Section, SectionProvider, Table,
+};
 use latlab_core::stats::ccdf;
 use latlab_core::units::format_ns;
-use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_report::input::Input;
-use latlab_report::{Curve, PlotKind};
 
 /// Sections for `net.probe` results.
 #[derive(Clone, Copy, Debug, Default)]

@@ -111,12 +111,7 @@ pub fn render_stacked_svg_string(
 
 /// The longest bar, ns; [`PlotError::NoData`] when nothing positive would be drawn.
 fn stacked_max(bars: &[StackedBar]) -> Result<f64, PlotError> {
-    let total = |b: &StackedBar| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>();
-    let max = bars.iter().map(total).fold(0.0f64, f64::max);
-    if bars.is_empty() || max <= 0.0 || !max.is_finite() {
-        return Err(PlotError::NoData);
-    }
-    Ok(max)
+    latlab_core::doc::figure::stacked_max(bars).ok_or(PlotError::NoData)
 }
 
 fn draw_stacked<DB: DrawingBackend>(
@@ -240,7 +235,7 @@ pub fn render_errorbars_svg_string(
 }
 
 fn errorbars_have_data(series: &[ErrorSeries]) -> Result<(), PlotError> {
-    if series.iter().any(|s| s.points.iter().any(finite)) {
+    if latlab_core::doc::figure::errorbars_drawable(series) {
         Ok(())
     } else {
         Err(PlotError::NoData)
@@ -347,9 +342,7 @@ fn num_label(x: f64) -> String {
     }
 }
 
-fn finite(p: &(f64, f64, f64, f64)) -> bool {
-    p.0 >= 0.0 && p.0.is_finite() && p.1.is_finite() && p.2.is_finite() && p.3.is_finite()
-}
+use latlab_core::doc::figure::errorbar_point_drawable as finite;
 
 #[cfg(test)]
 mod tests {

@@ -7,7 +7,6 @@ use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::{ResultFile, ThreadPlacement};
 use latlab_host::breakdown::{self, BreakdownConfig, Step};
-use latlab_report::{render_stacked, ChartSpec, StackedBar};
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
 
@@ -175,20 +174,9 @@ pub fn draw_decomposition(r: &ResultFile, path: &Path) -> anyhow::Result<()> {
              with futex_other_core, or udp_loopback_busy with cacheline_pingpong"
         );
     }
-    let bars: Vec<StackedBar> = d
-        .decomposition
-        .iter()
-        .map(|x| StackedBar {
-            label: x.step.clone(),
-            segments: x.segments.iter().map(|s| (s.label.clone(), s.ns)).collect(),
-        })
-        .collect();
-    let spec = ChartSpec {
-        title: "Where a loopback UDP round trip goes (medians)".into(),
-        x_desc: "round trip".into(),
-        ..ChartSpec::default()
-    };
-    render_stacked(&bars, &spec, path).with_context(|| format!("drawing {}", path.display()))
+    let fig = breakdown::sections::decomposition_figure(&d.decomposition)
+        .context("nothing to draw: the decomposition has no positive step")?;
+    latlab_report::write_figure(&fig, path).with_context(|| format!("drawing {}", path.display()))
 }
 
 fn print_table(r: &ResultFile) -> anyhow::Result<()> {

@@ -587,6 +587,10 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
         notes,
     };
     let summary = latlab_net::experiment::run(&cfg, &exe, &dir, argv).context("killer-us")?;
+    for (path, fig) in &summary.figures {
+        latlab_report::write_figure(fig, path)
+            .with_context(|| format!("killer-us: drawing {}", path.display()))?;
+    }
     let report = super::report::experiment_report(
         &dir,
         "latlab experiment killer-us",

@@ -8,7 +8,6 @@ use anyhow::Context as _;
 use latlab_core::results::{ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_host::where_time::{self, App, WhereTimeConfig};
-use latlab_report::render_errorbars;
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
 
@@ -169,12 +168,10 @@ fn report_dir(result: &Path) -> PathBuf {
 /// as the report's figure).
 pub fn draw(r: &ResultFile, path: &Path) -> anyhow::Result<()> {
     let d = where_time::data(r).map_err(anyhow::Error::msg)?;
-    render_errorbars(
-        &where_time::sections::error_series(&d),
-        &where_time::sections::chart_spec(),
-        path,
-    )
-    .with_context(|| format!("drawing {}", path.display()))
+    let fig = where_time::sections::figure(&d).context(
+        "nothing to draw: no application has a normalised point (a zero-delay run is needed)",
+    )?;
+    latlab_report::write_figure(&fig, path).with_context(|| format!("drawing {}", path.display()))
 }
 
 fn print_tables(r: &ResultFile) -> anyhow::Result<()> {

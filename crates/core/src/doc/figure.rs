@@ -269,3 +269,35 @@ pub enum Corner {
     /// Bottom left.
     LowerLeft,
 }
+
+// What is drawable: the one definition the providers (to leave out an empty figure) and
+// the renderers (to refuse one with `NoData`) share.
+
+/// Whether a stacked chart has a bar with a positive, finite total.
+pub fn stacked_drawable(bars: &[StackedBar]) -> bool {
+    stacked_max(bars).is_some()
+}
+
+/// The longest bar's total (segments ≤ 0 count as 0); `None` when nothing positive and
+/// finite would be drawn.
+pub fn stacked_max(bars: &[StackedBar]) -> Option<f64> {
+    let total = |b: &StackedBar| b.segments.iter().map(|s| s.1.max(0.0)).sum::<f64>();
+    let max = bars.iter().map(total).fold(0.0f64, f64::max);
+    if bars.is_empty() || max <= 0.0 || !max.is_finite() {
+        None
+    } else {
+        Some(max)
+    }
+}
+
+/// Whether an error-bar point is drawable: x ≥ 0 and every value finite.
+pub fn errorbar_point_drawable(p: &(f64, f64, f64, f64)) -> bool {
+    p.0 >= 0.0 && p.0.is_finite() && p.1.is_finite() && p.2.is_finite() && p.3.is_finite()
+}
+
+/// Whether an error-bar chart has a drawable point.
+pub fn errorbars_drawable(series: &[ErrorSeries]) -> bool {
+    series
+        .iter()
+        .any(|s| s.points.iter().any(errorbar_point_drawable))
+}

@@ -1,5 +1,5 @@
 //! The report sections of `host.breakdown` results (through
-//! [`latlab_report::html::SectionProvider`]): the step table with each step's Good / Bad /
+//! [`latlab_core::doc::SectionProvider`]): the step table with each step's Good / Bad /
 //! Ugly class and the reason the rule gave, the rule itself with the thresholds the run
 //! used, the steps that were skipped and why, and the stacked decomposition of a loopback
 //! UDP round trip (as a table and as a figure).
@@ -11,10 +11,11 @@
 use super::classify::{Class, ClassRule};
 use super::decompose::{decompose_udp, Decomposition};
 use super::{data, table, TableRow, RESULT_KIND};
+use latlab_core::doc::figure::stacked_drawable;
+use latlab_core::doc::{
+    Block, Cell, CellStyle, ChartSpec, Figure, Input, Section, SectionProvider, StackedBar, Table,
+};
 use latlab_core::units::{format_decimal, format_ns};
-use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_report::input::Input;
-use latlab_report::{render_stacked_svg_string, ChartSpec, PlotError, StackedBar};
 use std::collections::BTreeMap;
 
 /// Sections for `host.breakdown` results.
@@ -97,11 +98,10 @@ pub fn decomposition(rows: &[TableRow]) -> Vec<Decomposition> {
     decompose_udp(&medians)
 }
 
-/// The stacked-bar figure of `d` as SVG text; `None` when there is nothing to draw.
-///
-/// # Errors
-/// When the figure cannot be drawn (e.g. no font installed).
-pub fn decomposition_svg(d: &[Decomposition]) -> Result<Option<String>, PlotError> {
+/// The stacked-bar figure of `d` (one bar per round trip, its steps' medians stacked);
+/// `None` when there is nothing to draw. The report and `latlab host breakdown --plot`
+/// draw this same figure.
+pub fn decomposition_figure(d: &[Decomposition]) -> Option<Figure> {
     let bars: Vec<StackedBar> = d
         .iter()
         .map(|x| StackedBar {
@@ -115,11 +115,11 @@ pub fn decomposition_svg(d: &[Decomposition]) -> Result<Option<String>, PlotErro
         height: 420,
         ..ChartSpec::default()
     };
-    match render_stacked_svg_string(&bars, &spec) {
-        Ok(s) => Ok(Some(s)),
-        Err(PlotError::NoData) => Ok(None),
-        Err(e) => Err(e),
-    }
+    stacked_drawable(&bars).then(|| Figure::Stacked {
+        title: "Loopback UDP round trip, stacked by step (medians)".into(),
+        spec,
+        bars,
+    })
 }
 
 fn section(input: &Input) -> Result<Section, String> {
@@ -231,13 +231,8 @@ fn section(input: &Input) -> Result<Section, String> {
             }
         }
         s.push(Block::Table(t));
-        if let Some(svg) =
-            decomposition_svg(&dec).map_err(|e| format!("{}: stacked figure: {e}", input.label))?
-        {
-            s.push(Block::Figure(Figure::Svg {
-                title: "Loopback UDP round trip, stacked by step (medians)".into(),
-                svg,
-            }));
+        if let Some(f) = decomposition_figure(&dec) {
+            s.push(Block::Figure(f));
         }
     }
     Ok(s)
@@ -316,26 +311,8 @@ mod tests {
         out
     }
 
-    fn font_missing() -> bool {
-        let probe = [StackedBar {
-            label: "x".into(),
-            segments: vec![("y".into(), 1.0)],
-        }];
-        let missing = matches!(
-            render_stacked_svg_string(&probe, &ChartSpec::default()),
-            Err(PlotError::NoFont { .. })
-        );
-        if missing {
-            eprintln!("skipped: no font installed to draw figures");
-        }
-        missing
-    }
-
     #[test]
     fn sections_hold_the_steps_classes_skips_and_decomposition() {
-        if font_missing() {
-            return;
-        }
         let i = Input::single(PathBuf::from("bd.json"), result());
         let s = BreakdownSections.sections(&[&i]).unwrap();
         assert_eq!(s.len(), 1);
@@ -364,11 +341,11 @@ mod tests {
             text.contains("5 steps measured: 3 Good, 2 Bad, 0 Ugly"),
             "{text}"
         );
-        let svg = s[0].blocks.iter().find_map(|b| match b {
-            Block::Figure(Figure::Svg { svg, .. }) => Some(svg),
+        let bars = s[0].blocks.iter().find_map(|b| match b {
+            Block::Figure(Figure::Stacked { bars, .. }) => Some(bars),
             _ => None,
         });
-        assert!(svg.unwrap().contains("udp_loopback"));
+        assert!(bars.unwrap().iter().any(|b| b.label == "udp_loopback"));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The report sections of `experiment.where_time` results (through
-//! [`latlab_report::html::SectionProvider`]): the injector's base latency and measured
+//! [`latlab_core::doc::SectionProvider`]): the injector's base latency and measured
 //! shift (the paper's baseline), the normalised performance of each application at each
 //! added delay with its spread, the error-bar figure (the paper's Fig. 1), and the
 //! comparison with the paper's numbers.
@@ -8,10 +8,11 @@
 //! report and the standalone figure show the same points.
 
 use super::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS, RESULT_KIND};
+use latlab_core::doc::figure::errorbars_drawable;
+use latlab_core::doc::{
+    Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
+};
 use latlab_core::units::{format_decimal, format_ns};
-use latlab_report::html::{Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_report::input::Input;
-use latlab_report::{render_errorbars_svg_string, ChartSpec, ErrorSeries, PlotError};
 
 /// Sections for `experiment.where_time` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,6 +58,18 @@ pub fn error_series(d: &WhereTimeData) -> Vec<ErrorSeries> {
             })
         })
         .collect()
+}
+
+/// Normalised performance against added delay, one line per application (± one sd);
+/// `None` when no application has a normalised point. The report and `--plot` draw this
+/// same figure.
+pub fn figure(d: &WhereTimeData) -> Option<Figure> {
+    let series = error_series(d);
+    errorbars_drawable(&series).then(|| Figure::ErrorBars {
+        title: "Normalised performance against added delay (log x axis, ± one sd)".into(),
+        spec: chart_spec(),
+        series,
+    })
 }
 
 /// The chart's titles.
@@ -212,15 +225,11 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             no_baseline.join(", ")
         )));
     }
-    match render_errorbars_svg_string(&error_series(d), &chart_spec()) {
-        Ok(svg) => s.push(Block::Figure(Figure::Svg {
-            title: "Normalised performance against added delay (log x axis, ± one sd)".into(),
-            svg,
-        })),
-        Err(PlotError::NoData) => s.push(Block::Paragraph(
+    match figure(d) {
+        Some(f) => s.push(Block::Figure(f)),
+        None => s.push(Block::Paragraph(
             "No figure: no application has a normalised point.".into(),
         )),
-        Err(e) => return Err(format!("{label}: error-bar figure: {e}")),
     };
     let mut c = Table {
         caption: "Against the paper (Zilberman et al., PAM 2017, Fig. 1)".into(),
@@ -374,11 +383,14 @@ mod tests {
         assert_eq!(paper.rows[0][2].text, "−25%");
         assert_eq!(paper.rows[0][3].text, "−20% ± 0");
         assert_eq!(paper.rows[2][3].text, "−45% ± 0");
-        let svg = s[0].blocks.iter().find_map(|b| match b {
-            Block::Figure(Figure::Svg { svg, .. }) => Some(svg),
+        let series = s[0].blocks.iter().find_map(|b| match b {
+            Block::Figure(Figure::ErrorBars { series, .. }) => Some(series),
             _ => None,
         });
-        assert!(svg.unwrap().contains("memcached"));
+        assert!(series
+            .unwrap()
+            .iter()
+            .any(|l| l.label.contains("memcached")));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The report sections of the latency injector's results (through
-//! [`latlab_report::html::SectionProvider`]):
+//! [`latlab_core::doc::SectionProvider`]):
 //!
 //! - `net.delay` (an appliance run): the configured delay and queue, what happened to every
 //!   frame per direction (forwarded, dropped and why, left in the queue), the delay
@@ -10,13 +10,12 @@
 
 use super::engine::EngineConfig;
 use super::report::{check_summary, CheckData, RunData, CHECK_KIND, RUN_KIND};
+use latlab_core::doc::{stem, Block, Cell, CellStyle, Input, Section, SectionProvider, Table};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::is_supported;
 use latlab_core::units::format_ns;
-use latlab_report::html::{Block, Cell, CellStyle, Section, SectionProvider, Table};
-use latlab_report::input::{stem, Input};
 use std::path::Path;
 
 /// The median shift must be within this of the configured delay (the criterion).
