@@ -118,22 +118,12 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
         confidence: a.confidence,
         generated_utc: latlab_sys::host::utc_now_rfc3339(),
     };
-    let providers = providers();
-    let refs: Vec<&dyn SectionProvider> = providers.iter().map(|p| p.as_ref()).collect();
-    let report = html::build(&inputs, &refs, &opts)?;
-    // Figures first: if one cannot be drawn, no report is left behind either.
-    let mut figures = Vec::new();
-    if !a.no_figures {
-        let dir = a.figures.clone().unwrap_or_else(|| {
-            let stem = output
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_else(|| "report".into());
-            output.with_file_name(format!("{stem}-figures"))
-        });
-        figures = html::write_figures(&report, &dir)?;
-    }
-    html::write_report(&report, &output)?;
+    let figures_dir = (!a.no_figures).then(|| {
+        a.figures
+            .clone()
+            .unwrap_or_else(|| html::figures_dir_for(&output))
+    });
+    let html::Written { report, figures } = write(&inputs, &opts, &output, figures_dir.as_deref())?;
     if !a.quiet {
         let warnings = report
             .sections
@@ -161,24 +151,43 @@ pub fn report(a: ReportArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Builds and writes a report with every provider latlab has.
+fn write(
+    inputs: &[Input],
+    opts: &ReportOptions,
+    output: &Path,
+    figures_dir: Option<&Path>,
+) -> anyhow::Result<html::Written> {
+    let providers = providers();
+    let refs: Vec<&dyn SectionProvider> = providers.iter().map(|p| p.as_ref()).collect();
+    Ok(html::build_and_write(
+        inputs,
+        &refs,
+        opts,
+        output,
+        figures_dir,
+    )?)
+}
+
 /// Writes the HTML report of an experiment: every result in `results` (one input each, in
 /// order) into `dir/report.html`, with standalone figures in `dir/report-figures/`.
 /// Experiments call this after writing their result files, so their reports are built the
 /// same way as `latlab report`'s, from the files on disk.
 pub fn experiment_report(dir: &Path, title: &str, results: &[PathBuf]) -> anyhow::Result<PathBuf> {
     let args: Vec<String> = results.iter().map(|p| p.display().to_string()).collect();
+    let inputs = load_inputs(&args, false)?;
     let output = dir.join("report.html");
-    report(ReportArgs {
-        results: args,
-        output: Some(output.clone()),
-        merge: false,
+    let opts = ReportOptions {
         title: title.to_string(),
-        figures: None,
-        no_figures: false,
-        percentiles: Vec::new(),
-        confidence: 0.95,
-        quiet: true,
-    })?;
+        generated_utc: latlab_sys::host::utc_now_rfc3339(),
+        ..ReportOptions::default()
+    };
+    write(
+        &inputs,
+        &opts,
+        &output,
+        Some(&html::figures_dir_for(&output)),
+    )?;
     Ok(output)
 }
 

@@ -483,6 +483,48 @@ pub fn write_report(report: &Report, path: &Path) -> Result<(), ReportError> {
     })
 }
 
+/// What [`build_and_write`] wrote.
+#[derive(Debug)]
+pub struct Written {
+    /// The report as built.
+    pub report: Report,
+    /// The standalone figure files.
+    pub figures: Vec<PathBuf>,
+}
+
+/// Builds the report of `inputs` and writes it to `output`, with its figures as standalone
+/// files in `figures_dir` when given. Figures are written first: if one cannot be drawn,
+/// no report is left behind either. `latlab report` and every experiment write their
+/// reports through this one function.
+///
+/// # Errors
+/// As [`build`], [`write_figures`] and [`write_report`].
+pub fn build_and_write(
+    inputs: &[Input],
+    providers: &[&dyn SectionProvider],
+    opts: &ReportOptions,
+    output: &Path,
+    figures_dir: Option<&Path>,
+) -> Result<Written, ReportError> {
+    let report = build(inputs, providers, opts)?;
+    let figures = match figures_dir {
+        Some(dir) => write_figures(&report, dir)?,
+        None => Vec::new(),
+    };
+    write_report(&report, output)?;
+    Ok(Written { report, figures })
+}
+
+/// The figures directory that goes with a report written to `output`: `<stem>-figures`
+/// beside it.
+pub fn figures_dir_for(output: &Path) -> PathBuf {
+    let stem = output
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "report".into());
+    output.with_file_name(format!("{stem}-figures"))
+}
+
 /// Writes every figure of `report` into `dir` as standalone files for papers: distribution
 /// figures as `NN-<title>.svg` and `.png` (with a legend), other figures as `.svg`.
 /// Returns the files written.
