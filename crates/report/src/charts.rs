@@ -8,7 +8,7 @@
 //!   zero (drawn one decade below the smallest positive x and labelled `0`), e.g. an
 //!   application's normalised performance against added delay (the where-time experiment).
 
-use crate::plot::draw::{draw_err, PALETTE};
+use crate::plot::draw::{draw_err, draw_legend, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
 use crate::plot::{choose_unit, ImageFormat, PlotError};
 use plotters::coord::Shift;
@@ -175,15 +175,7 @@ where
             .label(label.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(plotters::chart::SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((FAMILY, 15))
-        .draw()
-        .map_err(draw_err)?;
-    Ok(())
+    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerRight)
 }
 
 /// Where x = 0 is drawn on the log axis: one decade below the smallest positive x.
@@ -322,15 +314,7 @@ where
             )
             .map_err(draw_err)?;
     }
-    chart
-        .configure_series_labels()
-        .position(plotters::chart::SeriesLabelPosition::LowerLeft)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((FAMILY, 15))
-        .draw()
-        .map_err(draw_err)?;
-    Ok(())
+    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerLeft)
 }
 
 fn num_label(x: f64) -> String {

@@ -14,7 +14,7 @@
 //! Logarithmic axes are drawn by plotting `log10` of the values on a linear axis with ticks
 //! at decades, so both axis kinds share one drawing path.
 
-use crate::plot::draw::{draw_err, PALETTE};
+use crate::plot::draw::{draw_err, draw_legend, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
 use crate::plot::PlotError;
 use plotters::chart::SeriesLabelPosition;
@@ -269,14 +269,7 @@ where
         chart.draw_series(elems).map_err(draw_err)?;
     }
     if series.len() > 1 || !series[0].is_empty() {
-        chart
-            .configure_series_labels()
-            .position(plotters::chart::SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.9))
-            .border_style(BLACK)
-            .label_font((FAMILY, 15))
-            .draw()
-            .map_err(draw_err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
     }
     Ok(())
 }
@@ -478,20 +471,15 @@ where
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(match c.legend {
+    draw_legend(
+        &mut chart,
+        match c.legend {
             Corner::UpperRight => SeriesLabelPosition::UpperRight,
             Corner::LowerRight => SeriesLabelPosition::LowerRight,
             Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
             Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
-        })
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((FAMILY, 15))
-        .draw()
-        .map_err(draw_err)?;
-    Ok(())
+        },
+    )
 }
 
 #[cfg(test)]

@@ -2,16 +2,13 @@
 //! optionally per CPU), a grey block for each interval of CPU time received, red ticks for
 //! marked instants such as deadline misses, over a chosen time window. SVG or PNG.
 
+use crate::plot::draw::draw_err;
 use crate::plot::{font, ImageFormat, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
 pub use latlab_core::doc::figure::{TimelineRow, TimelineSpec};
-
-fn derr<E: std::fmt::Display>(e: E) -> PlotError {
-    PlotError::Draw(e.to_string())
-}
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -22,7 +19,7 @@ where
     DB::ErrorType: 'static,
 {
     font::ensure_font()?;
-    root.fill(&WHITE).map_err(derr)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     let (from, to) = spec.window;
     let unit = crate::plot::choose_unit((to - from).max(1.0));
     let n = rows.len();
@@ -32,7 +29,7 @@ where
         .x_label_area_size(40)
         .y_label_area_size(170)
         .build_cartesian_2d(from / unit.divisor..to / unit.divisor, 0f64..n as f64)
-        .map_err(derr)?;
+        .map_err(draw_err)?;
     let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
     chart
         .configure_mesh()
@@ -48,7 +45,7 @@ where
             }
         })
         .draw()
-        .map_err(derr)?;
+        .map_err(draw_err)?;
     let px_ns = (to - from) / f64::from(spec.width.max(1));
     for (i, r) in rows.iter().enumerate() {
         let y0 = (n - 1 - i) as f64 + 0.15;
@@ -66,7 +63,7 @@ where
                     RGBColor(128, 128, 128).filled(),
                 )
             });
-        chart.draw_series(rects).map_err(derr)?;
+        chart.draw_series(rects).map_err(draw_err)?;
         let marks = r
             .marks
             .iter()
@@ -77,9 +74,9 @@ where
                     RED.stroke_width(2),
                 )
             });
-        chart.draw_series(marks).map_err(derr)?;
+        chart.draw_series(marks).map_err(draw_err)?;
     }
-    root.present().map_err(derr)
+    root.present().map_err(draw_err)
 }
 
 fn height(rows: usize, spec: &TimelineSpec) -> u32 {

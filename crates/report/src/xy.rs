@@ -2,7 +2,9 @@
 //! Figure 5: cost per context switch versus working-set size, 95% intervals as error
 //! bars). x may be logarithmic. SVG or PNG.
 
+use crate::plot::draw::{draw_err, draw_legend};
 use crate::plot::{font, ImageFormat, PlotError};
+use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -15,10 +17,6 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(44, 160, 44),
     RGBColor(148, 103, 189),
 ];
-
-fn derr<E: std::fmt::Display>(e: E) -> PlotError {
-    PlotError::Draw(e.to_string())
-}
 
 /// `(min, max)` of one axis.
 type Span = (f64, f64);
@@ -60,7 +58,7 @@ where
     DB::ErrorType: 'static,
 {
     font::ensure_font()?;
-    root.fill(&WHITE).map_err(derr)?;
+    root.fill(&WHITE).map_err(draw_err)?;
     let ((x0, x1), (y0, y1)) = ranges(series, spec.x_log)?;
     let mut b = ChartBuilder::on(root);
     b.caption(&spec.title, ("sans-serif", 20))
@@ -75,7 +73,7 @@ where
                 .x_desc(spec.x_desc.as_str())
                 .y_desc(spec.y_desc.as_str())
                 .draw()
-                .map_err(derr)?;
+                .map_err(draw_err)?;
             for (i, s) in series.iter().enumerate() {
                 let c = COLORS[i % COLORS.len()];
                 let pts: Vec<(f64, f64, f64)> = s
@@ -89,7 +87,7 @@ where
                         pts.iter().map(|p| (p.0, p.1)),
                         c.stroke_width(2),
                     ))
-                    .map_err(derr)?
+                    .map_err(draw_err)?
                     .label(s.label.clone())
                     .legend(move |(x, y)| {
                         PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
@@ -101,29 +99,24 @@ where
                             c.stroke_width(2),
                         )
                     }))
-                    .map_err(derr)?;
+                    .map_err(draw_err)?;
                 chart
                     .draw_series(pts.iter().map(|p| Circle::new((p.0, p.1), 3, c.filled())))
-                    .map_err(derr)?;
+                    .map_err(draw_err)?;
             }
             if series.iter().any(|s| !s.label.is_empty()) {
-                chart
-                    .configure_series_labels()
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()
-                    .map_err(derr)?;
+                draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
             }
         }};
     }
     if spec.x_log {
         body!(b
             .build_cartesian_2d((x0..x1).log_scale(), y0..y1)
-            .map_err(derr)?);
+            .map_err(draw_err)?);
     } else {
-        body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(derr)?);
+        body!(b.build_cartesian_2d(x0..x1, y0..y1).map_err(draw_err)?);
     }
-    root.present().map_err(derr)
+    root.present().map_err(draw_err)
 }
 
 /// Draws the figure as SVG text.

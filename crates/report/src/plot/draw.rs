@@ -9,11 +9,29 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontDesc;
 
-/// Converts a plotters drawing error into ours.
-pub(crate) fn draw_err<E: std::error::Error + Send + Sync>(
-    e: DrawingAreaErrorKind<E>,
-) -> PlotError {
+/// Converts a drawing error (plotters', an encoder's) into ours.
+pub(crate) fn draw_err<E: std::fmt::Display>(e: E) -> PlotError {
     PlotError::Draw(e.to_string())
+}
+
+/// Draws the legend of `chart`'s labelled series in the corner `pos`, in the one legend
+/// style every figure type shares (translucent white box, black border, 15 px text).
+pub(crate) fn draw_legend<'a, DB, CT>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    pos: SeriesLabelPosition,
+) -> Result<(), PlotError>
+where
+    DB: DrawingBackend + 'a,
+    CT: plotters::coord::CoordTranslate,
+{
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font((super::font::FAMILY, 15))
+        .draw()
+        .map_err(draw_err)
 }
 
 /// Line colours, cycled: the Tableau 10 palette (distinguishable, print-safe).
