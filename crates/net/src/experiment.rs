@@ -358,9 +358,7 @@ pub fn run(
     out.warnings = warnings.clone();
     out.duration_ns = runs.iter().map(|(_, _, r)| r.duration_ns).sum();
     for (_, _, r) in &runs {
-        for (k, v) in &r.counters {
-            *out.counters.entry(k.clone()).or_insert(0) += v;
-        }
+        out.add_counters(&r.counters);
     }
     out.data = serde_json::to_value(&data).unwrap_or_default();
     let summary_path = dir.join("killer-us.json");

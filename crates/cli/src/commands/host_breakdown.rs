@@ -64,19 +64,7 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
 
     let (clock, timebase) = Clock::establish(latlab_core::units::Nanos(100_000_000));
     let mut warnings = Vec::new();
-    let memory_locked = if a.no_mlock {
-        false
-    } else {
-        match sched::lock_memory() {
-            Ok(()) => true,
-            Err(e) => {
-                warnings.push(format!(
-                    "memory not locked ({e}); page faults may show in the tails"
-                ));
-                false
-            }
-        }
-    };
+    let memory_locked = !a.no_mlock && sched::lock_memory_or_warn(&mut warnings);
     let root = latlab_sys::netns::is_root();
     let mut skipped = Vec::new();
     let runnable: Vec<Step> = steps
@@ -112,20 +100,13 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let (client, server) = breakdown::placement(&cfg, &allowed);
     let (policy, priority) = sched::current_policy();
     let threads = vec![
-        ThreadPlacement {
-            role: "client (and single-thread steps)".into(),
-            pinned_cpu: client,
-            observed_cpus: client.into_iter().collect(),
-            policy: policy.clone(),
+        ThreadPlacement::pinned(
+            "client (and single-thread steps)",
+            client,
+            policy.clone(),
             priority,
-        },
-        ThreadPlacement {
-            role: "server".into(),
-            pinned_cpu: server,
-            observed_cpus: server.into_iter().collect(),
-            policy,
-            priority,
-        },
+        ),
+        ThreadPlacement::pinned("server", server, policy, priority),
     ];
     let provenance = host::provenance(timebase, threads, memory_locked, started_utc);
     let config = serde_json::to_value(&cfg).context("encoding the configuration")?;

@@ -57,19 +57,7 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         TimebaseArg::Auto => Clock::establish(a.calibration),
     };
     let mut warnings = Vec::new();
-    let memory_locked = if a.no_mlock {
-        false
-    } else {
-        match sched::lock_memory() {
-            Ok(()) => true,
-            Err(e) => {
-                warnings.push(format!(
-                    "memory not locked ({e}); page faults may appear as gaps"
-                ));
-                false
-            }
-        }
-    };
+    let memory_locked = !a.no_mlock && sched::lock_memory_or_warn(&mut warnings);
 
     // Measure.
     let mut skipped = Vec::new();

@@ -8,6 +8,7 @@ use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
+use latlab_core::units::{format_signed_ns, SignStyle};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::{report, testbed, DelaySpec};
 use latlab_sys::{host, sched, tsc::Clock};
@@ -96,18 +97,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("the forwarding thread panicked"))??;
     let provenance = host::provenance(
         timebase,
-        vec![ThreadPlacement {
-            role: "forwarder".into(),
-            pinned_cpu: cpu,
-            observed_cpus: cpu.into_iter().collect(),
-            policy: if fifo.is_some() {
-                "SCHED_FIFO"
-            } else {
-                "SCHED_OTHER"
-            }
-            .into(),
-            priority: fifo.unwrap_or(0),
-        }],
+        vec![ThreadPlacement::with_fifo("forwarder", cpu, fifo)],
         memory_locked,
         started_utc,
     );
@@ -224,30 +214,8 @@ fn run_check(
     let provenance = host::provenance(
         timebase,
         vec![
-            ThreadPlacement {
-                role: "forwarder".into(),
-                pinned_cpu: cpu,
-                observed_cpus: cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
-            ThreadPlacement {
-                role: "client and server".into(),
-                pinned_cpu: endpoint_cpu,
-                observed_cpus: endpoint_cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
+            ThreadPlacement::with_fifo("forwarder", cpu, a.fifo),
+            ThreadPlacement::with_fifo("client and server", endpoint_cpu, a.fifo),
         ],
         false,
         started_utc,
@@ -306,18 +274,22 @@ fn run_check(
         println!(
             "added {}: median shift {} (error {:+.2} us), p99 shift {} (error {:+.2} us)",
             ns(delay_ns),
-            signed(s.median_shift_ns),
+            format_signed_ns(s.median_shift_ns as f64, SignStyle::AsciiMinus),
             (s.median_shift_ns - delay_ns as i64) as f64 / 1e3,
-            signed(s.p99_shift_ns),
+            format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus),
             (s.p99_shift_ns - delay_ns as i64) as f64 / 1e3
         );
         println!(
             "base latency: {} per round trip through the element at 0 us (vs the direct link); the element's own user-space part {} (median)",
-            signed(s.base_latency_ns),
+            format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),
             ns(s.engine_excess_p50_ns)
         );
         if let (Some(m), Some(p)) = (s.netem_median_shift_ns, s.netem_p99_shift_ns) {
-            println!("netem: median shift {}, p99 shift {}", signed(m), signed(p));
+            println!(
+                "netem: median shift {}, p99 shift {}",
+                format_signed_ns(m as f64, SignStyle::AsciiMinus),
+                format_signed_ns(p as f64, SignStyle::AsciiMinus)
+            );
         }
         for w in &saved.warnings {
             println!("warning: {w}");
@@ -325,12 +297,4 @@ fn run_check(
         println!("result: {}", out_path.display());
     }
     Ok(())
-}
-
-fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("-{}", ns(v.unsigned_abs()))
-    } else {
-        ns(v as u64)
-    }
 }

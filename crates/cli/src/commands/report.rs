@@ -7,7 +7,7 @@ use crate::exit::{usage, UsageError};
 use crate::output::{unique, RESULTS_DIR};
 use crate::table::Table;
 use latlab_core::parse::Percentile;
-use latlab_core::units::format_ns;
+use latlab_core::units::{format_ns, format_signed_ns, SignStyle};
 use latlab_report::check::{evaluate, parse_budget, parse_budget_file, Outcome};
 use latlab_report::compare::{compare, Verdict};
 use latlab_report::html::{self, ReportOptions, SectionProvider};
@@ -223,9 +223,16 @@ pub fn compare_cmd(a: CompareArgs) -> anyhow::Result<()> {
         };
         let (diff, verdict) = match r.verdict {
             Verdict::Unsupported(_) => ("—".to_string(), "no verdict"),
-            Verdict::Slower { diff_ns, .. } => (signed(diff_ns), "B slower"),
-            Verdict::Faster { diff_ns, .. } => (signed(diff_ns), "B faster"),
-            Verdict::NotSignificant { diff_ns, .. } => (signed(diff_ns), "not significant"),
+            Verdict::Slower { diff_ns, .. } => {
+                (format_signed_ns(diff_ns, SignStyle::Both), "B slower")
+            }
+            Verdict::Faster { diff_ns, .. } => {
+                (format_signed_ns(diff_ns, SignStyle::Both), "B faster")
+            }
+            Verdict::NotSignificant { diff_ns, .. } => (
+                format_signed_ns(diff_ns, SignStyle::Both),
+                "not significant",
+            ),
         };
         t.row(vec![
             r.series.clone(),
@@ -253,14 +260,6 @@ pub fn compare_cmd(a: CompareArgs) -> anyhow::Result<()> {
         println!("only in B (not compared): {n}");
     }
     Ok(())
-}
-
-fn signed(ns: f64) -> String {
-    if ns < 0.0 {
-        format!("−{}", format_ns(-ns))
-    } else {
-        format!("+{}", format_ns(ns))
-    }
 }
 
 fn describe(i: &Input) -> String {

@@ -7,6 +7,7 @@ use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::{ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
+use latlab_core::units::{format_signed_ns, SignStyle};
 use latlab_host::where_time::{self, App, WhereTimeConfig};
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::{Path, PathBuf};
@@ -94,25 +95,12 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
     let provenance = host::provenance(
         timebase,
         vec![
-            ThreadPlacement {
-                role: "injector".into(),
-                pinned_cpu: cfg.engine_cpu,
-                observed_cpus: cfg.engine_cpu.into_iter().collect(),
-                policy: if cfg.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: cfg.fifo.unwrap_or(0),
-            },
-            ThreadPlacement {
-                role: "servers and benchmark clients (taskset)".into(),
-                pinned_cpu: cfg.endpoint_cpu,
-                observed_cpus: cfg.endpoint_cpu.into_iter().collect(),
-                policy: "SCHED_OTHER".into(),
-                priority: 0,
-            },
+            ThreadPlacement::with_fifo("injector", cfg.engine_cpu, cfg.fifo),
+            ThreadPlacement::with_fifo(
+                "servers and benchmark clients (taskset)",
+                cfg.endpoint_cpu,
+                None,
+            ),
         ],
         false,
         started_utc,
@@ -179,10 +167,10 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
     let s = &d.injector;
     println!(
         "injector: base latency {} per round trip (vs a direct veth link), its own user-space part {}; 20 us added -> median shift {}, p99 shift {}",
-        signed(s.base_latency_ns),
+        format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),
         ns(s.engine_excess_p50_ns),
-        signed(s.median_shift_ns),
-        signed(s.p99_shift_ns)
+        format_signed_ns(s.median_shift_ns as f64, SignStyle::AsciiMinus),
+        format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus)
     );
     for a in &d.apps {
         let Some(n) = where_time::normalise(&a.runs) else {
@@ -246,12 +234,4 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
         println!("warning: {w}");
     }
     Ok(())
-}
-
-fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("-{}", ns(v.unsigned_abs()))
-    } else {
-        ns(v as u64)
-    }
 }

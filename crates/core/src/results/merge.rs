@@ -110,9 +110,7 @@ pub fn merge_runs(runs: &[(PathBuf, ResultFile)]) -> Result<ResultFile, MergeErr
                 None => hists.push((stored.name.clone(), h, stored)),
             }
         }
-        for (k, v) in &r.counters {
-            *merged.counters.entry(k.clone()).or_insert(0) += v;
-        }
+        merged.add_counters(&r.counters);
         merged.duration_ns = merged.duration_ns.saturating_add(r.duration_ns);
         merged
             .warnings

@@ -194,6 +194,14 @@ pub enum ResultError {
 }
 
 impl ResultFile {
+    /// Adds `other`'s counters to this result's, by name (missing ones start at 0). The
+    /// one way runs' counters are summed (merges, experiments over many runs).
+    pub fn add_counters(&mut self, other: &std::collections::BTreeMap<String, u64>) {
+        for (k, v) in other {
+            *self.counters.entry(k.clone()).or_insert(0) += v;
+        }
+    }
+
     /// A new result of `kind` with the current schema and latlab version.
     pub fn new(
         kind: impl Into<String>,

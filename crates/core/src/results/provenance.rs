@@ -110,3 +110,36 @@ pub struct ThreadPlacement {
     /// Real-time priority (FIFO/RR) or nice value.
     pub priority: i32,
 }
+
+impl ThreadPlacement {
+    /// A thread with the given role, pinned to `cpu` (and so observed there) or free to
+    /// migrate, under `policy` at `priority`.
+    pub fn pinned(
+        role: impl Into<String>,
+        cpu: Option<u32>,
+        policy: impl Into<String>,
+        priority: i32,
+    ) -> ThreadPlacement {
+        ThreadPlacement {
+            role: role.into(),
+            pinned_cpu: cpu,
+            observed_cpus: cpu.into_iter().collect(),
+            policy: policy.into(),
+            priority,
+        }
+    }
+
+    /// A thread that runs under `SCHED_FIFO` at `fifo` when given, else `SCHED_OTHER` at 0.
+    pub fn with_fifo(
+        role: impl Into<String>,
+        cpu: Option<u32>,
+        fifo: Option<i32>,
+    ) -> ThreadPlacement {
+        let policy = if fifo.is_some() {
+            "SCHED_FIFO"
+        } else {
+            "SCHED_OTHER"
+        };
+        ThreadPlacement::pinned(role, cpu, policy, fifo.unwrap_or(0))
+    }
+}

@@ -12,7 +12,7 @@ use latlab_core::doc::figure::errorbars_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
 };
-use latlab_core::units::{format_decimal, format_ns};
+use latlab_core::units::{format_decimal, format_ns, format_signed_ns, SignStyle};
 
 /// Sections for `experiment.where_time` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -113,14 +113,6 @@ pub fn paper_comparison(d: &WhereTimeData) -> Vec<PaperComparison> {
         .collect()
 }
 
-fn signed_ns(v: i64) -> String {
-    if v < 0 {
-        format!("−{}", format_ns(v.unsigned_abs() as f64))
-    } else {
-        format_ns(v as f64)
-    }
-}
-
 fn pct(v: f64) -> String {
     let s = format_decimal(v * 100.0, 0);
     if v > 0.0 {
@@ -142,7 +134,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
     s.push(Block::KeyValues(vec![
         (
             "base latency per round trip (through the injector at 0 µs − direct veth link, medians)".into(),
-            signed_ns(i.base_latency_ns),
+            format_signed_ns(i.base_latency_ns as f64, SignStyle::Minus),
         ),
         (
             "the injector's own user-space part (receive → send done, p50)".into(),
@@ -150,11 +142,11 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
         ),
         (
             "median shift with 20 µs added (target 20 µs)".into(),
-            signed_ns(i.median_shift_ns),
+            format_signed_ns(i.median_shift_ns as f64, SignStyle::Minus),
         ),
         (
             "p99 shift with 20 µs added".into(),
-            signed_ns(i.p99_shift_ns),
+            format_signed_ns(i.p99_shift_ns as f64, SignStyle::Minus),
         ),
     ]));
     let mut t = Table {

@@ -15,7 +15,7 @@ use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::is_supported;
-use latlab_core::units::format_ns;
+use latlab_core::units::{format_ns, format_signed_ns, SignStyle};
 use std::path::Path;
 
 /// The median shift must be within this of the configured delay (the criterion).
@@ -74,14 +74,6 @@ fn count_cell(v: u64) -> Cell {
             CellStyle::Number
         },
     )
-}
-
-fn signed_ns(v: i64) -> String {
-    if v < 0 {
-        format!("−{}", format_ns(v.unsigned_abs() as f64))
-    } else {
-        format_ns(v as f64)
-    }
 }
 
 fn run_section(input: &Input) -> Result<Section, String> {
@@ -317,7 +309,10 @@ fn check_section(input: &Input) -> Result<Section, String> {
             if ok {
                 format!("within ± {}", format_ns(tol as f64))
             } else {
-                format!("off by {}", signed_ns(shift - delay))
+                format!(
+                    "off by {}",
+                    format_signed_ns((shift - delay) as f64, SignStyle::Minus)
+                )
             },
             if ok { CellStyle::Good } else { CellStyle::Bad },
         )
@@ -330,7 +325,10 @@ fn check_section(input: &Input) -> Result<Section, String> {
         rows: vec![
             vec![
                 Cell::text("median shift"),
-                Cell::number(signed_ns(sum.median_shift_ns)),
+                Cell::number(format_signed_ns(
+                    sum.median_shift_ns as f64,
+                    SignStyle::Minus,
+                )),
                 Cell::number(format!(
                     "{} ± {}",
                     format_ns(delay as f64),
@@ -340,7 +338,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
             ],
             vec![
                 Cell::text("p99 shift"),
-                Cell::number(signed_ns(sum.p99_shift_ns)),
+                Cell::number(format_signed_ns(sum.p99_shift_ns as f64, SignStyle::Minus)),
                 Cell::number(format!(
                     "{} ± {}",
                     format_ns(delay as f64),
@@ -350,7 +348,10 @@ fn check_section(input: &Input) -> Result<Section, String> {
             ],
             vec![
                 Cell::text("base latency per round trip (0 µs through the element − direct, p50)"),
-                Cell::number(signed_ns(sum.base_latency_ns)),
+                Cell::number(format_signed_ns(
+                    sum.base_latency_ns as f64,
+                    SignStyle::Minus,
+                )),
                 Cell::text(""),
                 Cell::text(""),
             ],
@@ -365,13 +366,13 @@ fn check_section(input: &Input) -> Result<Section, String> {
     if let (Some(m), Some(p99)) = (sum.netem_median_shift_ns, sum.netem_p99_shift_ns) {
         v.rows.push(vec![
             Cell::text("netem median shift (vs direct)"),
-            Cell::number(signed_ns(m)),
+            Cell::number(format_signed_ns(m as f64, SignStyle::Minus)),
             Cell::number(format_ns(delay as f64)),
             verdict(m, MEDIAN_TOLERANCE_NS),
         ]);
         v.rows.push(vec![
             Cell::text("netem p99 shift (vs direct)"),
-            Cell::number(signed_ns(p99)),
+            Cell::number(format_signed_ns(p99 as f64, SignStyle::Minus)),
             Cell::number(format_ns(delay as f64)),
             verdict(p99, P99_TOLERANCE_NS),
         ]);
