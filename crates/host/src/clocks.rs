@@ -14,6 +14,9 @@
 //! The run's deadline and the interval boundaries of the time series are checked once per
 //! chunk against the run's [`Clock`].
 
+mod session;
+pub use session::{run, ClocksRun, RunError, TimebaseChoice, Written};
+
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::Timebase;
 use latlab_core::units::Nanos;
@@ -254,8 +257,15 @@ pub fn measure(
     let conv = |earlier: u64, later: u64| clock.delta_nanos(earlier, later);
     let ns = |earlier: u64, later: u64| Nanos(later - earlier);
     match source {
-        ClockSource::Rdtsc => Ok(run(source, cfg, clock, run_start, || tsc::read().0, conv)),
-        ClockSource::Rdtscp => Ok(run(
+        ClockSource::Rdtsc => Ok(read_loop(
+            source,
+            cfg,
+            clock,
+            run_start,
+            || tsc::read().0,
+            conv,
+        )),
+        ClockSource::Rdtscp => Ok(read_loop(
             source,
             cfg,
             clock,
@@ -263,8 +273,15 @@ pub fn measure(
             || tsc::read_cpu().0 .0,
             conv,
         )),
-        ClockSource::Monotonic => Ok(run(source, cfg, clock, run_start, clocks::monotonic_ns, ns)),
-        ClockSource::MonotonicRaw => Ok(run(
+        ClockSource::Monotonic => Ok(read_loop(
+            source,
+            cfg,
+            clock,
+            run_start,
+            clocks::monotonic_ns,
+            ns,
+        )),
+        ClockSource::MonotonicRaw => Ok(read_loop(
             source,
             cfg,
             clock,
@@ -272,8 +289,15 @@ pub fn measure(
             clocks::monotonic_raw_ns,
             ns,
         )),
-        ClockSource::Realtime => Ok(run(source, cfg, clock, run_start, clocks::realtime_ns, ns)),
-        ClockSource::Gettimeofday => Ok(run(
+        ClockSource::Realtime => Ok(read_loop(
+            source,
+            cfg,
+            clock,
+            run_start,
+            clocks::realtime_ns,
+            ns,
+        )),
+        ClockSource::Gettimeofday => Ok(read_loop(
             source,
             cfg,
             clock,
@@ -286,7 +310,7 @@ pub fn measure(
 
 /// The measuring loop, monomorphised per source so each read inlines.
 #[inline(never)]
-fn run<R, G>(
+fn read_loop<R, G>(
     source: ClockSource,
     cfg: &ClocksConfig,
     clock: &Clock,

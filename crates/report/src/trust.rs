@@ -4,8 +4,8 @@
 //! migrating threads, virtual machines, frequency scaling and unlocked memory, plus the
 //! warnings the measurement itself recorded.
 
-use latlab_core::doc::{Severity, Warning};
 use latlab_core::doc::Input;
+use latlab_core::doc::{Severity, Warning};
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::{highest_supported, is_supported};
