@@ -5,49 +5,46 @@ use crate::exit::usage;
 use crate::output::{default_result_path, progress, unique};
 use crate::table::{ns, Table};
 use anyhow::Context as _;
-use latlab_core::results::{ResultFile, ThreadPlacement};
+use latlab_core::results::ResultFile;
 use latlab_host::breakdown::{self, BreakdownConfig, Step};
-use latlab_sys::{host, sched, tsc::Clock};
+use latlab_sys::{host, sched};
 use std::path::{Path, PathBuf};
 
-pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
-    let mut steps = super::pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
-    if steps.is_empty() {
-        steps = Step::ALL.to_vec();
-    }
-    if a.duration.get() == 0 {
-        return Err(usage("--duration must be positive, e.g. 2s"));
-    }
-    let allowed = sched::allowed_cpus();
-    let (client_cpu, server_cpu) = match a.cpus.as_slice() {
-        [c, s] => {
-            for cpu in [c, s] {
-                if !allowed.contains(cpu) {
-                    return Err(usage(format!(
-                        "--cpus: CPU {cpu} is not available to this process (allowed: {})",
-                        sched::format_cpu_list(&allowed)
-                    )));
-                }
+impl TryFrom<&BreakdownArgs> for BreakdownConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &BreakdownArgs) -> anyhow::Result<BreakdownConfig> {
+        let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+        let mut steps = super::pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
+        if steps.is_empty() {
+            steps = Step::ALL.to_vec();
+        }
+        let (client_cpu, server_cpu) = match a.cpus.as_slice() {
+            [c, s] => (Some(*c), Some(*s)),
+            [] => (None, None),
+            _ => {
+                return Err(usage(
+                    "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
+                ))
             }
-            (Some(*c), Some(*s))
-        }
-        [] => (None, None),
-        _ => {
-            return Err(usage(
-                "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
-            ))
-        }
-    };
-    let cfg = BreakdownConfig {
-        steps: steps.clone(),
-        duration: a.duration,
-        warmup: a.warmup,
-        client_cpu,
-        server_cpu,
-        payload: a.payload as usize,
-        ..BreakdownConfig::default()
-    };
+        };
+        let cfg = BreakdownConfig {
+            steps,
+            duration: a.duration,
+            warmup: a.warmup,
+            client_cpu,
+            server_cpu,
+            payload: a.payload as usize,
+            ..BreakdownConfig::default()
+        };
+        cfg.validate(&sched::allowed_cpus())
+            .map_err(|e| usage(e.to_string()))?;
+        Ok(cfg)
+    }
+}
+
+pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let cfg = BreakdownConfig::try_from(&a)?;
     let started_utc = host::utc_now_rfc3339();
     let out_path = a
         .out
@@ -61,65 +58,22 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if let Some(p) = &plot_path {
         latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
     }
-
-    let (clock, timebase) = Clock::establish(latlab_core::units::Nanos(100_000_000));
-    let mut warnings = Vec::new();
-    let memory_locked = !a.no_mlock && sched::lock_memory_or_warn(&mut warnings);
-    let root = latlab_sys::netns::is_root();
-    let mut skipped = Vec::new();
-    let runnable: Vec<Step> = steps
-        .iter()
-        .copied()
-        .filter(|s| match breakdown::unavailable(*s, &cfg, root, &allowed) {
-            Some(why) => {
-                skipped.push((*s, why));
-                false
-            }
-            None => true,
-        })
-        .collect();
     let per_step = (cfg.duration.get() + cfg.warmup.get()) as f64 / 1e9;
-    let pb = progress(
-        runnable.len() as u64,
-        per_step * runnable.len() as f64,
-        a.out.quiet,
-    );
-    let run_start = clock.now();
-    let mut outcomes = Vec::new();
-    for s in &runnable {
-        pb.set_message(s.name());
-        match breakdown::measure(*s, &cfg, &clock, &allowed) {
-            Ok(o) => outcomes.push(o),
-            Err(e) => skipped.push((*s, format!("failed: {e}"))),
-        }
-        pb.inc(1);
-    }
-    let run_end = clock.now();
+    let n = cfg.steps.len() as u64;
+    let pb = progress(n, per_step * n as f64, a.out.quiet);
+    breakdown::run(
+        &cfg,
+        !a.no_mlock,
+        started_utc,
+        argv,
+        &out_path,
+        &mut |name| {
+            pb.set_message(name.to_string());
+            pb.inc(1);
+        },
+    )
+    .context("writing the result")?;
     pb.finish_and_clear();
-
-    let (client, server) = breakdown::placement(&cfg, &allowed);
-    let (policy, priority) = sched::current_policy();
-    let threads = vec![
-        ThreadPlacement::pinned(
-            "client (and single-thread steps)",
-            client,
-            policy.clone(),
-            priority,
-        ),
-        ThreadPlacement::pinned("server", server, policy, priority),
-    ];
-    let provenance = host::provenance(timebase, threads, memory_locked, started_utc);
-    let config = serde_json::to_value(&cfg).context("encoding the configuration")?;
-    let mut result = ResultFile::new(breakdown::RESULT_KIND, argv, config, provenance);
-    result.duration_ns = clock.delta_nanos(run_start, run_end).get();
-    breakdown::fill_result(&mut result, &outcomes, &skipped, &cfg.rule);
-    result.warnings.extend(warnings);
-    if let Some(vm) = &result.provenance.host.virtualization {
-        result.warnings.push(format!(
-            "running under a hypervisor ({vm}): VM exits and steal time appear in the tails"
-        ));
-    }
-    result.save(&out_path).context("writing the result")?;
 
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {

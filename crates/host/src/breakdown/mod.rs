@@ -17,7 +17,10 @@
 pub mod classify;
 pub mod decompose;
 pub mod sections;
+mod session;
 mod steps;
+
+pub use session::{run, RunError};
 
 use classify::{ClassRule, Classification};
 use decompose::Decomposition;
