@@ -5,64 +5,55 @@ use crate::exit::usage;
 use crate::output::progress;
 use crate::table::{ns, Table};
 use anyhow::Context as _;
-use latlab_core::results::{ResultFile, ThreadPlacement};
-use latlab_core::units::Nanos;
+use latlab_core::results::ResultFile;
 use latlab_core::units::{format_signed_ns, SignStyle};
-use latlab_host::where_time::{self, App, WhereTimeConfig};
-use latlab_sys::{host, sched, tsc::Clock};
+use latlab_host::where_time::{self, App, WhereTimeConfig, WhereTimeError};
+use latlab_sys::sched;
 use std::path::{Path, PathBuf};
 
-pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let mut cfg = if a.quick {
-        WhereTimeConfig::quick()
-    } else {
-        WhereTimeConfig::default()
-    };
-    if !a.delays.is_empty() {
-        cfg.delays_ns = a.delays.iter().map(|d| d.get()).collect();
-        cfg.delays_ns.sort_unstable();
-        cfg.delays_ns.dedup();
-    }
-    if !cfg.delays_ns.contains(&0) {
-        return Err(usage(
-            "--delays must include 0 (the baseline), e.g. 0,20us,100us",
-        ));
-    }
-    if !a.quick {
-        cfg.repeats = a.repeats;
-        cfg.run_time = a.run_time;
-    }
-    if cfg.run_time.get() < 1_000_000_000 {
-        return Err(usage("--run-time must be at least 1s"));
-    }
-    cfg.apps = a
-        .apps
-        .iter()
-        .map(|n| {
-            App::from_name(n.trim()).ok_or_else(|| {
-                usage(format!(
-                    "--apps: unknown application '{n}'; accepted: memcached, nginx"
-                ))
-            })
-        })
-        .collect::<anyhow::Result<_>>()?;
-    cfg.connections = a.connections;
-    cfg.fifo = a.fifo;
-    let allowed = sched::allowed_cpus();
-    if let Some(c) = a.cpu {
-        if !allowed.contains(&c) {
-            return Err(usage(format!(
-                "--cpu: CPU {c} is not available to this process (allowed: {})",
-                sched::format_cpu_list(&allowed)
-            )));
+impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &WhereTimeArgs) -> anyhow::Result<WhereTimeConfig> {
+        let mut cfg = if a.quick {
+            WhereTimeConfig::quick()
+        } else {
+            WhereTimeConfig::default()
+        };
+        if !a.delays.is_empty() {
+            cfg.delays_ns = a.delays.iter().map(|d| d.get()).collect();
+            cfg.delays_ns.sort_unstable();
+            cfg.delays_ns.dedup();
         }
+        if !a.quick {
+            cfg.repeats = a.repeats;
+            cfg.run_time = a.run_time;
+        }
+        cfg.apps = a
+            .apps
+            .iter()
+            .map(|n| {
+                App::from_name(n.trim()).ok_or_else(|| {
+                    usage(format!(
+                        "--apps: unknown application '{n}'; accepted: memcached, nginx"
+                    ))
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        cfg.connections = a.connections;
+        cfg.fifo = a.fifo;
+        let allowed = sched::allowed_cpus();
+        cfg.place(a.cpu, &allowed);
+        match cfg.validate(&allowed) {
+            Err(WhereTimeError::Config(why)) => return Err(usage(why)),
+            other => other?,
+        }
+        Ok(cfg)
     }
-    cfg.engine_cpu = a.cpu.or(allowed.last().copied());
-    cfg.endpoint_cpu = allowed
-        .iter()
-        .copied()
-        .find(|c| Some(*c) != cfg.engine_cpu)
-        .or(cfg.engine_cpu);
+}
+
+pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let cfg = WhereTimeConfig::try_from(&a)?;
     if !latlab_sys::netns::is_root() {
         return Err(sched::SchedError::NotPermitted {
             what: "latlab experiment where-time (network namespaces, AF_PACKET)".into(),
@@ -70,13 +61,12 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         }
         .into());
     }
-    where_time::check_programs(&cfg.apps)?;
     let crate::output::Outputs {
         started_utc,
         result: out_path,
         plot: plot_path,
     } = crate::output::outputs("where-time", &a.out, a.plot.as_ref())?;
-    let runs = cfg.delays_ns.len() as u64 * u64::from(cfg.repeats) * cfg.apps.len() as u64 + 1;
+    let runs = cfg.progress_steps();
     if !a.out.quiet {
         eprintln!(
             "where-time: {} runs, about {:.0} s",
@@ -85,37 +75,12 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         );
     }
     let pb = progress(runs, cfg.expected_secs(), a.out.quiet);
-    let (clock, timebase) = Clock::establish(Nanos(100_000_000));
-    let t0 = clock.now();
-    let outcome = where_time::run(&cfg, &clock, |label| {
+    where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut |label| {
         pb.set_message(label.to_string());
         pb.inc(1);
-    })?;
+    })
+    .context("where-time")?;
     pb.finish_and_clear();
-    let provenance = host::provenance(
-        timebase,
-        vec![
-            ThreadPlacement::with_fifo("injector", cfg.engine_cpu, cfg.fifo),
-            ThreadPlacement::with_fifo(
-                "servers and benchmark clients (taskset)",
-                cfg.endpoint_cpu,
-                None,
-            ),
-        ],
-        false,
-        started_utc,
-    );
-    let config = serde_json::to_value(&cfg).context("encoding the configuration")?;
-    let mut result = ResultFile::new(where_time::RESULT_KIND, argv, config, provenance);
-    result.duration_ns = clock.delta_nanos(t0, clock.now()).get();
-    where_time::fill_result(&mut result, &outcome)?;
-    if let Some(vm) = &result.provenance.host.virtualization {
-        result.warnings.push(format!(
-            "running under a hypervisor ({vm}); servers, clients and the injector share {} CPUs",
-            allowed.len()
-        ));
-    }
-    result.save(&out_path).context("writing the result")?;
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
         print_tables(&saved)?;

@@ -20,6 +20,9 @@
 
 pub mod parse;
 pub mod sections;
+mod session;
+
+pub use session::{run_to_file, SessionError};
 
 use latlab_core::units::Nanos;
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
