@@ -5,8 +5,10 @@
 //! the figure drawing can show that its reports are unchanged.
 //!
 //! Per case (one report per kind, or per group of kinds that belong together):
-//! - `golden/<case>.html`: the report, with its generation time replaced by
-//!   [`GENERATED`] (the only part of a report that is not a function of its inputs);
+//! - `golden/<case>.html.golden`: the report, with its generation time replaced by
+//!   [`GENERATED`] (the only part of a report that is not a function of its inputs). Not
+//!   `.html`: they are rendered data, and tools that scan the tree's code (the duplicate
+//!   finder) would read the repeated figure markup in them as repeated code;
 //! - `golden/<case>.figures.sha256`: one `sha256sum` line per standalone figure (SVG and
 //!   PNG) written by `--figures`, so `cd DIR && sha256sum -c FILE` checks a figure directory
 //!   by hand.
@@ -229,7 +231,7 @@ fn reports_on_the_fixtures_match_the_goldens() {
             "{}: two renderings differ: diff -ru {0}/1 {0}/2",
             dir.display()
         );
-        let html = golden.join(format!("{}.html", case.name));
+        let html = golden.join(format!("{}.html.golden", case.name));
         let figs = golden.join(format!("{}.figures.sha256", case.name));
         if bless {
             std::fs::create_dir_all(&golden).unwrap();
