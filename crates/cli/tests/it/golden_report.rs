@@ -21,13 +21,13 @@
 //! and review their diff before committing:
 //!
 //! ```text
-//! LATLAB_BLESS=1 cargo test -p latlab --test golden_report
+//! LATLAB_BLESS=1 cargo test -p latlab --test it golden_report
 //! ```
 //!
 //! The `dfs.run` and `dfs.bench` cases need the `mpi` feature (their providers exist only
 //! with it); without it they are skipped with a printed line.
 
-use assert_cmd::Command;
+use crate::util::{fixture, latlab};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
@@ -120,10 +120,6 @@ const CASES: &[Case] = &[
     },
 ];
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/report")
-}
-
 /// A rendered case: the normalised HTML and the figure manifest.
 #[derive(PartialEq)]
 struct Rendered {
@@ -137,9 +133,8 @@ fn render(case: &Case, out: &Path) -> Rendered {
     std::fs::create_dir_all(out).unwrap();
     let html = out.join(format!("{}.html", case.name));
     let figures = out.join(format!("{}-figures", case.name));
-    let o = Command::cargo_bin("latlab")
-        .unwrap()
-        .current_dir(fixtures())
+    let o = latlab()
+        .current_dir(fixture("report"))
         .arg("report")
         .args(case.inputs)
         .arg("-o")
@@ -213,13 +208,13 @@ fn scratch(case: &Case) -> PathBuf {
 #[test]
 fn reports_on_the_fixtures_match_the_goldens() {
     let bless = std::env::var_os("LATLAB_BLESS").is_some_and(|v| v == "1");
-    let golden = fixtures().join("golden");
+    let golden = fixture("report").join("golden");
     let mut failures = Vec::new();
     for case in CASES {
         if case.mpi && !cfg!(feature = "mpi") {
-            eprintln!(
-                "SKIP golden report {}: needs the mpi feature (its section provider)",
-                case.name
+            latlab_testutil::print_skip(
+                latlab_testutil::test_name!(),
+                &format!("case {}: needs the mpi feature", case.name),
             );
             continue;
         }
