@@ -1,5 +1,5 @@
-//! The injector in a real client ⇄ delay ⇄ server namespace testbed (needs root; skipped
-//! with a printed reason otherwise): round trips gain exactly the added delay, the base
+//! The injector in a real client ⇄ delay ⇄ server namespace testbed (needs root; a SKIP
+//! line otherwise): round trips gain exactly the added delay, the base
 //! latency is measured, and overflow drops are counted while the run still ends cleanly.
 
 use latlab_core::parse::Percentile;
@@ -8,21 +8,13 @@ use latlab_net::delay::engine::{self, Direction, EngineConfig, EngineReport};
 use latlab_net::delay::testbed::{self, PingConfig, PingOutcome, Testbed};
 use latlab_net::delay::DelaySpec;
 use latlab_sys::tsc::Clock;
+use latlab_testutil::require_root;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 // One testbed at a time (they share interface names inside private namespaces, but the
 // CPUs are shared too).
 static SERIAL: Mutex<()> = Mutex::new(());
-
-fn root() -> bool {
-    if latlab_sys::netns::is_root() {
-        true
-    } else {
-        eprintln!("skipped: needs root for network namespaces and AF_PACKET sockets");
-        false
-    }
-}
 
 fn cpus() -> (Option<u32>, Option<u32>) {
     let c = latlab_sys::sched::allowed_cpus();
@@ -72,9 +64,7 @@ fn ping(tb: &Testbed, clock: &Clock) -> PingOutcome {
 
 #[test]
 fn added_delay_is_applied_exactly_in_one_direction() {
-    if !root() {
-        return;
-    }
+    require_root!("network namespaces and AF_PACKET sockets");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (clock, _) = Clock::establish(Nanos(50_000_000));
     let tb = Testbed::build("dt", false).unwrap();
@@ -143,9 +133,7 @@ fn added_delay_is_applied_exactly_in_one_direction() {
 
 #[test]
 fn overflow_is_counted_and_the_run_ends_cleanly() {
-    if !root() {
-        return;
-    }
+    require_root!("network namespaces and AF_PACKET sockets");
     let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let (clock, _) = Clock::establish(Nanos(50_000_000));
     let tb = Testbed::build("do", false).unwrap();

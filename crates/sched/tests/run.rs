@@ -1,7 +1,8 @@
-//! Short real runs of thread sets (root-only parts skip with a reason).
+//! Short real runs of thread sets (root-only parts print a SKIP line with the reason).
 
 use latlab_sched::cmdline::parse;
 use latlab_sched::run::{run, RunParams};
+use latlab_testutil::require_root;
 
 fn hz() -> u64 {
     latlab_sys::tsc::kernel_rate()
@@ -78,17 +79,6 @@ fn periodic_and_lat_account_every_activation() {
     assert_eq!(c.activations.len(), 15);
 }
 
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
 #[test]
 fn offsets_placement_busy_timer_and_scanning() {
     let cpu = *latlab_sys::sched::allowed_cpus().last().unwrap();
@@ -120,10 +110,7 @@ fn offsets_placement_busy_timer_and_scanning() {
 
 #[test]
 fn soft_reservation_and_native_periodic() {
-    if !is_root() {
-        eprintln!("skipping: SCHED_DEADLINE needs root or CAP_SYS_NICE");
-        return;
-    }
+    require_root!("SCHED_DEADLINE needs root or CAP_SYS_NICE");
     let (spec, _) = parse(&args(
         "-n 2 -d 300ms -t 0 -w PERIODIC 1ms 10ms -rs 2ms 10ms -t 1 -w PERIODIC 1ms 20ms -i NATIVE --timer-slack 1us",
     ))

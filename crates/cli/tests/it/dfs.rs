@@ -1,13 +1,9 @@
 //! End-to-end tests of `latlab dfs`: the simulator through the binary, and the MPI runtime
-//! under `mpirun` (skipped with a printed reason when mpirun or MPI support is missing).
+//! under `mpirun` (skipped with a SKIP line when mpirun or MPI support is missing).
 
-use assert_cmd::Command;
+use crate::util::{assert_usage_error, latlab_line, mpi_ready, mpirun, skip, text};
 use latlab_core::results::ResultFile;
 use std::path::Path;
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
 
 fn data(path: &Path) -> serde_json::Value {
     ResultFile::load(path).unwrap().data
@@ -17,27 +13,13 @@ fn data(path: &Path) -> serde_json::Value {
 fn sim_writes_both_modes_and_prints_ratios() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.json");
-    let o = latlab()
-        .args([
-            "dfs",
-            "sim",
-            "--nodes",
-            "8",
-            "--time-slices",
-            "400",
-            "--ts-per-interval",
-            "40",
-        ])
+    let o = latlab_line("dfs sim --nodes 8 --time-slices 400 --ts-per-interval 40")
         .arg("-o")
         .arg(&out)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{stdout} {}", text(&o.stderr));
     assert!(stdout.contains("best effort / DFS"), "{stdout}");
     for m in ["best-effort", "dfs"] {
         let p = dir.path().join(format!("s-{m}.json"));
@@ -52,57 +34,27 @@ fn sim_writes_both_modes_and_prints_ratios() {
 #[test]
 fn sim_rejects_bad_input_with_exit_2() {
     for args in [
-        vec!["--nodes", "7"],
-        vec!["--drop", "15-25"],
-        vec!["--slow", "router:1:0.5"],
-        vec!["--theta", "150"],
+        ["--nodes", "7"],
+        ["--drop", "15-25"],
+        ["--slow", "router:1:0.5"],
+        ["--theta", "150"],
     ] {
-        let o = latlab().args(["dfs", "sim"]).args(&args).output().unwrap();
-        assert_eq!(
-            o.status.code(),
-            Some(2),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert_usage_error(["dfs", "sim"].iter().chain(&args), &[args[0]]);
     }
 }
 
-/// `mpirun` usable as root on this machine, or why not.
-fn mpirun() -> Result<(), String> {
-    let ok = std::process::Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
-    }
-    if !cfg!(feature = "mpi") {
-        return Err("latlab built without the mpi feature".into());
-    }
-    Ok(())
-}
-
+/// `latlab dfs run --inputs 4 --computes 4 ARGS` on 8 MPI ranks, into `dir/name`.
 fn mpi_run(dir: &Path, name: &str, args: &[&str]) -> (std::process::Output, std::path::PathBuf) {
     let out = dir.join(name);
-    let bin = assert_cmd::cargo::cargo_bin("latlab");
-    let o = std::process::Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-n", "8"])
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .arg(bin)
-        .args(["dfs", "run", "--inputs", "4", "--computes", "4", "-q", "-o"])
-        .arg(&out)
-        .args(args)
-        .output()
-        .unwrap();
-    (o, out)
+    let mut all = vec!["dfs", "run", "--inputs", "4", "--computes", "4", "-q"];
+    all.extend(args);
+    (mpirun(8, &all, &out), out)
 }
 
 #[test]
 fn mpi_both_modes_build_10000_time_slices_verified() {
-    if let Err(why) = mpirun() {
-        eprintln!("skipping: {why}");
-        return;
+    if let Err(why) = mpi_ready() {
+        skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     for mode in ["best-effort", "dfs"] {
@@ -111,11 +63,7 @@ fn mpi_both_modes_build_10000_time_slices_verified() {
             &format!("{mode}.json"),
             &["--mode", mode, "--time-slices", "10000", "--mts-size", "4K"],
         );
-        assert!(
-            o.status.success(),
-            "{mode}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
         let r = ResultFile::load(&out).unwrap();
         assert_eq!(r.kind, "dfs.run");
         let c = &r.counters;
@@ -146,9 +94,8 @@ fn mpi_both_modes_build_10000_time_slices_verified() {
 
 #[test]
 fn mpi_run_survives_killing_one_of_two_dde_replicas() {
-    if let Err(why) = mpirun() {
-        eprintln!("skipping: {why}");
-        return;
+    if let Err(why) = mpi_ready() {
+        skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     // 2,000 time-slices in intervals of 100: replica 0 stops at interval 8 of 20
@@ -175,7 +122,7 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
             "20",
         ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "{}", text(&o.stderr));
     let r = ResultFile::load(&out).unwrap();
     let c = &r.counters;
     assert_eq!(c["dde_killed"], 1);
@@ -206,31 +153,12 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
 fn experiment_writes_results_figures_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp");
-    let o = latlab()
-        .args([
-            "experiment",
-            "dfs",
-            "--no-mpi",
-            "--nodes",
-            "4,8",
-            "--intervals",
-            "4",
-            "--drop-nodes",
-            "4",
-            "--drop-intervals",
-            "40",
-            "-q",
-            "--out-dir",
-        ])
+    let o = latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 -q --out-dir")
         .arg(&out)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{stdout} {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{stdout} {}", text(&o.stderr));
     for f in [
         "sim-4-best-effort.json",
         "sim-8-dfs.json",

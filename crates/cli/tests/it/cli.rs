@@ -1,46 +1,21 @@
 //! End-to-end tests of the `latlab` binary: real measurements (short), result files read
 //! back, plots, CSV, merging, and every bad-input path with its exit code.
 
-use assert_cmd::Command;
+use crate::util::{
+    assert_one_line_error, assert_usage_error, latlab, latlab_line, system_turn, text,
+};
 use latlab_core::results::ResultFile;
 use std::path::{Path, PathBuf};
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Asserts a failure with `code` and exactly one line on stderr containing every needle.
-fn assert_one_line_error(out: &std::process::Output, code: i32, needles: &[&str]) {
-    let err = stderr_of(out);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' missing from: {err}");
-    }
-}
 
 /// A short real run of `latlab host clocks` into `dir`, returning the result path.
 fn clocks_run(dir: &Path, name: &str, extra: &[&str]) -> (PathBuf, String) {
     let path = dir.join(name);
-    let out = latlab()
-        .args([
-            "host",
-            "clocks",
-            "--duration",
-            "150ms",
-            "--calibration",
-            "20ms",
-            "-o",
-        ])
+    let out = latlab_line("host clocks --duration 150ms --calibration 20ms -o")
         .arg(&path)
         .args(extra)
         .output()
         .unwrap();
-    assert!(out.status.success(), "clocks failed: {}", stderr_of(&out));
+    assert!(out.status.success(), "clocks failed: {}", text(&out.stderr));
     (path, String::from_utf8(out.stdout).unwrap())
 }
 
@@ -78,13 +53,8 @@ fn help_lists_every_subcommand_and_examples() {
 
 #[test]
 fn bad_duration_is_one_line_naming_the_flag_exit_2() {
-    let out = latlab()
-        .args(["host", "clocks", "--duration", "5xs"])
-        .output()
-        .unwrap();
-    assert_one_line_error(
-        &out,
-        2,
+    assert_usage_error(
+        ["host", "clocks", "--duration", "5xs"],
         &["--duration", "5xs", "250ns, 87.0us, 5.3ms, 1.5s, 3m"],
     );
 }
@@ -93,54 +63,43 @@ fn bad_duration_is_one_line_naming_the_flag_exit_2() {
 fn missing_required_argument_names_it_on_one_line_exit_2() {
     // clap's own message puts the missing flag on an indented second line; the one line
     // latlab prints must still name it.
-    let out = latlab()
-        .args(["net", "delay", "--delay", "20us"])
-        .output()
-        .unwrap();
-    assert_one_line_error(
-        &out,
-        2,
+    assert_usage_error(
+        ["net", "delay", "--delay", "20us"],
         &["required arguments were not provided", "--ifaces"],
     );
     // Several missing: all named, on the same line.
-    let out = latlab().arg("compare").output().unwrap();
-    assert_one_line_error(&out, 2, &["not provided: <A>, <B>"]);
+    assert_usage_error(["compare"], &["not provided: <A>, <B>"]);
 }
 
 #[test]
 fn other_bad_flags_exit_2() {
-    let out = latlab()
-        .args(["host", "clocks", "--sources", "rdtsc,sundial"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--sources", "sundial", "monotonic_raw"]);
-    let out = latlab()
-        .args(["host", "clocks", "--duration", "0s"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--duration"]);
-    let out = latlab()
-        .args(["host", "clocks", "--duration", "10ms", "--fifo", "0"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--fifo", "1..=99"]);
-    let out = latlab()
-        .args(["host", "clocks", "--duration", "10ms", "--cpu", "4095"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--cpu", "4095"]);
-    let out = latlab()
-        .args(["host", "clocks", "--plot", "x.gif"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--plot", ".svg or .png"]);
-    let out = latlab()
-        .args(["show", "x.json", "--percentiles", "101"])
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["--percentiles", "101"]);
-    let out = latlab().args(["frobnicate"]).output().unwrap();
-    assert_one_line_error(&out, 2, &["frobnicate"]);
+    let cases: [(&[&str], &[&str]); 7] = [
+        (
+            &["host", "clocks", "--sources", "rdtsc,sundial"],
+            &["--sources", "sundial", "monotonic_raw"],
+        ),
+        (&["host", "clocks", "--duration", "0s"], &["--duration"]),
+        (
+            &["host", "clocks", "--duration", "10ms", "--fifo", "0"],
+            &["--fifo", "1..=99"],
+        ),
+        (
+            &["host", "clocks", "--duration", "10ms", "--cpu", "4095"],
+            &["--cpu", "4095"],
+        ),
+        (
+            &["host", "clocks", "--plot", "x.gif"],
+            &["--plot", ".svg or .png"],
+        ),
+        (
+            &["show", "x.json", "--percentiles", "101"],
+            &["--percentiles", "101"],
+        ),
+        (&["frobnicate"], &["frobnicate"]),
+    ];
+    for (args, needles) in cases {
+        assert_usage_error(args, needles);
+    }
 }
 
 #[test]
@@ -341,35 +300,20 @@ fn malformed_result_files_are_one_clear_line() {
             "nothing is written on bad input: {written}"
         );
     }
-    let out = latlab()
-        .arg("show")
-        .arg(dir.path().join("missing.json"))
-        .output()
-        .unwrap();
-    assert_one_line_error(&out, 2, &["missing.json"]);
+    let missing = dir.path().join("missing.json");
+    assert_usage_error([Path::new("show"), &missing], &["missing.json"]);
 }
 
 #[test]
 fn fifo_runs_as_root_or_says_why_not() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .args([
-            "host",
-            "clocks",
-            "--duration",
-            "50ms",
-            "--calibration",
-            "10ms",
-            "--sources",
-            "monotonic",
-            "--fifo",
-            "10",
-            "-q",
-            "-o",
-        ])
-        .arg(dir.path().join("f.json"))
-        .output()
-        .unwrap();
+    let out = latlab_line(
+        "host clocks --duration 50ms --calibration 10ms --sources monotonic --fifo 10 -q -o",
+    )
+    .arg(dir.path().join("f.json"))
+    .output()
+    .unwrap();
     if out.status.success() {
         let r = ResultFile::load(&dir.path().join("f.json")).unwrap();
         assert_eq!(r.provenance.threads[0].policy, "SCHED_FIFO");

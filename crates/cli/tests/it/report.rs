@@ -2,25 +2,13 @@
 //! fixtures (two short real `host clocks` runs) and on seeded synthetic results of known
 //! distributions.
 
-use assert_cmd::Command;
+use crate::util::{
+    assert_one_line_error, assert_sections, fixture, latlab, text, CLOCKS_REPORT_SECTIONS,
+};
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
 use latlab_core::units::Nanos;
 use std::path::{Path, PathBuf};
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// splitmix64, so synthetic runs are reproducible.
 fn next(state: &mut u64) -> f64 {
@@ -73,19 +61,7 @@ fn report_on_one_run_and_on_merged_runs() {
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let html = std::fs::read_to_string(&one).unwrap();
-    for id in [
-        "overview",
-        "trust",
-        "clock-sources",
-        "distributions",
-        "percentiles",
-        "provenance",
-    ] {
-        assert!(
-            html.contains(&format!("<section id=\"{id}\">")),
-            "section {id} missing"
-        );
-    }
+    assert_sections(&html, &CLOCKS_REPORT_SECTIONS);
     assert_eq!(
         html.matches("<figure class=\"dist\"").count(),
         2,
@@ -135,12 +111,7 @@ fn report_refuses_a_bad_output_name_and_writes_nothing() {
         .arg(dir.path().join("r.pdf"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--output"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_one_line_error(&out, 2, &["--output"]);
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
@@ -200,13 +171,7 @@ fn compare_refuses_different_kinds() {
         .arg(fixture("host-clocks-a.json"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = text(&out.stderr);
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(
-        err.contains("different kinds") && err.contains("host.clocks"),
-        "{err}"
-    );
+    assert_one_line_error(&out, 2, &["different kinds", "host.clocks"]);
 }
 
 #[test]
@@ -256,55 +221,29 @@ fn check_exit_codes() {
     assert_eq!(out.status.code(), Some(1), "p50 is above 5 µs");
     // malformed budget: 2
     let out = check(&r, &["p99.99 << 5us"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("--budget: budget 'p99.99 << 5us'"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_one_line_error(&out, 2, &["--budget: budget 'p99.99 << 5us'"]);
     // unsupported percentile: 2, even beside a failing budget
     let out = check(&r, &["p50 < 1ns", "p99.9999 < 1ms"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("not supported by its 100000 samples"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_one_line_error(&out, 2, &["not supported by its 100000 samples"]);
     // unknown counter: 2
     assert_eq!(check(&r, &["dropped == 0"]).status.code(), Some(2));
     // no budget: 2
     assert_eq!(check(&r, &[]).status.code(), Some(2));
     // budgets from TOML
     let toml = dir.path().join("b.toml");
+    let check_file = |file: &Path| {
+        latlab()
+            .arg("check")
+            .arg(file)
+            .arg("--budgets")
+            .arg(&toml)
+            .output()
+            .unwrap()
+    };
     std::fs::write(&toml, "budgets = [\"p99 < 50us\", \"lost == 0\"]\n").unwrap();
-    let out = latlab()
-        .arg("check")
-        .arg(&r)
-        .arg("--budgets")
-        .arg(&toml)
-        .output()
-        .unwrap();
+    let out = check_file(&r);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    let out = latlab()
-        .arg("check")
-        .arg(&lossy)
-        .arg("--budgets")
-        .arg(&toml)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(check_file(&lossy).status.code(), Some(1));
     std::fs::write(&toml, "budgets = 5\n").unwrap();
-    let out = latlab()
-        .arg("check")
-        .arg(&r)
-        .arg("--budgets")
-        .arg(&toml)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        text(&out.stderr).contains("b.toml: not a budget file"),
-        "{}",
-        text(&out.stderr)
-    );
+    assert_one_line_error(&check_file(&r), 2, &["b.toml: not a budget file"]);
 }

@@ -2,62 +2,28 @@
 //! DFS with a bandwidth drop) and, where mpirun works, short MPI runs of both modes and a
 //! short MPI micro-benchmark. The report must build and carry the dfs sections and figures.
 
-use assert_cmd::Command;
+use crate::util::{latlab_line, mpi_ready, mpirun, report_html, run_ok, skip, text};
 use std::path::Path;
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 /// Runs `latlab report` on `inputs`, returns the HTML and the figure files written.
 fn report(dir: &Path, name: &str, inputs: &[&Path]) -> (String, Vec<String>) {
-    let out = dir.join(format!("{name}.html"));
-    let o = latlab()
-        .arg("report")
-        .args(inputs)
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        o.status.success(),
-        "{} {}",
-        text(&o.stdout),
-        text(&o.stderr)
-    );
+    let html = report_html(inputs, &dir.join(format!("{name}.html")), &[]);
     let figs = std::fs::read_dir(dir.join(format!("{name}-figures")))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    (std::fs::read_to_string(&out).unwrap(), figs)
+    (html, figs)
 }
 
 #[test]
 fn report_on_a_simulated_best_effort_and_dfs_pair() {
     let dir = tempfile::tempdir().unwrap();
-    let o = latlab()
-        .args([
-            "dfs",
-            "sim",
-            "--nodes",
-            "8",
-            "--time-slices",
-            "800",
-            "--ts-per-interval",
-            "40",
-            "--drop",
-            "4-6:0.75",
-            "-q",
-            "-o",
-        ])
-        .arg(dir.path().join("s.json"))
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", text(&o.stderr));
+    run_ok(
+        latlab_line(
+            "dfs sim --nodes 8 --time-slices 800 --ts-per-interval 40 --drop 4-6:0.75 -q -o",
+        )
+        .arg(dir.path().join("s.json")),
+    );
     let be = dir.path().join("s-best-effort.json");
     let dfs = dir.path().join("s-dfs.json");
     let (html, figs) = report(dir.path(), "r", &[&be, &dfs]);
@@ -94,47 +60,18 @@ fn report_on_a_simulated_best_effort_and_dfs_pair() {
     }
 }
 
-/// `mpirun` usable and latlab built with MPI, or why not.
-fn mpi_ready() -> Result<(), String> {
-    let ok = std::process::Command::new("mpirun")
-        .arg("--version")
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !ok {
-        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
-    }
-    if !latlab()
-        .args(["dfs", "bench", "--help"])
-        .output()
-        .unwrap()
-        .status
-        .success()
-    {
-        return Err("latlab built without the mpi feature".into());
-    }
-    Ok(())
-}
-
 /// Runs `latlab <args> -q -o <out>` on 4 MPI ranks.
 fn mpirun4(args: &[&str], out: &Path) {
-    let o = std::process::Command::new("mpirun")
-        .args(["--allow-run-as-root", "--oversubscribe", "-n", "4"])
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .arg(assert_cmd::cargo::cargo_bin("latlab"))
-        .args(args)
-        .args(["-q", "-o"])
-        .arg(out)
-        .output()
-        .unwrap();
+    let mut all = args.to_vec();
+    all.push("-q");
+    let o = mpirun(4, &all, out);
     assert!(o.status.success(), "{args:?}: {}", text(&o.stderr));
 }
 
 #[test]
 fn report_on_mpi_runs_of_both_modes() {
     if let Err(why) = mpi_ready() {
-        eprintln!("skipping: {why}");
-        return;
+        skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let mut outs = Vec::new();
@@ -183,8 +120,7 @@ fn report_on_mpi_runs_of_both_modes() {
 #[test]
 fn report_on_an_mpi_micro_benchmark() {
     if let Err(why) = mpi_ready() {
-        eprintln!("skipping: {why}");
-        return;
+        skip!("{why}");
     }
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench.json");

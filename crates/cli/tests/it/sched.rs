@@ -1,64 +1,33 @@
 //! End-to-end tests of `latlab sched`: short real runs (a few hundred ms), every output
 //! file read back, and the bad-input and refusal paths with their exit codes.
 
-use assert_cmd::Command;
+use crate::util::{
+    assert_one_line_error, assert_usage_error, is_root, latlab, latlab_line, ok, require_root,
+    run_ok, system_turn,
+};
 use latlab_core::results::ResultFile;
 use std::path::Path;
 
-/// SCHED_DEADLINE bandwidth is one pool per root domain: the tests that reserve it (or
-/// try to exhaust it) take turns, so one's reservation is not another's rejection.
-static DEADLINE_POOL: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn deadline_pool() -> std::sync::MutexGuard<'static, ()> {
-    DEADLINE_POOL.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn one_line_error(out: &std::process::Output, code: i32, needles: &[&str]) {
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
-    for n in needles {
-        assert!(err.contains(n), "'{n}' missing from: {err}");
-    }
-}
-
-fn run_ok(dir: &Path, name: &str, args: &str) -> (std::path::PathBuf, String) {
+/// Runs `latlab sched ARGS -o DIR/NAME`, asserts it succeeded and returns the result path
+/// and the standard output.
+fn sched_run(dir: &Path, name: &str, args: &str) -> (std::path::PathBuf, String) {
     let path = dir.join(name);
-    let out = latlab()
-        .arg("sched")
-        .args(args.split_whitespace())
-        .arg("-o")
-        .arg(&path)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{args}: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        latlab()
+            .arg("sched")
+            .args(args.split_whitespace())
+            .arg("-o")
+            .arg(&path),
     );
     (path, stdout)
 }
 
 #[test]
 fn the_papers_figure_3_command_writes_every_output() {
+    require_root!("-p HIGH runs thread 2 at nice -10");
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let (path, stdout) = run_ok(
+    let (path, stdout) = sched_run(
         dir.path(),
         "run.json",
         "-n 3 -d 300ms -t 0 -p LOW -t 1 -p NORMAL -t 2 -p HIGH",
@@ -92,45 +61,40 @@ fn the_papers_figure_3_command_writes_every_output() {
     assert!(svg.contains("<svg") && svg.contains("CPU"));
 
     // analyze and render the same run
-    let out = latlab()
-        .args(["sched", "analyze"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let s = String::from_utf8_lossy(&out.stdout);
+    let s = run_ok(latlab().args(["sched", "analyze"]).arg(&path));
     assert!(
         s.contains("context switches") && s.contains("quantum of thread 2"),
         "{s}"
     );
     let png = dir.path().join("w.png");
-    let out = latlab()
-        .args(["sched", "render"])
-        .arg(&path)
-        .arg("-o")
-        .arg(&png)
-        .args(["--from", "100ms", "--to", "200ms", "--cpus"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        latlab()
+            .args(["sched", "render"])
+            .arg(&path)
+            .arg("-o")
+            .arg(&png)
+            .args(["--from", "100ms", "--to", "200ms", "--cpus"]),
     );
     assert!(std::fs::metadata(&png).unwrap().len() > 1000);
-    let out = latlab()
-        .args(["sched", "render"])
-        .arg(&path)
-        .arg("-o")
-        .arg(&png)
-        .args(["--from", "200ms", "--to", "100ms"])
-        .output()
-        .unwrap();
-    one_line_error(&out, 2, &["--to"]);
+    assert_usage_error(
+        [
+            Path::new("sched"),
+            Path::new("render"),
+            &path,
+            Path::new("-o"),
+            &png,
+            Path::new("--from"),
+            Path::new("200ms"),
+            Path::new("--to"),
+            Path::new("100ms"),
+        ],
+        &["--to"],
+    );
 }
 
 #[test]
 fn periodic_and_lat_threads_print_the_papers_lines() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let (hi, med) = if is_root() {
         ("RTHIGH", "RTMED")
@@ -138,8 +102,7 @@ fn periodic_and_lat_threads_print_the_papers_lines() {
         eprintln!("not root: running the threads at NORMAL instead of SCHED_FIFO");
         ("NORMAL", "NORMAL")
     };
-    let (path, stdout) = run_ok(
-        dir.path(),
+    let (path, stdout) = sched_run(dir.path(),
         "p.json",
         &format!("-n 2 -d 300ms -t 0 -p {hi} -w PERIODIC 1ms 10ms -i HR -t 1 -p {med} -w LAT 1ms -i TIMERFD --print-trace"),
     );
@@ -162,11 +125,8 @@ fn periodic_and_lat_threads_print_the_papers_lines() {
 
 #[test]
 fn scenario_file_and_deadline_reservation() {
-    let _pool = deadline_pool();
-    if !is_root() {
-        eprintln!("skipping: SCHED_DEADLINE and SCHED_IDLE need root or CAP_SYS_NICE");
-        return;
-    }
+    let _turn = system_turn();
+    require_root!("SCHED_DEADLINE and SCHED_IDLE need root or CAP_SYS_NICE");
     let dir = tempfile::tempdir().unwrap();
     let sc = dir.path().join("s.toml");
     std::fs::write(
@@ -174,7 +134,7 @@ fn scenario_file_and_deadline_reservation() {
         "duration = \"200ms\"\n[[thread]]\nworkload = \"PERIODIC 1ms 10ms\"\nreservation = { amount = \"2ms\", period = \"10ms\" }\n[[thread]]\nworkload = \"CPU_SCAN 16KB\"\npriority = \"IDLE\"\n",
     )
     .unwrap();
-    let (path, _) = run_ok(
+    let (path, _) = sched_run(
         dir.path(),
         "s.json",
         &format!("--scenario {} -q", sc.display()),
@@ -191,7 +151,7 @@ fn scenario_file_and_deadline_reservation() {
 
 #[test]
 fn refused_reservations_exit_3_with_the_reason() {
-    let _pool = deadline_pool();
+    let _turn = system_turn();
     // two reservations of 99% each on this machine's CPUs: more than 95% per CPU in all
     let cpus = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -214,14 +174,14 @@ fn refused_reservations_exit_3_with_the_reason() {
         .output()
         .unwrap();
     if is_root() {
-        one_line_error(
+        assert_one_line_error(
             &out,
             3,
             &["SCHED_DEADLINE", "admission control", "sched_rt_runtime_us"],
         );
     } else {
         eprintln!("not root: checking the refusal without privilege instead");
-        one_line_error(&out, 3, &["SCHED_DEADLINE", "refused"]);
+        assert_one_line_error(&out, 3, &["SCHED_DEADLINE", "refused"]);
     }
 }
 
@@ -242,57 +202,34 @@ fn bad_input_is_one_line_naming_the_flag() {
         ),
     ];
     for (args, needles) in cases {
-        let out = latlab().arg("sched").args(args).output().unwrap();
-        one_line_error(&out, 2, needles);
+        assert_usage_error(["sched"].iter().chain(args), needles);
     }
     let dir = tempfile::tempdir().unwrap();
     let sc = dir.path().join("bad.toml");
     std::fs::write(&sc, "[[thread]]\ntimer = \"MM\"\n").unwrap();
-    let out = latlab()
-        .arg("sched")
-        .arg("--scenario")
-        .arg(&sc)
-        .output()
-        .unwrap();
-    one_line_error(&out, 2, &["bad.toml", "scenario timer"]);
-    let out = latlab()
-        .args(["sched", "analyze", "/nonexistent/run.json"])
-        .output()
-        .unwrap();
-    one_line_error(&out, 2, &["/nonexistent/run.json"]);
-    let out = latlab()
-        .args(["sched", "cache-cost", "--sizes", "0"])
-        .output()
-        .unwrap();
-    one_line_error(&out, 2, &["--sizes"]);
+    assert_usage_error(
+        [Path::new("sched"), Path::new("--scenario"), &sc],
+        &["bad.toml", "scenario timer"],
+    );
+    assert_usage_error(
+        ["sched", "analyze", "/nonexistent/run.json"],
+        &["/nonexistent/run.json"],
+    );
+    assert_usage_error(["sched", "cache-cost", "--sizes", "0"], &["--sizes"]);
 }
 
 #[test]
 fn cache_cost_writes_a_result() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("cc.json");
     let cpu = std::thread::available_parallelism()
         .map(|n| n.get() - 1)
         .unwrap_or(0);
-    let out = latlab()
-        .args([
-            "sched",
-            "cache-cost",
-            "--sizes",
-            "4,64",
-            "--trials",
-            "2",
-            "--duration",
-            "50ms",
-        ])
-        .args(["--threads", "3", "--cpu", &cpu.to_string(), "-o"])
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        latlab_line("sched cache-cost --sizes 4,64 --trials 2 --duration 50ms")
+            .args(["--threads", "3", "--cpu", &cpu.to_string(), "-o"])
+            .arg(&path),
     );
     let r = ResultFile::load(&path).unwrap();
     assert_eq!(r.kind, "sched.cache_cost");
@@ -311,7 +248,7 @@ fn cache_cost_writes_a_result() {
 
 /// Runs `latlab experiment hourglass ARGS --dir DIR`, asserts it succeeded and returns
 /// its standard output.
-fn hourglass(dir: &std::path::Path, args: &[&str]) -> String {
+fn hourglass(dir: &Path, args: &[&str]) -> String {
     let out = latlab()
         .args(["experiment", "hourglass"])
         .args(args)
@@ -319,22 +256,13 @@ fn hourglass(dir: &std::path::Path, args: &[&str]) -> String {
         .arg(dir)
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    ok(&out)
 }
 
 #[test]
 fn hourglass_experiment_runs_selected_scenarios() {
-    let _pool = deadline_pool();
-    if !is_root() {
-        eprintln!("skipping: the scenarios need SCHED_FIFO and SCHED_DEADLINE (root)");
-        return;
-    }
+    let _turn = system_turn();
+    require_root!("the scenarios need SCHED_FIFO and SCHED_DEADLINE");
     let dir = tempfile::tempdir().unwrap();
     let stdout = hourglass(
         dir.path(),
@@ -355,11 +283,10 @@ fn hourglass_experiment_runs_selected_scenarios() {
         }
         assert!(!s["linux_note"].as_str().unwrap().is_empty());
     }
-    let out = latlab()
-        .args(["experiment", "hourglass", "--only", "9.9"])
-        .output()
-        .unwrap();
-    one_line_error(&out, 2, &["--only", "5.1"]);
+    assert_usage_error(
+        ["experiment", "hourglass", "--only", "9.9"],
+        &["--only", "5.1"],
+    );
 }
 
 /// Scenario 5.4 as root: the `latlab net` testbed pushes traffic through a forwarder on
@@ -368,11 +295,8 @@ fn hourglass_experiment_runs_selected_scenarios() {
 /// brought up is taken down again.
 #[test]
 fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
-    let _pool = deadline_pool();
-    if !is_root() {
-        eprintln!("skipping: the testbed and SCHED_FIFO need root");
-        return;
-    }
+    let _turn = system_turn();
+    require_root!("the testbed and SCHED_FIFO");
     let was_up = latlab_net::testbed::status()
         .map(|s| s.complete)
         .unwrap_or(false);
@@ -416,12 +340,10 @@ fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
 
 #[test]
 fn dma_latency_is_held_and_recorded() {
-    if !is_root() {
-        eprintln!("skipping: /dev/cpu_dma_latency needs root");
-        return;
-    }
+    require_root!("/dev/cpu_dma_latency");
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let (path, _) = run_ok(
+    let (path, _) = sched_run(
         dir.path(),
         "d.json",
         "-n 1 -d 100ms -t 0 -w LAT 1ms -i HR --dma-latency 0 -q",

@@ -2,111 +2,67 @@
 //! the clear netem message, and (as root) an appliance run in a namespace testbed whose
 //! queue overflows: drops are counted and reported and the run ends cleanly.
 
-use assert_cmd::Command;
+use crate::util::{
+    assert_one_line_error, assert_usage_error, latlab, latlab_bin, latlab_line, ok, report_html,
+    require_root, run_ok, skip, system_turn,
+};
 use latlab_core::results::ResultFile;
 use latlab_net::delay::report;
 use latlab_net::delay::testbed::{self, Testbed};
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn root() -> bool {
-    if latlab_sys::netns::is_root() {
-        true
-    } else {
-        eprintln!("skipped: needs root (namespaces, AF_PACKET)");
-        false
-    }
-}
-
 #[test]
 fn bad_delay_names_the_flag_and_the_forms() {
-    let out = latlab()
-        .args(["net", "delay", "--ifaces", "a,b", "--delay", "20 parsecs"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--delay") && err.contains("normal:20us,2us"),
-        "{err}"
+    assert_usage_error(
+        ["net", "delay", "--ifaces", "a,b", "--delay", "20 parsecs"],
+        &["--delay", "normal:20us,2us"],
     );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
 fn interfaces_are_required_without_testbed() {
-    let out = latlab()
-        .args(["net", "delay", "--delay", "20us"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("required arguments") && err.contains("--ifaces"),
-        "{err}"
+    assert_usage_error(
+        ["net", "delay", "--delay", "20us"],
+        &["required arguments", "--ifaces"],
     );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
 fn compare_netem_says_clearly_when_netem_is_missing() {
-    if !root() {
-        return;
-    }
+    require_root!("namespaces, AF_PACKET");
+    let _turn = system_turn();
     if testbed::netem_available().is_ok() {
-        eprintln!("skipped: this kernel has sch_netem");
-        return;
+        skip!("this kernel has sch_netem");
     }
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .args([
-            "net",
-            "delay",
-            "--testbed",
-            "--delay",
-            "20us",
-            "--compare-netem",
-            "-o",
-        ])
+    let out = latlab_line("net delay --testbed --delay 20us --compare-netem -o")
         .arg(dir.path().join("x.json"))
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--compare-netem")
-            && err.contains("sch_netem is not available on this kernel"),
-        "{err}"
+    assert_one_line_error(
+        &out,
+        1,
+        &[
+            "--compare-netem",
+            "sch_netem is not available on this kernel",
+        ],
     );
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
 }
 
 #[test]
 fn overflowing_queue_counts_drops_and_ends_cleanly() {
-    if !root() {
-        return;
-    }
+    require_root!("namespaces, AF_PACKET");
+    let _turn = system_turn();
     let tb = Testbed::build("cli-ov", false).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("delay.json");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let child = std::process::Command::new(latlab_bin())
         .args(["net", "delay", "--netns", &tb.delay, "--ifaces"])
         .arg(format!(
             "{},{}",
             testbed::DELAY_IF_CLIENT,
             testbed::DELAY_IF_SERVER
         ))
-        .args([
-            "--delay",
-            "2ms",
-            "--capacity",
-            "16",
-            "--duration",
-            "2s",
-            "-o",
-        ])
+        .args("--delay 2ms --capacity 16 --duration 2s -o".split_whitespace())
         .arg(&result)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -124,12 +80,7 @@ fn overflowing_queue_counts_drops_and_ends_cleanly() {
         .unwrap()
     });
     let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let stdout = ok(&out);
     let r = ResultFile::load(&result).unwrap();
     assert_eq!(r.kind, report::RUN_KIND);
     let dropped = r.counters["a_to_b.dropped_full"];
@@ -144,63 +95,27 @@ fn overflowing_queue_counts_drops_and_ends_cleanly() {
         stdout.contains("dropped (queue full)") && stdout.contains(&dropped.to_string()),
         "{stdout}"
     );
-    let page = report_html(&result, &dir.path().join("delay.html"));
+    let page = report_html([&result], &dir.path().join("delay.html"), &["--no-figures"]);
     assert!(page.contains("id=\"latency-injector-run-delay\""));
     assert!(page.contains(&format!(
         "{dropped} frames dropped because the queue was full"
     )));
 }
 
-/// Runs `latlab report` on `result` and returns the HTML.
-fn report_html(result: &std::path::Path, html: &std::path::Path) -> String {
-    let out = latlab()
-        .arg("report")
-        .arg(result)
-        .arg("--no-figures")
-        .arg("-o")
-        .arg(html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::read_to_string(html).unwrap()
-}
-
 #[test]
 fn testbed_check_is_reported_with_its_shift_verdicts() {
-    if !root() {
-        return;
-    }
+    require_root!("namespaces, AF_PACKET");
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("check.json");
-    let out = latlab()
-        .args([
-            "net",
-            "delay",
-            "--testbed",
-            "--delay",
-            "20us",
-            "--check-duration",
-            "300ms",
-            "--rounds",
-            "1",
-            "-o",
-        ])
-        .arg(&result)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        latlab_line("net delay --testbed --delay 20us --check-duration 300ms --rounds 1 -o")
+            .arg(&result),
     );
     let r = ResultFile::load(&result).unwrap();
     assert_eq!(r.kind, report::CHECK_KIND);
     let s = report::check_summary(&r).unwrap();
-    let page = report_html(&result, &dir.path().join("check.html"));
+    let page = report_html([&result], &dir.path().join("check.html"), &["--no-figures"]);
     assert!(page.contains("id=\"latency-injector-check-20-0us-added-check\""));
     assert!(page.contains("Measured shift against the configured delay"));
     // The verdict table shows the shift recomputed from the histograms.
@@ -210,41 +125,31 @@ fn testbed_check_is_reported_with_its_shift_verdicts() {
 
 #[test]
 fn where_time_rejects_a_curve_without_baseline() {
-    let out = latlab()
-        .args(["experiment", "where-time", "--delays", "10us,20us"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--delays must include 0"));
+    assert_usage_error(
+        ["experiment", "where-time", "--delays", "10us,20us"],
+        &["--delays must include 0"],
+    );
 }
 
 #[test]
 fn where_time_quick_writes_every_raw_figure_and_the_figure() {
-    if !root() {
-        return;
-    }
+    require_root!("namespaces, AF_PACKET");
+    let _turn = system_turn();
     if let Err(e) = latlab_host::where_time::check_programs(&[
         latlab_host::where_time::App::Memcached,
         latlab_host::where_time::App::Nginx,
     ]) {
-        eprintln!("skipped: {e}");
-        return;
+        skip!("{e}");
     }
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("wt.json");
     let fig = dir.path().join("wt.svg");
-    let out = latlab()
-        .args(["experiment", "where-time", "--quick", "-o"])
-        .arg(&result)
-        .arg("--plot")
-        .arg(&fig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        latlab()
+            .args(["experiment", "where-time", "--quick", "-o"])
+            .arg(&result)
+            .arg("--plot")
+            .arg(&fig),
     );
     let r = ResultFile::load(&result).unwrap();
     assert_eq!(r.kind, latlab_host::where_time::RESULT_KIND);

@@ -1,45 +1,27 @@
 //! End-to-end test of `latlab host breakdown` with a short duration: every step, the result
 //! file read back, the classes, the stacked figure, and bad input.
 
-use assert_cmd::Command;
+use crate::util::{assert_usage_error, is_root, latlab_line, report_html, run_ok, system_turn};
 use latlab_core::results::ResultFile;
 use latlab_host::breakdown;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
 #[test]
 fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("bd.json");
     let fig = dir.path().join("bd-udp.svg");
-    let out = latlab()
-        .args([
-            "host",
-            "breakdown",
-            "--duration",
-            "100ms",
-            "--warmup",
-            "20ms",
-            "-o",
-        ])
-        .arg(&result)
-        .arg("--plot")
-        .arg(&fig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "stderr: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let stdout = run_ok(
+        latlab_line("host breakdown --duration 100ms --warmup 20ms -o")
+            .arg(&result)
+            .arg("--plot")
+            .arg(&fig),
     );
     let r = ResultFile::load(&result).unwrap();
     assert_eq!(r.kind, breakdown::RESULT_KIND);
     let rows = breakdown::table(&r).unwrap();
     let two_cpus = latlab_sys::sched::allowed_cpus().len() >= 2;
-    let root = latlab_sys::netns::is_root();
+    let root = is_root();
     // 3 single-CPU steps, 9 two-CPU steps, and with root veth_netns and latlab_nf.
     let expected = 3 + if two_cpus { 9 } else { 0 } + 2 * usize::from(two_cpus && root);
     assert_eq!(rows.len(), expected, "{stdout}");
@@ -73,21 +55,7 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
     assert!(rows.iter().all(|r| stdout.contains(&r.class.to_string())));
 
     // The HTML report of the real result has the breakdown's own section.
-    let html = dir.path().join("bd.html");
-    let out = latlab()
-        .arg("report")
-        .arg(&result)
-        .arg("--no-figures")
-        .arg("-o")
-        .arg(&html)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let page = std::fs::read_to_string(&html).unwrap();
+    let page = report_html([&result], &dir.path().join("bd.html"), &["--no-figures"]);
     assert!(
         page.contains("id=\"host-breakdown-bd\""),
         "no breakdown section"
@@ -103,14 +71,8 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
 
 #[test]
 fn unknown_step_is_a_usage_error() {
-    let out = latlab()
-        .args(["host", "breakdown", "--steps", "clock_read,warp_drive"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--steps") && err.contains("warp_drive") && err.contains("udp_loopback"),
-        "{err}"
+    assert_usage_error(
+        ["host", "breakdown", "--steps", "clock_read,warp_drive"],
+        &["--steps", "warp_drive", "udp_loopback"],
     );
 }

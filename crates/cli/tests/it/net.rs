@@ -1,97 +1,67 @@
 //! End-to-end tests of `latlab net`: the namespace testbed with a busy-polling forwarder
-//! (as root; skipped with a printed reason otherwise), ping-pong and bad input.
+//! (as root; a SKIP line otherwise), ping-pong and bad input.
 
-use assert_cmd::Command;
+use crate::util::{
+    assert_usage_error, is_root, latlab, latlab_bin, latlab_line, ok, require_root, run_ok,
+    system_turn, text,
+};
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
+/// The first line a spawned latlab prints (its "ready").
+fn first_line(child: &mut std::process::Child) -> String {
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    line
 }
 
-fn is_root() -> bool {
-    latlab_net::testbed::is_root()
-}
-
-/// The testbed's namespaces are global: tests that build or remove it take turns.
-static TESTBED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn testbed_turn() -> std::sync::MutexGuard<'static, ()> {
-    TESTBED.lock().unwrap_or_else(|e| e.into_inner())
+/// The network namespaces that exist now.
+fn netns_list() -> String {
+    text(
+        &std::process::Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
 }
 
 #[test]
 fn testbed_up_probe_through_the_busy_forwarder_down() {
-    if !is_root() {
-        eprintln!("skipped: the testbed needs root");
-        return;
-    }
-    let _turn = testbed_turn();
+    require_root!("the namespace testbed");
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
     // idempotent
     let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("already up"));
+    assert!(text(&out.stdout).contains("already up"));
 
-    let exe = assert_cmd::cargo::cargo_bin("latlab");
+    let exe = latlab_bin();
     let nf_path = dir.path().join("nf.json");
     let mut nf = std::process::Command::new("ip")
         .args(["netns", "exec", "latlab-nf"])
         .arg(&exe)
-        .args([
-            "net",
-            "forward",
-            "--testbed",
-            "--io",
-            "busy",
-            "--until-stdin-closes",
-            "-q",
-            "-o",
-        ])
+        .args("net forward --testbed --io busy --until-stdin-closes -q -o".split_whitespace())
         .arg(&nf_path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
+    assert_eq!(first_line(&mut nf).trim(), "ready");
 
     let probe_path = dir.path().join("probe.json");
-    let out = latlab()
-        .args([
-            "net",
-            "probe",
-            "--testbed",
-            "--rate",
-            "5kpps",
-            "--duration",
-            "1s",
-            "--warmup",
-            "200ms",
-            "--timestamps",
-            "all",
-            "-q",
-            "-o",
-        ])
-        .arg(&probe_path)
-        .output()
-        .unwrap();
+    let out = latlab_line(
+        "net probe --testbed --rate 5kpps --duration 1s --warmup 200ms --timestamps all -q -o",
+    )
+    .arg(&probe_path)
+    .output()
+    .unwrap();
     drop(nf.stdin.take());
     let nf_status = nf.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     assert!(nf_status.success());
 
     let r = ResultFile::load(&probe_path).unwrap();
@@ -124,11 +94,7 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
 
     let out = latlab().args(["net", "testbed", "down"]).output().unwrap();
     assert!(out.status.success());
-    let ns = std::process::Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .unwrap();
-    let ns = String::from_utf8_lossy(&ns.stdout);
+    let ns = netns_list();
     assert!(
         !ns.lines()
             .any(|l| l.starts_with("latlab-gen") || l.starts_with("latlab-nf")),
@@ -138,58 +104,32 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
         .args(["net", "testbed", "status"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stdout).contains("testbed down"));
+    assert!(text(&out.stdout).contains("testbed down"));
 }
 
 #[test]
 fn pingpong_on_loopback_writes_a_result() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let exe = assert_cmd::cargo::cargo_bin("latlab");
+    let exe = latlab_bin();
     let mut nf = std::process::Command::new(&exe)
-        .args([
-            "net",
-            "reflect",
-            "--bind",
-            "127.0.0.1:7301",
-            "--until-stdin-closes",
-            "-q",
-            "-o",
-        ])
+        .args("net reflect --bind 127.0.0.1:7301 --until-stdin-closes -q -o".split_whitespace())
         .arg(dir.path().join("nf.json"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    first_line(&mut nf);
     let p = dir.path().join("pp.json");
-    let out = latlab()
-        .args([
-            "net",
-            "probe",
-            "--to",
-            "127.0.0.1:7301",
-            "--mode",
-            "pingpong",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "50ms",
-            "-o",
-        ])
-        .arg(&p)
-        .output()
-        .unwrap();
+    let out = latlab_line(
+        "net probe --to 127.0.0.1:7301 --mode pingpong --duration 300ms --warmup 50ms -o",
+    )
+    .arg(&p)
+    .output()
+    .unwrap();
     drop(nf.stdin.take());
     nf.wait().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = ok(&out);
     assert!(stdout.contains("user.actual"), "{stdout}");
     let r = ResultFile::load(&p).unwrap();
     assert!(
@@ -210,15 +150,7 @@ fn bad_probe_input_is_one_line_with_exit_2() {
         (vec!["--to", "127.0.0.1:9", "--rate", "fast"], "--rate"),
         (vec!["--rate", "10kpps"], "--to"),
     ] {
-        let out = latlab()
-            .args(["net", "probe"])
-            .args(&args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        assert_usage_error(["net", "probe"].iter().chain(&args), &[needle]);
     }
     let out = latlab()
         .args(["net", "reflect", "--delay", "uniform:5us"])
@@ -234,38 +166,25 @@ fn bad_probe_input_is_one_line_with_exit_2() {
 fn no_rt_throttle_is_recorded_and_restored() {
     let path = latlab_sys::rt_throttle::RT_RUNTIME_PATH;
     let before = latlab_sys::rt_throttle::read_limit(std::path::Path::new(path)).ok();
+    // rt_runtime_us -1 also switches off deadline admission control: not while the
+    // SCHED_DEADLINE tests run.
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let out_path = dir.path().join("nf.json");
-    let out = latlab()
-        .args([
-            "net",
-            "reflect",
-            "--bind",
-            "127.0.0.1:0",
-            "--duration",
-            "300ms",
-            "--no-rt-throttle",
-            "-q",
-            "-o",
-        ])
+    let out = latlab_line("net reflect --bind 127.0.0.1:0 --duration 300ms --no-rt-throttle -q -o")
         .arg(&out_path)
         .output()
         .unwrap();
     if !is_root() {
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = text(&out.stderr);
         assert!(!out.status.success());
         assert!(
             err.contains("--no-rt-throttle") && err.contains(path),
             "{err}"
         );
-        eprintln!("root part skipped: writing {path} needs root");
-        return;
     }
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    require_root!("to write {path}; the refusal without root was checked");
+    ok(&out);
     let after = latlab_sys::rt_throttle::read_limit(std::path::Path::new(path)).ok();
     assert_eq!(before, after, "the limit must be restored");
     let r = ResultFile::load(&out_path).unwrap();
@@ -283,11 +202,8 @@ fn no_rt_throttle_is_recorded_and_restored() {
 /// afterwards, leaving no namespace behind that was not there before.
 #[test]
 fn calibrate_leaves_the_testbed_as_it_found_it() {
-    if !is_root() {
-        eprintln!("skipped: the testbed needs root");
-        return;
-    }
-    let _turn = testbed_turn();
+    require_root!("the namespace testbed");
+    let _turn = system_turn();
     let up = || {
         latlab_net::testbed::status()
             .map(|s| s.complete)
@@ -297,28 +213,11 @@ fn calibrate_leaves_the_testbed_as_it_found_it() {
     let _ = latlab().args(["net", "testbed", "down"]).output().unwrap();
     assert!(!up());
     let dir = tempfile::tempdir().unwrap();
-    let out = latlab()
-        .args([
-            "net",
-            "calibrate",
-            "--delays",
-            "0ns,10us",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "100ms",
-            "--rounds",
-            "1",
-            "-q",
-            "-o",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        latlab_line(
+            "net calibrate --delays 0ns,10us --duration 300ms --warmup 100ms --rounds 1 -q -o",
+        )
+        .arg(dir.path()),
     );
     let r = ResultFile::load(&dir.path().join("calibrate.json")).unwrap();
     assert_eq!(r.kind, "net.calibrate");
@@ -326,14 +225,7 @@ fn calibrate_leaves_the_testbed_as_it_found_it() {
         !up(),
         "calibrate brought the testbed up and must take it down"
     );
-    let names = String::from_utf8_lossy(
-        &std::process::Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .into_owned();
+    let names = netns_list();
     assert!(
         !names.contains("latlab-gen") && !names.contains("latlab-nf"),
         "{names}"

@@ -2,66 +2,24 @@
 //! deadlines, execution timeline inline as SVG, inference), the missing-sidecar path, and
 //! the report `latlab experiment hourglass` writes over its result files.
 
-use assert_cmd::Command;
+use crate::util::{latlab_line, ok, report_html, require_root, section, system_turn};
 use std::path::Path;
 
-fn latlab() -> Command {
-    Command::cargo_bin("latlab").unwrap()
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false)
-}
-
-fn ok(out: &std::process::Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "{}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
-}
-
 fn report(result: &Path, html: &Path) -> String {
-    ok(&latlab()
-        .arg("report")
-        .arg(result)
-        .arg("-o")
-        .arg(html)
-        .arg("--no-figures")
-        .output()
-        .unwrap());
-    std::fs::read_to_string(html).unwrap()
-}
-
-/// The text of the section with `id`, up to the next section.
-fn section<'a>(html: &'a str, id: &str) -> &'a str {
-    let start = html
-        .find(&format!("<section id=\"{id}\">"))
-        .unwrap_or_else(|| panic!("no section {id}"));
-    let rest = &html[start..];
-    &rest[..rest.find("</section>").unwrap_or(rest.len())]
+    report_html([result], html, &["--no-figures"])
 }
 
 #[test]
 fn report_on_a_sched_run_has_its_sections_and_an_inline_timeline() {
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run.json");
-    ok(&latlab()
-        .args(
-            "sched -n 2 -d 300ms -t 0 -w PERIODIC 1ms 5ms -i HR -t 1 -w CPU -o".split_whitespace(),
-        )
-        .arg(&run)
-        .output()
-        .unwrap());
+    ok(
+        &latlab_line("sched -n 2 -d 300ms -t 0 -w PERIODIC 1ms 5ms -i HR -t 1 -w CPU -o")
+            .arg(&run)
+            .output()
+            .unwrap(),
+    );
     let html = report(&run, &dir.path().join("r.html"));
     let s = section(&html, "sched-run-run");
     for needle in [
@@ -93,25 +51,15 @@ fn report_on_a_sched_run_has_its_sections_and_an_inline_timeline() {
 
 #[test]
 fn hourglass_experiment_writes_its_report() {
-    if !is_root() {
-        eprintln!("skipping: scenario 5.5 needs SCHED_FIFO (run as root)");
-        return;
-    }
+    require_root!("scenario 5.5 needs SCHED_FIFO");
+    let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let stdout = ok(&latlab()
-        .args([
-            "experiment",
-            "hourglass",
-            "--duration",
-            "200ms",
-            "--quick",
-            "--only",
-            "5.2,5.5",
-            "--dir",
-        ])
-        .arg(dir.path())
-        .output()
-        .unwrap());
+    let stdout = ok(&latlab_line(
+        "experiment hourglass --duration 200ms --quick --only 5.2,5.5 --dir",
+    )
+    .arg(dir.path())
+    .output()
+    .unwrap());
     let path = dir.path().join("report.html");
     assert!(
         stdout.contains(&format!("report: {}", path.display())),

@@ -5,9 +5,9 @@
 //! records the outcome), and saves a screenshot as a test artefact. The other asserts, from
 //! Chromium's network log, that the page makes no network request.
 //!
-//! Without Chromium the tests print why and pass without checking (outside CI).
+//! Without Chromium the tests print a SKIP line and pass without checking (outside CI).
 
-use assert_cmd::Command;
+use crate::util::{assert_sections, fixture, latlab, ok, skip, CLOCKS_REPORT_SECTIONS};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -26,12 +26,6 @@ fn chromium() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(name)
-}
-
 /// Where test artefacts (screenshots) go: target/test-artifacts/.
 fn artifacts() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
@@ -47,20 +41,14 @@ fn render_report(dir: &Path) -> PathBuf {
     let out_path = dir.join("report.html");
     let a = fixture("host-clocks-a.json");
     let b = fixture("host-clocks-b.json");
-    let out = Command::cargo_bin("latlab")
-        .unwrap()
+    ok(&latlab()
         .arg("report")
         .arg(&a)
         .arg(format!("{},{}", a.display(), b.display()))
         .args(["--no-figures", "--title", "browser test", "-o"])
         .arg(&out_path)
         .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .unwrap());
     out_path
 }
 
@@ -99,8 +87,7 @@ fn console_messages(stderr: &str) -> Vec<String> {
 #[test]
 fn report_renders_in_chromium_without_errors() {
     let Some(bin) = chromium() else {
-        eprintln!("skipped: chromium not installed (make test installs Debian's chromium)");
-        return;
+        skip!("chromium not installed (make test installs Debian's chromium)");
     };
     let dir = tempfile::tempdir().unwrap();
     let report = render_report(dir.path());
@@ -123,19 +110,7 @@ fn report_renders_in_chromium_without_errors() {
             .map(|s| &s[..s.len().min(300)])
             .unwrap_or("absent")
     );
-    for id in [
-        "overview",
-        "trust",
-        "clock-sources",
-        "distributions",
-        "percentiles",
-        "provenance",
-    ] {
-        assert!(
-            dom.contains(&format!("<section id=\"{id}\">")),
-            "section {id}"
-        );
-    }
+    assert_sections(&dom, &CLOCKS_REPORT_SECTIONS);
     // inputs, clock sources, percentiles
     assert_eq!(dom.matches("<table>").count(), 3, "tables");
     assert_eq!(
@@ -157,11 +132,7 @@ fn report_renders_in_chromium_without_errors() {
             format!("--screenshot={}", shot.display()),
         ],
     );
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ok(&out);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
         png.starts_with(b"\x89PNG") && png.len() > 50_000,
@@ -193,8 +164,7 @@ fn page_requests(netlog: &Path) -> Vec<String> {
 #[test]
 fn report_makes_no_network_request() {
     let Some(bin) = chromium() else {
-        eprintln!("skipped: chromium not installed (make test installs Debian's chromium)");
-        return;
+        skip!("chromium not installed (make test installs Debian's chromium)");
     };
     let dir = tempfile::tempdir().unwrap();
     let report = render_report(dir.path());

@@ -1,0 +1,21 @@
+//! latlab's end-to-end tests, one test binary (one link for all of them, in the style of
+//! ripgrep's `tests/`): each module is one area, `util` what they share.
+//!
+//! Tests that need root start with `require_root!`, which prints `SKIP <test>: needs root
+//! (<reason>)` when not root; run as root (as CI does) to run them all. Tests that use
+//! something system-wide (the namespace testbed, SCHED_DEADLINE bandwidth, RT throttling)
+//! hold `util::system_turn()`.
+
+mod util;
+
+mod browser;
+mod cli;
+mod dfs;
+mod dfs_report;
+mod golden_report;
+mod host_breakdown;
+mod net;
+mod net_delay;
+mod report;
+mod sched;
+mod sched_report;

@@ -1,0 +1,218 @@
+//! What the end-to-end tests share: the binary, fixtures, the usage-error assertion, the
+//! report round trip, and (from `latlab-testutil`) the root check and SKIP lines.
+
+use assert_cmd::Command;
+use std::cell::Cell;
+use std::ffi::OsStr;
+use std::ops::{Deref, DerefMut};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+pub use latlab_testutil::{is_root, require_root, skip};
+
+/// The `latlab` binary under test, holding a shared turn while it runs (see
+/// [`system_turn`]).
+pub fn latlab() -> Latlab {
+    let shared =
+        (!EXCLUSIVE.with(Cell::get)).then(|| TURN.read().unwrap_or_else(|e| e.into_inner()));
+    Latlab {
+        cmd: Command::cargo_bin("latlab").unwrap(),
+        _shared: shared,
+    }
+}
+
+/// `latlab` with the words of `line` as its first arguments (split at whitespace: for
+/// arguments without spaces); add paths with `.arg`.
+pub fn latlab_line(line: &str) -> Latlab {
+    let mut c = latlab();
+    c.args(line.split_whitespace());
+    c
+}
+
+/// Runs `cmd`, asserts that it succeeded and returns its stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
+    ok(&cmd.output().unwrap())
+}
+
+/// Its path, for `std::process::Command` (spawned children, `mpirun`, `ip netns exec`).
+pub fn latlab_bin() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("latlab")
+}
+
+/// A checked-in fixture: `tests/fixtures/<name>`.
+pub fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+/// Output bytes as text.
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Asserts that the command succeeded (showing its stderr and stdout otherwise) and returns
+/// its stdout.
+pub fn ok(out: &Output) -> String {
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
+    stdout
+}
+
+/// Asserts a failure with exit `code` and exactly one line on stderr containing every
+/// needle.
+pub fn assert_one_line_error(out: &Output, code: i32, needles: &[&str]) {
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "stderr: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "not one line: {err}");
+    for n in needles {
+        assert!(err.contains(n), "'{n}' missing from: {err}");
+    }
+}
+
+/// Runs `latlab ARGS` and asserts a usage error: exit 2 and one line on stderr containing
+/// every needle.
+pub fn assert_usage_error<I, S>(args: I, needles: &[&str])
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<S> = args.into_iter().collect();
+    let out = latlab().args(&args).output().unwrap();
+    let shown: Vec<_> = args.iter().map(|a| a.as_ref().to_string_lossy()).collect();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{shown:?}: {}",
+        text(&out.stderr)
+    );
+    assert_one_line_error(&out, 2, needles);
+}
+
+/// Runs `latlab report INPUTS -o HTML EXTRA`, asserts it succeeded and returns the HTML.
+pub fn report_html<I, S>(inputs: I, html: &Path, extra: &[&str]) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    ok(&latlab()
+        .arg("report")
+        .args(inputs)
+        .arg("-o")
+        .arg(html)
+        .args(extra)
+        .output()
+        .unwrap());
+    std::fs::read_to_string(html).unwrap()
+}
+
+/// The sections every report on `host clocks` results has, in order.
+pub const CLOCKS_REPORT_SECTIONS: [&str; 6] = [
+    "overview",
+    "trust",
+    "clock-sources",
+    "distributions",
+    "percentiles",
+    "provenance",
+];
+
+/// Asserts that the report `html` has a section with each of `ids`.
+pub fn assert_sections(html: &str, ids: &[&str]) {
+    for id in ids {
+        assert!(
+            html.contains(&format!("<section id=\"{id}\">")),
+            "section {id} missing"
+        );
+    }
+}
+
+/// The text of the report section with `id`, up to the next section.
+pub fn section<'a>(html: &'a str, id: &str) -> &'a str {
+    let start = html
+        .find(&format!("<section id=\"{id}\">"))
+        .unwrap_or_else(|| panic!("no section {id}"));
+    let rest = &html[start..];
+    &rest[..rest.find("</section>").unwrap_or(rest.len())]
+}
+
+/// `mpirun` usable and latlab built with MPI, or why not.
+pub fn mpi_ready() -> Result<(), String> {
+    let mpirun = std::process::Command::new("mpirun")
+        .arg("--version")
+        .output();
+    if !mpirun.is_ok_and(|o| o.status.success()) {
+        return Err("mpirun not found (install openmpi-bin: make deps-test)".into());
+    }
+    if !cfg!(feature = "mpi") {
+        return Err("latlab built without the mpi feature".into());
+    }
+    Ok(())
+}
+
+/// Runs `latlab ARGS` on `ranks` MPI ranks (as root too, oversubscribed).
+pub fn mpirun(ranks: u32, args: &[&str], out: &Path) -> Output {
+    std::process::Command::new("mpirun")
+        .args(["--allow-run-as-root", "--oversubscribe", "-n"])
+        .arg(ranks.to_string())
+        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+        .arg(latlab_bin())
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
+/// Tests that use or change something system-wide run alone: the namespace testbed (built,
+/// removed, pushed traffic through), the SCHED_DEADLINE bandwidth pool (reserved or
+/// exhausted on purpose), `kernel.sched_rt_runtime_us` (which also switches deadline
+/// admission control), real-time threads that starve others, and measurements that busy
+/// neighbours would skew (a latency breakdown compares medians, a ping-pong counts losses).
+///
+/// When these tests lived in separate test binaries, cargo ran each binary after the other.
+/// In one binary, such a test holds this turn for its whole run, and every `latlab` process
+/// of the other tests holds a shared turn while it runs ([`latlab`]), so no other latlab
+/// process runs beside it while the light tests still run in parallel with each other.
+pub fn system_turn() -> SystemTurn {
+    let guard = TURN.write().unwrap_or_else(|e| e.into_inner());
+    EXCLUSIVE.with(|e| e.set(true));
+    SystemTurn(guard)
+}
+
+static TURN: RwLock<()> = RwLock::new(());
+
+thread_local! {
+    /// Whether this test's thread holds the [`system_turn`] (its own latlab processes then
+    /// need no shared turn).
+    static EXCLUSIVE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// The exclusive turn of one test: see [`system_turn`].
+pub struct SystemTurn(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+
+impl Drop for SystemTurn {
+    fn drop(&mut self) {
+        EXCLUSIVE.with(|e| e.set(false));
+    }
+}
+
+/// A `latlab` command that holds a shared turn (unless its test holds the
+/// [`system_turn`]) until the statement that runs it ends; a [`Command`] otherwise.
+pub struct Latlab {
+    cmd: Command,
+    _shared: Option<RwLockReadGuard<'static, ()>>,
+}
+
+impl Deref for Latlab {
+    type Target = Command;
+    fn deref(&self) -> &Command {
+        &self.cmd
+    }
+}
+
+impl DerefMut for Latlab {
+    fn deref_mut(&mut self) -> &mut Command {
+        &mut self.cmd
+    }
+}
