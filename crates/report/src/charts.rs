@@ -53,15 +53,7 @@ fn write_image(
     check_size(w, h)?;
     let bytes = match ImageFormat::from_path(path)? {
         ImageFormat::Svg => svg_string((w, h), draw)?.into_bytes(),
-        ImageFormat::Png => {
-            let mut rgb = vec![0u8; w as usize * h as usize * 3];
-            {
-                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-                draw_png(&root)?;
-                root.present().map_err(draw_err)?;
-            }
-            crate::plot::encode_png(&rgb, w, h)?
-        }
+        ImageFormat::Png => crate::plot::png_with((w, h), draw_png)?,
     };
     crate::plot::write_image(path, &bytes)
 }

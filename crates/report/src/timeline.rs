@@ -130,13 +130,9 @@ pub fn render_timeline(
     let bytes = match fmt {
         ImageFormat::Svg => render_timeline_svg_string(rows, spec)?.into_bytes(),
         ImageFormat::Png => {
-            let (w, h) = (spec.width, height(rows.len(), spec));
-            let mut rgb = vec![0u8; w as usize * h as usize * 3];
-            {
-                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-                draw(&root, rows, spec)?;
-            }
-            crate::plot::encode_png(&rgb, w, h)?
+            crate::plot::png_with((spec.width, height(rows.len(), spec)), &|root| {
+                draw(root, rows, spec)
+            })?
         }
     };
     crate::plot::write_image(path, &bytes)

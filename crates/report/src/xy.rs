@@ -140,13 +140,7 @@ pub fn render_xy(series: &[XySeries], spec: &XySpec, path: &Path) -> Result<(), 
     let bytes = match ImageFormat::from_path(path)? {
         ImageFormat::Svg => render_xy_svg_string(series, spec)?.into_bytes(),
         ImageFormat::Png => {
-            let (w, h) = (spec.width, spec.height);
-            let mut rgb = vec![0u8; w as usize * h as usize * 3];
-            {
-                let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
-                draw(&root, series, spec)?;
-            }
-            crate::plot::encode_png(&rgb, w, h)?
+            crate::plot::png_with((spec.width, spec.height), &|root| draw(root, series, spec))?
         }
     };
     crate::plot::write_image(path, &bytes)

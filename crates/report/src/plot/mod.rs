@@ -337,6 +337,21 @@ impl<'a> Job<'a> {
     }
 }
 
+/// Draws a `w`×`h` bitmap with `draw` and encodes it as PNG: the one bitmap path of every
+/// figure type that writes PNG files.
+pub(crate) fn png_with(
+    (w, h): (u32, u32),
+    draw: &dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError>,
+) -> Result<Vec<u8>, PlotError> {
+    let mut rgb = vec![0u8; w as usize * h as usize * 3];
+    {
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(draw::draw_err)?;
+    }
+    encode_png(&rgb, w, h)
+}
+
 /// Encodes a `w`×`h` RGB buffer (as plotters' `BitMapBackend` fills it) as PNG.
 pub(crate) fn encode_png(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, PlotError> {
     let mut png_bytes = Vec::new();
