@@ -337,12 +337,13 @@ impl<'a> Job<'a> {
     }
 }
 
+/// Draws a figure on a bitmap drawing area.
+pub(crate) type BitmapDraw<'a> =
+    dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
+
 /// Draws a `w`×`h` bitmap with `draw` and encodes it as PNG: the one bitmap path of every
 /// figure type that writes PNG files.
-pub(crate) fn png_with(
-    (w, h): (u32, u32),
-    draw: &dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError>,
-) -> Result<Vec<u8>, PlotError> {
+pub(crate) fn png_with((w, h): (u32, u32), draw: &BitmapDraw<'_>) -> Result<Vec<u8>, PlotError> {
     let mut rgb = vec![0u8; w as usize * h as usize * 3];
     {
         let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
