@@ -323,8 +323,7 @@ struct Server {
 impl Drop for Server {
     fn drop(&mut self) {
         // SIGTERM first: nginx's master then stops its workers (SIGKILL would orphan them).
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let _ = latlab_sys::process::terminate(self.child.id());
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(3) {
             if let Ok(Some(_)) = self.child.try_wait() {
@@ -377,7 +376,7 @@ fn run_in(
         Ok(r) => r.map_err(|e| WhereTimeError::Io(format!("running {}", argv[0]), e))?,
         Err(_) => {
             // Our own child, by its pid.
-            let _ = Command::new("kill").arg(pid.to_string()).status();
+            let _ = latlab_sys::process::terminate(pid);
             return Err(WhereTimeError::Run(format!(
                 "{} did not finish within {:.0} s",
                 argv[0],
