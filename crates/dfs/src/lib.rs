@@ -16,8 +16,9 @@
 //! - [`mpidata`]: what `dfs.run` and `dfs.bench` result files hold.
 //! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
 //! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
-//! - [`report`]: pure functions turning a loaded result file into tables and series.
-//! - [`sections`]: the HTML report sections of `dfs.*` results.
+//! - [`report`]: the report of `dfs.*` results: pure functions turning a loaded result
+//!   file into tables and series ([`report::data`]) and the HTML report sections.
+//! - [`paper`]: the paper's numbers the results are held against.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
 //! reads a clock.
@@ -32,9 +33,9 @@ pub mod mpibench;
 pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
+pub mod paper;
 pub mod params;
 pub mod report;
-pub mod sections;
 pub mod sender;
 pub mod sim;
 mod stats;

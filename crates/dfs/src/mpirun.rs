@@ -610,23 +610,9 @@ fn assemble(
         if s.rank < ni {
             sent += s.sent;
             start = start.min(s.start_ns);
-            let k = s.ie;
-            ie.proposals_used += k.proposals_used;
-            ie.proposals_ignored += k.proposals_ignored;
-            ie.proposals_late += k.proposals_late;
-            ie.fallbacks += k.fallbacks;
-            ie.best_effort_intervals += k.best_effort_intervals;
-            ie.catch_up_sends += k.catch_up_sends;
-            ie.stray_acks += k.stray_acks;
+            ie += s.ie;
         } else {
-            let k = s.compute;
-            compute.stored += k.stored;
-            compute.checksum_failures += k.checksum_failures;
-            compute.duplicates += k.duplicates;
-            compute.overruns += k.overruns;
-            compute.misrouted += k.misrouted;
-            compute.completed += k.completed;
-            compute.released += k.released;
+            compute += s.compute;
             incomplete += s.incomplete;
             end = end.max(s.last_arrival_ns);
             for (b64, h) in [
@@ -646,12 +632,7 @@ fn assemble(
                 }
             }
             if let Some(d) = s.dde {
-                dde.reports += d.reports;
-                dde.duplicate_reports += d.duplicate_reports;
-                dde.unified += d.unified;
-                dde.proposals += d.proposals;
-                dde.sent += d.sent;
-                dde.speedups += d.speedups;
+                dde += d;
             }
             if s.dde_killed {
                 dde_killed += 1;
