@@ -19,6 +19,9 @@
 //! - [`report`]: the report of `dfs.*` results: pure functions turning a loaded result
 //!   file into tables and series ([`report::data`]) and the HTML report sections.
 //! - [`paper`]: the paper's numbers the results are held against.
+//! - [`experiment`]: the paper's evaluation (`latlab experiment dfs`), its `dfs.experiment`
+//!   schema and report sections.
+//! - [`launch`]: starting the MPI runtime and benchmark as child jobs under `mpirun`.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
 //! reads a clock.
@@ -26,7 +29,9 @@
 
 pub mod compute;
 pub mod dde;
+pub mod experiment;
 pub mod ie;
+pub mod launch;
 pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpibench;

@@ -155,19 +155,13 @@ pub fn run(
     let world = universe.world();
     let rank = world.rank() as usize;
     let size = world.size() as usize;
-    // rank 0 resolves; everyone gets the same bytes
-    let mut msg: Vec<u8> = Vec::new();
-    if rank == 0 {
-        let r = resolve(size);
-        msg = serde_json::to_vec(&r.map_err(|e| e.to_string())).expect("serialisable");
-    }
-    let mut len = msg.len() as u64;
-    world.process_at_rank(0).broadcast_into(&mut len);
-    msg.resize(len as usize, 0);
-    world.process_at_rank(0).broadcast_into(&mut msg[..]);
-    let cfg: Result<RunConfig, String> =
-        serde_json::from_slice(&msg).map_err(|e| RunError::Message(0, e.to_string()))?;
-    let cfg = cfg.map_err(RunError::Config)?;
+    let cfg = broadcast_config(&world, || {
+        let c = resolve(size)?;
+        c.validate().map_err(|e| e.to_string())?;
+        Ok(c)
+    })
+    .map_err(|e| RunError::Message(0, e.to_string()))?
+    .map_err(RunError::Config)?;
     let (ni, nc) = (cfg.topology.inputs, cfg.topology.computes);
     if ni + nc != size {
         return Err(RunError::Ranks {
@@ -231,6 +225,24 @@ pub fn run(
     world.barrier();
     drop(win);
     Ok(result)
+}
+
+/// Rank 0 resolves (and checks) the configuration and broadcasts it; every rank returns
+/// the same configuration, or rank 0's reason for rejecting it. `Err` when the broadcast
+/// bytes do not decode.
+pub(crate) fn broadcast_config<T: Serialize + serde::de::DeserializeOwned>(
+    world: &impl Communicator,
+    resolve: impl FnOnce() -> Result<T, String>,
+) -> Result<Result<T, String>, serde_json::Error> {
+    let mut msg: Vec<u8> = Vec::new();
+    if world.rank() == 0 {
+        msg = serde_json::to_vec(&resolve()).expect("serialisable");
+    }
+    let mut len = msg.len() as u64;
+    world.process_at_rank(0).broadcast_into(&mut len);
+    msg.resize(len as usize, 0);
+    world.process_at_rank(0).broadcast_into(&mut msg[..]);
+    serde_json::from_slice(&msg)
 }
 
 fn send(world: &impl Communicator, to: usize, tag: i32, b: &[u8]) {

@@ -110,6 +110,10 @@ pub struct DdeFault {
     pub restart_ns: Option<i64>,
 }
 
+/// The simulator's time-slices per interval unless told otherwise (Table I has 10,000;
+/// see docs/dfs.md).
+pub const SIM_DEFAULT_TS_PER_INTERVAL: u64 = 1_000;
+
 /// Everything a simulation run needs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
@@ -148,7 +152,7 @@ impl SimConfig {
                 ..Topology::default()
             },
             params: DfsParams {
-                ts_per_intvl: 1_000,
+                ts_per_intvl: SIM_DEFAULT_TS_PER_INTERVAL,
                 ..DfsParams::default()
             },
             mode,

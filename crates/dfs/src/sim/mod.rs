@@ -29,6 +29,7 @@ pub mod rng;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
+    SIM_DEFAULT_TS_PER_INTERVAL,
 };
 pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
 

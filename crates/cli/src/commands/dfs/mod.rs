@@ -1,8 +1,8 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
-mod bench;
+pub(crate) mod bench;
 pub(crate) mod experiment;
-mod run;
+pub(crate) mod run;
 pub(crate) mod sim;
 
 use crate::args::dfs::{DfsCommand, ModelArgs, SsuCriterionArg};
@@ -18,8 +18,14 @@ pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
     }
 }
 
+/// Why `dfs run` and `dfs bench` cannot run in this build.
+#[cfg(not(feature = "mpi"))]
+pub(crate) const NO_MPI: &str = "latlab was built without MPI support (feature 'mpi'); install libopenmpi-dev and libclang-dev and rebuild";
+
 /// Resolves the shared model flags; `default_mts` and `default_ts_per_interval` differ
-/// between the simulator and the MPI runtime.
+/// between the simulator and the MPI runtime. The library checks the result
+/// ([`SimConfig::validate`](latlab_dfs::sim::SimConfig::validate),
+/// [`RunConfig::validate`](latlab_dfs::mpidata::RunConfig::validate)).
 pub(crate) fn resolve_model(
     m: &ModelArgs,
     default_mts: u64,
@@ -40,9 +46,6 @@ pub(crate) fn resolve_model(
         mts_bytes: m.mts_size.unwrap_or(default_mts),
         slots_per_input: m.slots,
     };
-    topology
-        .validate()
-        .map_err(|e| usage(format!("--inputs/--computes/--mts-size/--slots: {e}")))?;
     let params = DfsParams {
         ts_per_intvl: m.ts_per_interval.unwrap_or(default_ts_per_interval),
         hist_cnt: m.hist_cnt,
@@ -54,7 +57,6 @@ pub(crate) fn resolve_model(
         },
         theta_pct: m.theta,
     };
-    params.validate().map_err(|e| usage(format!("--{e}")))?;
     Ok((topology, params))
 }
 

@@ -7,55 +7,64 @@ use crate::output::{default_result_path, unique};
 use crate::table::Table;
 use anyhow::Context as _;
 use latlab_core::results::{Provenance, ResultFile, Timebase};
+use latlab_dfs::params::DEFAULT_MTS_BYTES;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
 use latlab_dfs::sim::{
     self, result::to_result, BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig,
-    SlowNode,
+    SlowNode, SIM_DEFAULT_TS_PER_INTERVAL,
 };
 use latlab_dfs::Mode;
 use latlab_sys::host;
 use std::path::{Path, PathBuf};
 
-pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let (topology, params) = resolve_model(&a.model, 64 * 1024, 1_000)?;
-    let net = NetModel {
-        inj_gbs: a.bandwidth,
-        ej_gbs: a.bandwidth,
-        latency_ns: a.latency.get() as i64,
-        jitter_ns: a.jitter.get() as f64,
-        max_inflight: a.max_inflight,
-        processing_ns: a.processing.get() as f64,
-        noise: a.noise,
-        noise_period_ns: a.noise_period.get() as i64,
-        max_clock_offset_ns: a.clock_offset.get() as i64,
-        max_drift_ppm: a.drift_ppm,
-    };
-    let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
-    base.topology = topology;
-    base.params = params;
-    base.net = net;
-    base.seed = a.model.seed;
-    if let Some(n) = a.model.time_slices {
-        base.time_slices = n;
-    }
-    base.slow = a
-        .slow
-        .iter()
-        .map(|s| parse_slow(s))
-        .collect::<Result<_, _>>()?;
-    base.drops = a
-        .drop
-        .iter()
-        .map(|s| parse_drop(s))
-        .collect::<Result<_, _>>()?;
-    base.dde_replicas = a.dde_replicas;
-    base.dde_faults = a
-        .kill_dde
-        .iter()
-        .map(|s| parse_kill(s))
-        .collect::<Result<_, _>>()?;
-    base.validate().map_err(|e| usage(format!("{e}")))?;
+impl TryFrom<&SimArgs> for SimConfig {
+    type Error = anyhow::Error;
 
+    /// The configuration of the run (its mode is set per run); the library checks it.
+    fn try_from(a: &SimArgs) -> anyhow::Result<SimConfig> {
+        let (topology, params) =
+            resolve_model(&a.model, DEFAULT_MTS_BYTES, SIM_DEFAULT_TS_PER_INTERVAL)?;
+        let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
+        base.topology = topology;
+        base.params = params;
+        base.net = NetModel {
+            inj_gbs: a.bandwidth,
+            ej_gbs: a.bandwidth,
+            latency_ns: a.latency.get() as i64,
+            jitter_ns: a.jitter.get() as f64,
+            max_inflight: a.max_inflight,
+            processing_ns: a.processing.get() as f64,
+            noise: a.noise,
+            noise_period_ns: a.noise_period.get() as i64,
+            max_clock_offset_ns: a.clock_offset.get() as i64,
+            max_drift_ppm: a.drift_ppm,
+        };
+        base.seed = a.model.seed;
+        if let Some(n) = a.model.time_slices {
+            base.time_slices = n;
+        }
+        base.slow = a
+            .slow
+            .iter()
+            .map(|s| parse_slow(s))
+            .collect::<Result<_, _>>()?;
+        base.drops = a
+            .drop
+            .iter()
+            .map(|s| parse_drop(s))
+            .collect::<Result<_, _>>()?;
+        base.dde_replicas = a.dde_replicas;
+        base.dde_faults = a
+            .kill_dde
+            .iter()
+            .map(|s| parse_kill(s))
+            .collect::<Result<_, _>>()?;
+        Ok(base)
+    }
+}
+
+pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let base = SimConfig::try_from(&a)?;
     let modes: Vec<Mode> = match a.mode {
         ModeArg::BestEffort => vec![Mode::BestEffort],
         ModeArg::Dfs => vec![Mode::Dfs],
