@@ -245,6 +245,21 @@ pub(crate) fn broadcast_config<T: Serialize + serde::de::DeserializeOwned>(
     serde_json::from_slice(&msg)
 }
 
+/// Receives the next pending message, if any, into `rx` (grown as needed): its length and
+/// status.
+fn receive_pending(
+    world: &impl Communicator,
+    rx: &mut Vec<u8>,
+) -> Option<(usize, mpi::point_to_point::Status)> {
+    let (m, st) = world.any_process().immediate_matched_probe()?;
+    let n = st.count(u8::equivalent_datatype()) as usize;
+    if rx.len() < n {
+        rx.resize(n, 0);
+    }
+    m.matched_receive_into(&mut rx[..n]);
+    Some((n, st))
+}
+
 fn send(world: &impl Communicator, to: usize, tag: i32, b: &[u8]) {
     world.process_at_rank(to as i32).send_with_tag(b, tag);
 }
@@ -279,13 +294,8 @@ fn input_loop(
     loop {
         let mut progress = false;
         // control messages
-        while let Some((m, st)) = world.any_process().immediate_matched_probe() {
+        while let Some((n, st)) = receive_pending(world, &mut rx) {
             progress = true;
-            let n = st.count(u8::equivalent_datatype()) as usize;
-            if rx.len() < n {
-                rx.resize(n, 0);
-            }
-            m.matched_receive_into(&mut rx[..n]);
             let from = st.source_rank();
             let b = &rx[..n];
             match st.tag() {
@@ -454,13 +464,8 @@ fn compute_loop(
     let mut speedups = Vec::new();
     loop {
         let mut progress = false;
-        while let Some((m, st)) = world.any_process().immediate_matched_probe() {
+        while let Some((n, st)) = receive_pending(world, &mut rx) {
             progress = true;
-            let n = st.count(u8::equivalent_datatype()) as usize;
-            if rx.len() < n {
-                rx.resize(n, 0);
-            }
-            m.matched_receive_into(&mut rx[..n]);
             let from = st.source_rank() as usize;
             match st.tag() {
                 TAG_WRITTEN => {

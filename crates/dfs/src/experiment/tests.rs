@@ -1,18 +1,7 @@
 use super::*;
-use latlab_core::results::Timebase;
+use crate::sim::result::test_provenance;
 use latlab_report::html::{self, ReportOptions, SectionProvider};
 use latlab_report::input::Input;
-
-fn provenance() -> Provenance {
-    Provenance {
-        timebase: Timebase {
-            source: "simulated".into(),
-            fallback_reason: None,
-            tsc: Default::default(),
-        },
-        ..Provenance::default()
-    }
-}
 
 /// The smallest experiment the configuration accepts, without MPI.
 fn small() -> ExperimentConfig {
@@ -41,7 +30,7 @@ fn run_small(name: &str) -> Option<(PathBuf, ExperimentOutcome)> {
     let dir = temp_dir(name);
     let cx = Context {
         argv: vec!["latlab".into(), "experiment".into(), "dfs".into()],
-        provenance: &provenance,
+        provenance: &test_provenance,
         progress: &|_| {},
     };
     match run(&small(), &dir, &cx) {
@@ -170,12 +159,22 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
 
 #[test]
 fn another_kind_is_refused_naming_the_input() {
-    let r = ResultFile::new("dfs.sim", vec![], serde_json::Value::Null, provenance());
+    let r = ResultFile::new(
+        "dfs.sim",
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
     assert!(matches!(
         ExperimentData::from_result(&r),
         Err(ReportError::Kind(..))
     ));
-    let mut r = ResultFile::new(RESULT_KIND, vec![], serde_json::Value::Null, provenance());
+    let mut r = ResultFile::new(
+        RESULT_KIND,
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
     r.data = serde_json::json!({"sim": 1});
     let i = Input::single(PathBuf::from("odd.json"), r);
     let e = ExperimentSections.sections(&[&i]).unwrap_err();

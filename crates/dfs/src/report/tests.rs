@@ -3,25 +3,14 @@ use super::data::compare;
 use super::view::{bytes, ms, pairs, ratios, View};
 use super::*;
 use crate::params::Mode;
+use crate::sim::result::test_provenance;
 use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
 use crate::sim::{IntervalRow, SimData};
 use latlab_core::results::ResultFile;
-use latlab_core::results::{Provenance, Timebase};
 use latlab_report::html::{Block, Figure, Section, SectionProvider, Table};
 use latlab_report::input::Input;
 use std::path::PathBuf;
-
-fn provenance() -> Provenance {
-    Provenance {
-        timebase: Timebase {
-            source: "simulated".into(),
-            fallback_reason: None,
-            tsc: Default::default(),
-        },
-        ..Provenance::default()
-    }
-}
 
 /// A small real simulation (`inputs` × `inputs` nodes, 400 time-slices, intervals of 20)
 /// as a report input named `name`, with a 25 % bandwidth drop in intervals 5–7 if `drop`.
@@ -39,7 +28,7 @@ fn sim_input(name: &str, inputs: usize, mode: Mode, drop: bool) -> (Input, SimDa
     let rf = to_result(
         &o,
         vec!["latlab".into(), "dfs".into(), "sim".into()],
-        provenance(),
+        test_provenance(),
     );
     (
         Input::single(PathBuf::from(format!("{name}.json")), rf),
@@ -259,7 +248,12 @@ fn view_ratios_match_the_crates_comparison() {
 
 #[test]
 fn foreign_data_is_an_error_naming_the_input() {
-    let r = ResultFile::new(SIM_KIND, vec![], serde_json::json!({"x": 1}), provenance());
+    let r = ResultFile::new(
+        SIM_KIND,
+        vec![],
+        serde_json::json!({"x": 1}),
+        test_provenance(),
+    );
     let i = Input::single(PathBuf::from("odd.json"), r);
     let e = SimSections.sections(&[&i]).unwrap_err();
     assert!(e.contains("odd.json") && e.contains("dfs.sim"), "{e}");
@@ -319,7 +313,12 @@ fn run_input(name: &str, d: &SimData) -> Input {
         lost: 0,
         verified: true,
     };
-    let mut r = ResultFile::new(RESULT_KIND, vec![], serde_json::Value::Null, provenance());
+    let mut r = ResultFile::new(
+        RESULT_KIND,
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
     r.data = serde_json::to_value(&data).unwrap();
     Input::single(PathBuf::from(format!("{name}.json")), r)
 }
@@ -398,7 +397,12 @@ fn bench_sections_tabulate_and_draw_sizes() {
         receivers: 4,
         rows,
     };
-    let mut r = ResultFile::new(RESULT_KIND, vec![], serde_json::Value::Null, provenance());
+    let mut r = ResultFile::new(
+        RESULT_KIND,
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
     r.data = serde_json::to_value(&data).unwrap();
     let i = Input::single(PathBuf::from("bench.json"), r);
     assert!(BenchSections.handles("dfs.bench"));

@@ -43,11 +43,7 @@ pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
 /// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
 #[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let cfg: BenchConfig = job.config().map_err(|e| usage(e.to_string()))?;
-    let out = job
-        .output
-        .clone()
-        .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
+    let (cfg, out): (BenchConfig, _) = super::job_parts(job)?;
     let started_utc = latlab_sys::host::utc_now_rfc3339();
     execute(
         cfg,

@@ -8,6 +8,7 @@ pub(crate) mod sim;
 use crate::args::dfs::{DfsCommand, ModelArgs, SsuCriterionArg};
 use crate::exit::usage;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology};
+use latlab_dfs::sim::FiveNum;
 
 /// Runs a `latlab dfs` subcommand.
 pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
@@ -58,6 +59,27 @@ pub(crate) fn resolve_model(
         theta_pct: m.theta,
     };
     Ok((topology, params))
+}
+
+/// Column names of a completion-duration five-number summary, in ms.
+pub(crate) const COMPLETION_MS: [&str; 5] = ["min ms", "p10 ms", "median ms", "p90 ms", "max ms"];
+
+/// The cells under [`COMPLETION_MS`]: min, p10, median, p90, max with three decimals.
+pub(crate) fn completion_cells(c: &FiveNum) -> [String; 5] {
+    [c.min, c.p10, c.median, c.p90, c.max].map(|x| f(x, 3))
+}
+
+/// The configuration and output file of a child job (`latlab child JOBFILE`).
+#[cfg(feature = "mpi")]
+pub(crate) fn job_parts<T: serde::de::DeserializeOwned>(
+    job: &latlab_core::child::ChildJob,
+) -> anyhow::Result<(T, std::path::PathBuf)> {
+    let cfg = job.config().map_err(|e| usage(e.to_string()))?;
+    let out = job
+        .output
+        .clone()
+        .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
+    Ok((cfg, out))
 }
 
 /// `x` as a decimal with `d` digits.

@@ -7,7 +7,7 @@ use crate::exit::usage;
 use latlab_core::child::ChildJob;
 #[cfg(feature = "mpi")]
 use {
-    super::{f, resolve_model},
+    super::{completion_cells, f, job_parts, resolve_model, COMPLETION_MS},
     crate::args::dfs::RunModeArg,
     crate::output::{default_result_path, unique},
     crate::table::Table,
@@ -72,11 +72,7 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
 /// `latlab child` with a `dfs.run` job: the job's configuration, on every rank.
 #[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let cfg: RunConfig = job.config().map_err(|e| usage(e.to_string()))?;
-    let out = job
-        .output
-        .clone()
-        .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
+    let (cfg, out): (RunConfig, _) = job_parts(job)?;
     let started_utc = host::utc_now_rfc3339();
     let argv = std::env::args().collect();
     execute(|_| Ok(cfg), &out, job.quiet, argv, &started_utc)
@@ -117,32 +113,19 @@ fn execute(
 
 #[cfg(feature = "mpi")]
 fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
-    let c = d.completion_ms;
-    let mut t = Table::new([
-        "mode",
-        "ranks",
-        "ts",
-        "min ms",
-        "p10 ms",
-        "median ms",
-        "p90 ms",
-        "max ms",
-        "GB/s",
-        "sent",
-        "stored",
-        "lost",
-        "dup",
-        "bad sum",
-    ]);
-    t.row(vec![
+    let mut t = Table::new(
+        ["mode", "ranks", "ts"]
+            .into_iter()
+            .chain(COMPLETION_MS)
+            .chain(["GB/s", "sent", "stored", "lost", "dup", "bad sum"]),
+    );
+    let mut row = vec![
         d.config.mode.name().into(),
         d.ranks.to_string(),
         d.time_slices.to_string(),
-        f(c.min, 3),
-        f(c.p10, 3),
-        f(c.median, 3),
-        f(c.p90, 3),
-        f(c.max, 3),
+    ];
+    row.extend(completion_cells(&d.completion_ms));
+    row.extend([
         f(d.bandwidth_gbs, 2),
         d.sent.to_string(),
         d.compute.stored.to_string(),
@@ -150,6 +133,7 @@ fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
         d.compute.duplicates.to_string(),
         d.compute.checksum_failures.to_string(),
     ]);
+    t.row(row);
     println!("time-slice completion duration (last - first arrival), after warm-up:");
     print!("{}", t.render());
     if d.config.mode == Mode::Dfs {

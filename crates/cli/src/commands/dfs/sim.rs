@@ -1,12 +1,12 @@
 //! `latlab dfs sim`: the discrete-event simulator.
 
-use super::{f, resolve_model};
+use super::{completion_cells, f, resolve_model, COMPLETION_MS};
 use crate::args::dfs::{ModeArg, SimArgs};
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
 use crate::table::Table;
 use anyhow::Context as _;
-use latlab_core::results::{Provenance, ResultFile, Timebase};
+use latlab_core::results::{Provenance, ResultFile};
 use latlab_dfs::params::DEFAULT_MTS_BYTES;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
 use latlab_dfs::sim::{
@@ -115,11 +115,7 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
 /// was read (all times are simulated).
 pub(crate) fn provenance(started_utc: &str) -> Provenance {
     host::provenance(
-        Timebase {
-            source: "simulated".into(),
-            fallback_reason: None,
-            tsc: Default::default(),
-        },
+        sim::result::simulated_timebase(),
         vec![],
         false,
         started_utc.to_string(),
@@ -135,39 +131,29 @@ fn suffixed(p: &Path, s: &str) -> PathBuf {
 }
 
 pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<()> {
-    let mut t = Table::new([
-        "mode",
-        "nodes",
-        "ts",
-        "min ms",
-        "p10 ms",
-        "median ms",
-        "p90 ms",
-        "max ms",
-        "GB/s",
-        "% nominal",
-        "lost",
-        "bad",
-    ]);
+    let mut t = Table::new(
+        ["mode", "nodes", "ts"]
+            .into_iter()
+            .chain(COMPLETION_MS)
+            .chain(["GB/s", "% nominal", "lost", "bad"]),
+    );
     let mut datas = Vec::new();
     for (p, r) in saved {
         let d = sim_data(r).with_context(|| format!("reading {}", p.display()))?;
         let s = sim_summary(&d);
-        let c = s.completion_ms;
-        t.row(vec![
+        let mut row = vec![
             s.mode.name().into(),
             s.nodes.to_string(),
             s.time_slices.to_string(),
-            f(c.min, 3),
-            f(c.p10, 3),
-            f(c.median, 3),
-            f(c.p90, 3),
-            f(c.max, 3),
+        ];
+        row.extend(completion_cells(&s.completion_ms));
+        row.extend([
             f(s.bandwidth_gbs, 1),
             f(s.bandwidth_pct_of_reference, 1),
             s.lost.to_string(),
             s.bad.to_string(),
         ]);
+        t.row(row);
         datas.push(d);
     }
     println!("time-slice completion duration (last - first arrival), after warm-up:");
