@@ -1,7 +1,7 @@
 //! The experiment's figures (the paper's Figs. 6–9): each chart is built by a pure function
 //! from the loaded results; [`draw`] writes them in the requested format.
 
-use super::{ExperimentError, FigureFormat};
+use super::config::{ExperimentError, FigureFormat};
 use crate::paper::{FIG8_DROP_FIRST, FIG8_DROP_LAST, FIG9_NODES};
 use crate::report::SummaryRow;
 use crate::sim::{FiveNum, SimData};

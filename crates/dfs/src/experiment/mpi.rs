@@ -1,7 +1,7 @@
 //! The experiment's real MPI part: the MPI_Put benchmark and both modes of the runtime on
 //! this host, each started as a child job under `mpirun` ([`crate::launch`]).
 
-use super::ExperimentConfig;
+use super::config::ExperimentConfig;
 use crate::launch::{bench_job, run_job, MpiLauncher};
 use crate::mpidata::{BenchConfig, RunConfig, BENCH_DEFAULT_MIN_ROUNDS, RUN_DEFAULT_MTS_BYTES};
 use crate::params::Mode;

@@ -26,6 +26,7 @@ mod engine;
 pub mod net;
 pub mod result;
 pub mod rng;
+mod spec;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,

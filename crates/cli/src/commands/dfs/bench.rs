@@ -7,7 +7,7 @@ use crate::exit::usage;
 use latlab_core::child::ChildJob;
 #[cfg(feature = "mpi")]
 use {
-    super::f,
+    super::common::f,
     crate::output::{default_result_path, unique},
     crate::table::Table,
     anyhow::Context as _,
@@ -43,7 +43,7 @@ pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
 /// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
 #[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let (cfg, out): (BenchConfig, _) = super::job_parts(job)?;
+    let (cfg, out): (BenchConfig, _) = super::common::job_parts(job)?;
     let started_utc = latlab_sys::host::utc_now_rfc3339();
     execute(
         cfg,
@@ -64,7 +64,7 @@ fn execute(
     argv: Vec<String>,
     started_utc: &str,
 ) -> anyhow::Result<()> {
-    let provenance = || super::mpi_provenance(started_utc);
+    let provenance = || super::common::mpi_provenance(started_utc);
     let r = match mpibench::run(|_| Ok(cfg), argv, provenance) {
         Ok(r) => r,
         Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {
@@ -117,10 +117,10 @@ fn execute(
 
 #[cfg(not(feature = "mpi"))]
 pub fn run(_a: BenchArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(super::NO_MPI))
+    Err(usage(super::common::NO_MPI))
 }
 
 #[cfg(not(feature = "mpi"))]
 pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
-    Err(usage(super::NO_MPI))
+    Err(usage(super::common::NO_MPI))
 }

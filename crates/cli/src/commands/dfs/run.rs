@@ -7,7 +7,7 @@ use crate::exit::usage;
 use latlab_core::child::ChildJob;
 #[cfg(feature = "mpi")]
 use {
-    super::{completion_cells, f, job_parts, resolve_model, COMPLETION_MS},
+    super::common::{completion_cells, f, job_parts, resolve_model, COMPLETION_MS},
     crate::args::dfs::RunModeArg,
     crate::output::{default_result_path, unique},
     crate::table::Table,
@@ -87,7 +87,7 @@ fn execute(
     argv: Vec<String>,
     started_utc: &str,
 ) -> anyhow::Result<()> {
-    let provenance = || super::mpi_provenance(started_utc);
+    let provenance = || super::common::mpi_provenance(started_utc);
     let result = match mpirun::run(resolve, argv, provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
@@ -161,10 +161,10 @@ fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
 
 #[cfg(not(feature = "mpi"))]
 pub fn run(_a: RunArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(super::NO_MPI))
+    Err(usage(super::common::NO_MPI))
 }
 
 #[cfg(not(feature = "mpi"))]
 pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
-    Err(usage(super::NO_MPI))
+    Err(usage(super::common::NO_MPI))
 }

@@ -1,6 +1,6 @@
 //! `latlab dfs sim`: the discrete-event simulator.
 
-use super::{completion_cells, f, resolve_model, COMPLETION_MS};
+use super::common::{completion_cells, f, resolve_model, COMPLETION_MS};
 use crate::args::dfs::{ModeArg, SimArgs};
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
@@ -9,10 +9,7 @@ use anyhow::Context as _;
 use latlab_core::results::{Provenance, ResultFile};
 use latlab_dfs::params::DEFAULT_MTS_BYTES;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
-use latlab_dfs::sim::{
-    self, result::to_result, BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig,
-    SlowNode, SIM_DEFAULT_TS_PER_INTERVAL,
-};
+use latlab_dfs::sim::{self, result::to_result, NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
 use latlab_dfs::Mode;
 use latlab_sys::host;
 use std::path::{Path, PathBuf};
@@ -43,22 +40,10 @@ impl TryFrom<&SimArgs> for SimConfig {
         if let Some(n) = a.model.time_slices {
             base.time_slices = n;
         }
-        base.slow = a
-            .slow
-            .iter()
-            .map(|s| parse_slow(s))
-            .collect::<Result<_, _>>()?;
-        base.drops = a
-            .drop
-            .iter()
-            .map(|s| parse_drop(s))
-            .collect::<Result<_, _>>()?;
+        base.slow = parse_all("slow", &a.slow)?;
+        base.drops = parse_all("drop", &a.drop)?;
         base.dde_replicas = a.dde_replicas;
-        base.dde_faults = a
-            .kill_dde
-            .iter()
-            .map(|s| parse_kill(s))
-            .collect::<Result<_, _>>()?;
+        base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
         Ok(base)
     }
 }
@@ -179,96 +164,12 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
     Ok(())
 }
 
-fn parse_slow(s: &str) -> anyhow::Result<SlowNode> {
-    let err = || {
-        usage(format!(
-            "--slow '{s}': expected input:INDEX:FACTOR or compute:INDEX:FACTOR, e.g. input:3:0.5"
-        ))
-    };
-    let parts: Vec<&str> = s.split(':').collect();
-    let [role, idx, fac] = parts[..] else {
-        return Err(err());
-    };
-    let role = match role {
-        "input" => Role::Input,
-        "compute" => Role::Compute,
-        _ => return Err(err()),
-    };
-    Ok(SlowNode {
-        role,
-        index: idx.parse().map_err(|_| err())?,
-        factor: fac.parse().map_err(|_| err())?,
-    })
-}
-
-fn parse_drop(s: &str) -> anyhow::Result<BandwidthDrop> {
-    let err = || {
-        usage(format!(
-            "--drop '{s}': expected FIRST-LAST:FACTOR (intervals, e.g. 15-25:0.75) or FROM-TO:FACTOR (times, e.g. 10ms-20ms:0.5)"
-        ))
-    };
-    let (win, fac) = s.rsplit_once(':').ok_or_else(err)?;
-    let factor: f64 = fac.parse().map_err(|_| err())?;
-    let (a, b) = win.split_once('-').ok_or_else(err)?;
-    let window = match (a.parse::<u64>(), b.parse::<u64>()) {
-        (Ok(first), Ok(last)) if first <= last => DropWindow::Intervals { first, last },
-        (Ok(_), Ok(_)) => return Err(err()),
-        _ => {
-            let from = latlab_core::parse::parse_duration(a).map_err(|_| err())?;
-            let to = latlab_core::parse::parse_duration(b).map_err(|_| err())?;
-            if to.get() <= from.get() {
-                return Err(err());
-            }
-            DropWindow::Time {
-                from_ns: from.get() as i64,
-                to_ns: to.get() as i64,
-            }
-        }
-    };
-    Ok(BandwidthDrop { window, factor })
-}
-
-fn parse_kill(s: &str) -> anyhow::Result<DdeFault> {
-    let err = || {
-        usage(format!(
-            "--kill-dde '{s}': expected REPLICA@TIME, e.g. 0@50ms"
-        ))
-    };
-    let (r, t) = s.split_once('@').ok_or_else(err)?;
-    Ok(DdeFault {
-        replica: r.parse().map_err(|_| err())?,
-        kill_ns: latlab_core::parse::parse_duration(t)
-            .map_err(|_| err())?
-            .get() as i64,
-        restart_ns: None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_drops_slow_nodes_and_kills() {
-        assert_eq!(
-            parse_drop("15-25:0.75").unwrap().window,
-            DropWindow::Intervals {
-                first: 15,
-                last: 25
-            }
-        );
-        assert_eq!(
-            parse_drop("10ms-20ms:0.5").unwrap().window,
-            DropWindow::Time {
-                from_ns: 10_000_000,
-                to_ns: 20_000_000
-            }
-        );
-        assert!(parse_drop("25-15:0.5").is_err());
-        assert!(parse_drop("15-25").is_err());
-        assert_eq!(parse_slow("compute:2:0.5").unwrap().role, Role::Compute);
-        assert!(parse_slow("router:2:0.5").is_err());
-        assert_eq!(parse_kill("1@5ms").unwrap().kill_ns, 5_000_000);
-        assert!(parse_kill("1").is_err());
-    }
+/// Parses every `flag` value as a `T`, naming the flag and the value in the error.
+fn parse_all<T: std::str::FromStr<Err = String>>(
+    flag: &str,
+    v: &[String],
+) -> anyhow::Result<Vec<T>> {
+    v.iter()
+        .map(|s| s.parse().map_err(|e| usage(format!("--{flag} '{s}': {e}"))))
+        .collect()
 }
