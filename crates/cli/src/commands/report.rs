@@ -25,6 +25,7 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_dfs::report::RunSections),
         #[cfg(feature = "mpi")]
         Box::new(latlab_dfs::report::BenchSections),
+        Box::new(latlab_dfs::experiment::ExperimentSections),
         Box::new(latlab_host::breakdown::sections::BreakdownSections),
         Box::new(latlab_host::where_time::sections::WhereTimeSections),
         Box::new(latlab_net::delay::sections::DelaySections),
