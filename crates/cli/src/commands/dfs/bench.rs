@@ -10,8 +10,6 @@ use {
     super::common::f,
     crate::output::{default_result_path, unique},
     crate::table::Table,
-    anyhow::Context as _,
-    latlab_core::results::ResultFile,
     latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError},
     std::path::Path,
 };
@@ -73,9 +71,7 @@ fn execute(
         Err(e) => return Err(e.into()),
     };
     let Some(r) = r else { return Ok(()) };
-    r.save(out_path).context("writing the result")?;
-    let saved = ResultFile::load(out_path)?;
-    let d: BenchData = serde_json::from_value(saved.data.clone()).context("reading the result")?;
+    let (_, d): (_, BenchData) = super::common::save_and_read(&r, out_path)?;
     if !quiet {
         println!(
             "MPI_Put many-to-many: {} senders -> {} receivers, one message per receiver per round",

@@ -83,3 +83,17 @@ pub(crate) fn mpi_provenance(started_utc: &str) -> latlab_core::results::Provena
     );
     latlab_sys::host::provenance(timebase, vec![], false, started_utc.to_string())
 }
+
+/// Saves rank 0's result to `out` and reads it back with its data (the printout shows
+/// what the file holds).
+#[cfg(feature = "mpi")]
+pub(crate) fn save_and_read<T: serde::de::DeserializeOwned>(
+    r: &latlab_core::results::ResultFile,
+    out: &std::path::Path,
+) -> anyhow::Result<(latlab_core::results::ResultFile, T)> {
+    use anyhow::Context as _;
+    r.save(out).context("writing the result")?;
+    let saved = latlab_core::results::ResultFile::load(out)?;
+    let d = serde_json::from_value(saved.data.clone()).context("reading the result")?;
+    Ok((saved, d))
+}

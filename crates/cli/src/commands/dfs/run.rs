@@ -11,7 +11,6 @@ use {
     crate::args::dfs::RunModeArg,
     crate::output::{default_result_path, unique},
     crate::table::Table,
-    anyhow::Context as _,
     latlab_core::results::ResultFile,
     latlab_dfs::mpidata::{
         RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TIME_SLICES, RUN_DEFAULT_TS_PER_INTERVAL,
@@ -96,9 +95,7 @@ fn execute(
         Err(e) => return Err(e.into()),
     };
     let Some(r) = result else { return Ok(()) };
-    r.save(out_path).context("writing the result")?;
-    let saved = ResultFile::load(out_path)?;
-    let d: RunData = serde_json::from_value(saved.data.clone()).context("reading the result")?;
+    let (saved, d): (_, RunData) = super::common::save_and_read(&r, out_path)?;
     if !quiet {
         print_run(&d, &saved, out_path);
     }
