@@ -79,6 +79,19 @@ pub struct ComputeCounters {
     pub released: u64,
 }
 
+impl std::ops::AddAssign for ComputeCounters {
+    /// Field-wise sum (counters of several nodes or replicas).
+    fn add_assign(&mut self, o: ComputeCounters) {
+        self.stored += o.stored;
+        self.checksum_failures += o.checksum_failures;
+        self.duplicates += o.duplicates;
+        self.overruns += o.overruns;
+        self.misrouted += o.misrouted;
+        self.completed += o.completed;
+        self.released += o.released;
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     local: u64,

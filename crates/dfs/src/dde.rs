@@ -293,6 +293,18 @@ pub struct DdeCounters {
     pub speedups: u64,
 }
 
+impl std::ops::AddAssign for DdeCounters {
+    /// Field-wise sum (counters of several nodes or replicas).
+    fn add_assign(&mut self, o: DdeCounters) {
+        self.reports += o.reports;
+        self.duplicate_reports += o.duplicate_reports;
+        self.unified += o.unified;
+        self.proposals += o.proposals;
+        self.sent += o.sent;
+        self.speedups += o.speedups;
+    }
+}
+
 /// One DDE replica.
 #[derive(Clone, Debug)]
 pub struct Dde {

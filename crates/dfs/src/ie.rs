@@ -138,6 +138,19 @@ pub struct IeCounters {
     pub stray_acks: u64,
 }
 
+impl std::ops::AddAssign for IeCounters {
+    /// Field-wise sum (counters of several nodes or replicas).
+    fn add_assign(&mut self, o: IeCounters) {
+        self.proposals_used += o.proposals_used;
+        self.proposals_ignored += o.proposals_ignored;
+        self.proposals_late += o.proposals_late;
+        self.fallbacks += o.fallbacks;
+        self.best_effort_intervals += o.best_effort_intervals;
+        self.catch_up_sends += o.catch_up_sends;
+        self.stray_acks += o.stray_acks;
+    }
+}
+
 /// The Input Engine of one input.
 #[derive(Clone, Debug)]
 pub struct InputEngine {

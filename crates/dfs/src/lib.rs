@@ -16,8 +16,12 @@
 //! - [`mpidata`]: what `dfs.run` and `dfs.bench` result files hold.
 //! - `mpirun` (feature `mpi`): the MPI runtime (`latlab dfs run`).
 //! - `mpibench` (feature `mpi`): the MPI_Put micro-benchmark (`latlab dfs bench`).
-//! - [`report`]: pure functions turning a loaded result file into tables and series.
-//! - [`sections`]: the HTML report sections of `dfs.*` results.
+//! - [`report`]: the report of `dfs.*` results: pure functions turning a loaded result
+//!   file into tables and series ([`report::data`]) and the HTML report sections.
+//! - [`paper`]: the paper's numbers the results are held against.
+//! - [`experiment`]: the paper's evaluation (`latlab experiment dfs`), its `dfs.experiment`
+//!   schema and report sections.
+//! - [`launch`]: starting the MPI runtime and benchmark as child jobs under `mpirun`.
 //!
 //! All times are `i64` nanoseconds of some node's local clock ([`Time`]); no state machine
 //! reads a clock.
@@ -25,16 +29,18 @@
 
 pub mod compute;
 pub mod dde;
+pub mod experiment;
 pub mod ie;
+pub mod launch;
 pub mod model;
 #[cfg(feature = "mpi")]
 pub mod mpibench;
 pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
+pub mod paper;
 pub mod params;
 pub mod report;
-pub mod sections;
 pub mod sender;
 pub mod sim;
 mod stats;

@@ -56,17 +56,13 @@ pub fn run(
     let world = universe.world();
     let rank = world.rank() as usize;
     let size = world.size() as usize;
-    let mut msg = Vec::new();
-    if rank == 0 {
-        msg = serde_json::to_vec(&resolve(size).map_err(|e| e.to_string())).expect("json");
-    }
-    let mut len = msg.len() as u64;
-    world.process_at_rank(0).broadcast_into(&mut len);
-    msg.resize(len as usize, 0);
-    world.process_at_rank(0).broadcast_into(&mut msg[..]);
-    let cfg: Result<BenchConfig, String> =
-        serde_json::from_slice(&msg).map_err(|e| BenchError::Config(e.to_string()))?;
-    let cfg = cfg.map_err(BenchError::Config)?;
+    let cfg = crate::mpirun::broadcast_config(&world, || {
+        let c = resolve(size)?;
+        c.validate()?;
+        Ok(c)
+    })
+    .map_err(|e| BenchError::Config(e.to_string()))?
+    .map_err(BenchError::Config)?;
     if size < 2 || size % 2 != 0 {
         return Err(BenchError::Ranks(size));
     }

@@ -5,7 +5,7 @@ use crate::compute::ComputeCounters;
 use crate::dde::DdeCounters;
 use crate::ie::IeCounters;
 use crate::model::HEADER_BYTES;
-use crate::params::{DfsParams, Mode, Topology};
+use crate::params::{DfsParams, Mode, ParamError, Topology};
 use crate::sim::{FillSample, FiveNum, IntervalRow};
 use serde::{Deserialize, Serialize};
 
@@ -37,7 +37,51 @@ pub struct RunConfig {
     pub sample_ns: i64,
 }
 
+/// The MPI runtime's contribution size unless told otherwise: 16 KiB (a workstation's
+/// memory, not an XC40's).
+pub const RUN_DEFAULT_MTS_BYTES: u64 = 16 * 1024;
+/// The MPI runtime's time-slices per interval unless told otherwise.
+pub const RUN_DEFAULT_TS_PER_INTERVAL: u64 = 500;
+/// The MPI runtime's time-slices unless told otherwise.
+pub const RUN_DEFAULT_TIME_SLICES: u64 = 10_000;
+/// The shortest buffer-fill sampling period of the MPI runtime, ns.
+pub const RUN_MIN_SAMPLE_NS: i64 = 100_000;
+/// The benchmark's fewest rounds per size unless told otherwise.
+pub const BENCH_DEFAULT_MIN_ROUNDS: u64 = 20;
+
 impl RunConfig {
+    /// The runtime's defaults for `inputs` × `computes` in `mode`: Table I parameters
+    /// except [`RUN_DEFAULT_TS_PER_INTERVAL`] and [`RUN_DEFAULT_MTS_BYTES`],
+    /// [`RUN_DEFAULT_TIME_SLICES`], one DDE replica per compute node, no injected faults or
+    /// clock errors, buffer fill sampled every 5 ms.
+    pub fn new(inputs: usize, computes: usize, mode: Mode) -> RunConfig {
+        RunConfig {
+            topology: Topology {
+                inputs,
+                computes,
+                mts_bytes: RUN_DEFAULT_MTS_BYTES,
+                ..Topology::default()
+            },
+            params: DfsParams {
+                ts_per_intvl: RUN_DEFAULT_TS_PER_INTERVAL,
+                ..DfsParams::default()
+            },
+            mode,
+            time_slices: RUN_DEFAULT_TIME_SLICES,
+            dde_replicas: 0,
+            kill_dde: None,
+            clock_skew_ns: 0,
+            drift_ppm: 0.0,
+            sample_ns: 5_000_000,
+        }
+    }
+
+    /// Checks sizes and DFS parameters (once, on rank 0, before the run starts).
+    pub fn validate(&self) -> Result<(), ParamError> {
+        self.topology.validate()?;
+        self.params.validate()
+    }
+
     /// Total time-slices (whole rounds).
     pub fn total_ts(&self) -> u64 {
         let c = self.topology.computes as u64;
@@ -111,6 +155,16 @@ pub struct BenchConfig {
     pub min_rounds: u64,
     /// Also run the Mix variant.
     pub mix: bool,
+}
+
+impl BenchConfig {
+    /// Checks that there is something to measure.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sizes.is_empty() {
+            return Err("sizes: give at least one size, e.g. 4K,64K".into());
+        }
+        Ok(())
+    }
 }
 
 /// One size (and variant) of the benchmark.

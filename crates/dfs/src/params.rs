@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The paper's contribution (micro-time-slice) size, §V-B: 64 KiB.
+pub const DEFAULT_MTS_BYTES: u64 = 64 * 1024;
+
 /// Input and compute node counts and buffer sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Topology {
@@ -23,7 +26,7 @@ impl Default for Topology {
         Topology {
             inputs: 4,
             computes: 4,
-            mts_bytes: 64 * 1024,
+            mts_bytes: DEFAULT_MTS_BYTES,
             slots_per_input: 16,
         }
     }

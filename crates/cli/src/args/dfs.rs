@@ -3,6 +3,9 @@
 use super::{duration_arg, OutputArgs};
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::units::Nanos;
+use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
+use latlab_dfs::params::{DfsParams, Topology};
+use latlab_dfs::sim::SIM_DEFAULT_TS_PER_INTERVAL;
 use std::path::PathBuf;
 
 /// `latlab dfs …`
@@ -73,25 +76,25 @@ pub struct ModelArgs {
     #[arg(long, value_parser = size_arg)]
     pub mts_size: Option<u64>,
     /// Ring slots per input at each compute node (credits).
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = Topology::default().slots_per_input)]
     pub slots: u32,
     /// Time-slices per interval (Table I: 10000; the simulator's default is 1000).
     #[arg(long)]
     pub ts_per_interval: Option<u64>,
     /// History length in intervals (hist_cnt).
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = DfsParams::default().hist_cnt)]
     pub hist_cnt: usize,
     /// Speed-up threshold ssu_TH, percent.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = DfsParams::default().ssu_th)]
     pub ssu_th: f64,
     /// Speed-up amount ssu_pct, percent.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = DfsParams::default().ssu_pct)]
     pub ssu_pct: f64,
     /// Statistic compared with ssu_TH: the paper's variance, or the mean deviation.
     #[arg(long, value_enum, default_value_t = SsuCriterionArg::Variance)]
     pub ssu_criterion: SsuCriterionArg,
     /// θ: percent of an interval's contributions acknowledged before the next starts.
-    #[arg(long, default_value_t = 70.0)]
+    #[arg(long, default_value_t = DfsParams::default().theta_pct)]
     pub theta: f64,
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
@@ -196,7 +199,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "64M", value_parser = size_arg)]
     pub bytes: u64,
     /// At least this many rounds per size.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = BENCH_DEFAULT_MIN_ROUNDS)]
     pub min_rounds: u64,
     /// Skip the Mix variant (small messages added).
     #[arg(long)]
@@ -228,7 +231,7 @@ pub struct DfsExperimentArgs {
     pub intervals: u64,
     /// Time-slices per interval of the node-count sweep (the simulator's default 1,000;
     /// Table I: 10,000). The drop runs keep 1,000.
-    #[arg(long, default_value_t = 1_000)]
+    #[arg(long, default_value_t = SIM_DEFAULT_TS_PER_INTERVAL)]
     pub ts_per_interval: u64,
     /// Intervals of the bandwidth-drop runs (25 % drop in intervals 15-25).
     #[arg(long, default_value_t = 55)]

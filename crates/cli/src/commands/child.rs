@@ -13,6 +13,8 @@ pub fn run(a: ChildArgs) -> anyhow::Result<()> {
     #[allow(clippy::match_single_binding)] // until the first job registers its arm
     match job.job.as_str() {
         // Each orchestrated job adds its arm here: "name" => module::run_child(&job),
+        latlab_dfs::launch::RUN_JOB => super::dfs::run::child(&job),
+        latlab_dfs::launch::BENCH_JOB => super::dfs::bench::child(&job),
         other => Err(usage(format!(
             "job file {}: unknown job '{other}'",
             a.job.display()

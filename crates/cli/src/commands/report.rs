@@ -20,11 +20,12 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_host::report::ClocksSections),
         Box::new(latlab_net::sections::ProbeSections),
         Box::new(latlab_net::sections::KillerUsSections),
-        Box::new(latlab_dfs::sections::SimSections),
+        Box::new(latlab_dfs::report::SimSections),
         #[cfg(feature = "mpi")]
-        Box::new(latlab_dfs::sections::RunSections),
+        Box::new(latlab_dfs::report::RunSections),
         #[cfg(feature = "mpi")]
-        Box::new(latlab_dfs::sections::BenchSections),
+        Box::new(latlab_dfs::report::BenchSections),
+        Box::new(latlab_dfs::experiment::ExperimentSections),
         Box::new(latlab_host::breakdown::sections::BreakdownSections),
         Box::new(latlab_host::where_time::sections::WhereTimeSections),
         Box::new(latlab_net::delay::sections::DelaySections),

@@ -1,10 +1,28 @@
 //! The `dfs.sim` result file.
 
 use super::SimOutcome;
-use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
+use latlab_core::results::{Provenance, ResultFile, StoredHistogram, Timebase};
 
 /// Result kind of `latlab dfs sim`.
 pub const RESULT_KIND: &str = "dfs.sim";
+
+/// The timebase of a simulation's provenance: no clock is read, every time is simulated.
+pub fn simulated_timebase() -> Timebase {
+    Timebase {
+        source: "simulated".into(),
+        fallback_reason: None,
+        tsc: Default::default(),
+    }
+}
+
+/// A provenance with the simulated timebase and nothing else (tests).
+#[cfg(test)]
+pub(crate) fn test_provenance() -> Provenance {
+    Provenance {
+        timebase: simulated_timebase(),
+        ..Provenance::default()
+    }
+}
 
 /// Builds the result file of a simulation: configuration, both completion histograms
 /// (after warm-up: `completion`; all time-slices: `completion_all`), every counter,

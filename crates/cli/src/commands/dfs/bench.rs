@@ -1,35 +1,69 @@
-//! `latlab dfs bench`: the MPI_Put micro-benchmark.
+//! `latlab dfs bench`: the MPI_Put micro-benchmark. The options resolve into a
+//! [`BenchConfig`]; `latlab child` runs a [`BenchConfig`] from a job file through the same
+//! call.
 
 use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
+use latlab_core::child::ChildJob;
+#[cfg(feature = "mpi")]
+use {
+    super::common::f,
+    crate::output::{default_result_path, unique},
+    crate::table::Table,
+    latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError},
+    std::path::Path,
+};
+
+#[cfg(feature = "mpi")]
+impl From<&BenchArgs> for BenchConfig {
+    fn from(a: &BenchArgs) -> BenchConfig {
+        BenchConfig {
+            sizes: a.sizes.clone(),
+            bytes_per_size: a.bytes,
+            min_rounds: a.min_rounds.max(1),
+            mix: !a.no_mix,
+        }
+    }
+}
 
 #[cfg(feature = "mpi")]
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    use super::f;
-    use crate::output::{default_result_path, unique};
-    use crate::table::Table;
-    use anyhow::Context as _;
-    use latlab_core::results::ResultFile;
-    use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError};
     let started_utc = latlab_sys::host::utc_now_rfc3339();
     let out_path = a
         .out
         .output
         .clone()
         .unwrap_or_else(|| unique(default_result_path("dfs-bench", &started_utc)));
-    let resolve = |_ranks: usize| -> Result<BenchConfig, String> {
-        if a.sizes.is_empty() {
-            return Err("--sizes: give at least one size, e.g. 4K,64K".into());
-        }
-        Ok(BenchConfig {
-            sizes: a.sizes.clone(),
-            bytes_per_size: a.bytes,
-            min_rounds: a.min_rounds.max(1),
-            mix: !a.no_mix,
-        })
-    };
-    let provenance = || super::mpi_provenance(&started_utc);
-    let r = match mpibench::run(resolve, argv, provenance) {
+    let cfg = BenchConfig::from(&a);
+    execute(cfg, &out_path, a.out.quiet, argv, &started_utc)
+}
+
+/// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
+#[cfg(feature = "mpi")]
+pub fn child(job: &ChildJob) -> anyhow::Result<()> {
+    let (cfg, out): (BenchConfig, _) = super::common::job_parts(job)?;
+    let started_utc = latlab_sys::host::utc_now_rfc3339();
+    execute(
+        cfg,
+        &out,
+        job.quiet,
+        std::env::args().collect(),
+        &started_utc,
+    )
+}
+
+/// Runs (the library checks the configuration on rank 0), saves the result and prints it
+/// unless `quiet`.
+#[cfg(feature = "mpi")]
+fn execute(
+    cfg: BenchConfig,
+    out_path: &Path,
+    quiet: bool,
+    argv: Vec<String>,
+    started_utc: &str,
+) -> anyhow::Result<()> {
+    let provenance = || super::common::mpi_provenance(started_utc);
+    let r = match mpibench::run(|_| Ok(cfg), argv, provenance) {
         Ok(r) => r,
         Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {
             return Err(usage(e.to_string()))
@@ -37,10 +71,8 @@ pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let Some(r) = r else { return Ok(()) };
-    r.save(&out_path).context("writing the result")?;
-    let saved = ResultFile::load(&out_path)?;
-    let d: BenchData = serde_json::from_value(saved.data.clone()).context("reading the result")?;
-    if !a.out.quiet {
+    let (_, d): (_, BenchData) = super::common::save_and_read(&r, out_path)?;
+    if !quiet {
         println!(
             "MPI_Put many-to-many: {} senders -> {} receivers, one message per receiver per round",
             d.senders, d.receivers
@@ -81,7 +113,10 @@ pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
 
 #[cfg(not(feature = "mpi"))]
 pub fn run(_a: BenchArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(
-        "latlab was built without MPI support (feature 'mpi'); install libopenmpi-dev and libclang-dev and rebuild",
-    ))
+    Err(usage(super::common::NO_MPI))
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
+    Err(usage(super::common::NO_MPI))
 }

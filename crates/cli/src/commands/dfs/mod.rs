@@ -1,13 +1,12 @@
 //! `latlab dfs …`: simulate, run over MPI, benchmark.
 
-mod bench;
+pub(crate) mod bench;
+mod common;
 pub(crate) mod experiment;
-mod run;
+pub(crate) mod run;
 pub(crate) mod sim;
 
-use crate::args::dfs::{DfsCommand, ModelArgs, SsuCriterionArg};
-use crate::exit::usage;
-use latlab_dfs::params::{DfsParams, SsuCriterion, Topology};
+use crate::args::dfs::DfsCommand;
 
 /// Runs a `latlab dfs` subcommand.
 pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
@@ -16,59 +15,4 @@ pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
         DfsCommand::Run(a) => run::run(a, argv),
         DfsCommand::Bench(a) => bench::run(a, argv),
     }
-}
-
-/// Resolves the shared model flags; `default_mts` and `default_ts_per_interval` differ
-/// between the simulator and the MPI runtime.
-pub(crate) fn resolve_model(
-    m: &ModelArgs,
-    default_mts: u64,
-    default_ts_per_interval: u64,
-) -> anyhow::Result<(Topology, DfsParams)> {
-    let (inputs, computes) = match m.nodes {
-        Some(n) if n < 2 || n % 2 != 0 => {
-            return Err(usage(format!(
-                "--nodes {n}: need an even number of at least 2 (half inputs, half computes)"
-            )))
-        }
-        Some(n) => (n / 2, n / 2),
-        None => (m.inputs, m.computes),
-    };
-    let topology = Topology {
-        inputs,
-        computes,
-        mts_bytes: m.mts_size.unwrap_or(default_mts),
-        slots_per_input: m.slots,
-    };
-    topology
-        .validate()
-        .map_err(|e| usage(format!("--inputs/--computes/--mts-size/--slots: {e}")))?;
-    let params = DfsParams {
-        ts_per_intvl: m.ts_per_interval.unwrap_or(default_ts_per_interval),
-        hist_cnt: m.hist_cnt,
-        ssu_th: m.ssu_th,
-        ssu_pct: m.ssu_pct,
-        ssu_criterion: match m.ssu_criterion {
-            SsuCriterionArg::Variance => SsuCriterion::Variance,
-            SsuCriterionArg::Mean => SsuCriterion::MeanDeviation,
-        },
-        theta_pct: m.theta,
-    };
-    params.validate().map_err(|e| usage(format!("--{e}")))?;
-    Ok((topology, params))
-}
-
-/// `x` as a decimal with `d` digits.
-pub(crate) fn f(x: f64, d: usize) -> String {
-    format!("{x:.d$}")
-}
-
-/// Provenance of an MPI run: every rank times with `CLOCK_MONOTONIC` (ranks on different
-/// hosts do not share a TSC), so that is the recorded timebase.
-#[cfg(feature = "mpi")]
-pub(crate) fn mpi_provenance(started_utc: &str) -> latlab_core::results::Provenance {
-    let (_, timebase) = latlab_sys::tsc::Clock::establish_monotonic(
-        "the MPI runtime times every rank with CLOCK_MONOTONIC (ranks may be on different hosts)",
-    );
-    latlab_sys::host::provenance(timebase, vec![], false, started_utc.to_string())
 }

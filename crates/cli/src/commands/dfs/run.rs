@@ -1,32 +1,35 @@
-//! `latlab dfs run`: the MPI runtime.
+//! `latlab dfs run`: the MPI runtime. The options resolve into a [`RunConfig`] (on rank 0;
+//! the library checks it and broadcasts it); `latlab child` runs a [`RunConfig`] from a job
+//! file through the same call.
 
 use crate::args::dfs::RunArgs;
 use crate::exit::usage;
+use latlab_core::child::ChildJob;
 #[cfg(feature = "mpi")]
 use {
-    super::{f, resolve_model},
+    super::common::{completion_cells, f, job_parts, resolve_model, COMPLETION_MS},
     crate::args::dfs::RunModeArg,
     crate::output::{default_result_path, unique},
     crate::table::Table,
-    anyhow::Context as _,
     latlab_core::results::ResultFile,
+    latlab_dfs::mpidata::{
+        RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TIME_SLICES, RUN_DEFAULT_TS_PER_INTERVAL,
+        RUN_MIN_SAMPLE_NS,
+    },
+    latlab_dfs::mpirun::{self, RunConfig, RunData},
     latlab_dfs::Mode,
     latlab_sys::host,
+    std::path::Path,
 };
 
 #[cfg(feature = "mpi")]
-pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    use latlab_dfs::mpirun::{self, RunConfig, RunData};
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("dfs-run", &started_utc)));
-    let quiet = a.out.quiet;
-    let resolve = |_ranks: usize| -> Result<RunConfig, String> {
+impl TryFrom<&RunArgs> for RunConfig {
+    type Error = String;
+
+    fn try_from(a: &RunArgs) -> Result<RunConfig, String> {
         let (topology, params) =
-            resolve_model(&a.model, 16 * 1024, 500).map_err(|e| format!("{e:#}"))?;
+            resolve_model(&a.model, RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TS_PER_INTERVAL)
+                .map_err(|e| format!("{e:#}"))?;
         let kill_dde = match &a.kill_dde {
             None => None,
             Some(s) => {
@@ -42,15 +45,48 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
                 RunModeArg::BestEffort => Mode::BestEffort,
                 RunModeArg::Dfs => Mode::Dfs,
             },
-            time_slices: a.model.time_slices.unwrap_or(10_000),
+            time_slices: a.model.time_slices.unwrap_or(RUN_DEFAULT_TIME_SLICES),
             dde_replicas: a.dde_replicas,
             kill_dde,
             clock_skew_ns: a.clock_skew.get() as i64,
             drift_ppm: a.drift_ppm,
-            sample_ns: a.sample.get().max(100_000) as i64,
+            sample_ns: (a.sample.get() as i64).max(RUN_MIN_SAMPLE_NS),
         })
-    };
-    let provenance = || super::mpi_provenance(&started_utc);
+    }
+}
+
+#[cfg(feature = "mpi")]
+pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let started_utc = host::utc_now_rfc3339();
+    let out_path = a
+        .out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path("dfs-run", &started_utc)));
+    // rank 0 resolves; the library checks and broadcasts
+    let resolve = |_ranks: usize| RunConfig::try_from(&a);
+    execute(resolve, &out_path, a.out.quiet, argv, &started_utc)
+}
+
+/// `latlab child` with a `dfs.run` job: the job's configuration, on every rank.
+#[cfg(feature = "mpi")]
+pub fn child(job: &ChildJob) -> anyhow::Result<()> {
+    let (cfg, out): (RunConfig, _) = job_parts(job)?;
+    let started_utc = host::utc_now_rfc3339();
+    let argv = std::env::args().collect();
+    execute(|_| Ok(cfg), &out, job.quiet, argv, &started_utc)
+}
+
+/// Runs, saves the result (rank 0) and prints it unless `quiet`.
+#[cfg(feature = "mpi")]
+fn execute(
+    resolve: impl FnOnce(usize) -> Result<RunConfig, String>,
+    out_path: &Path,
+    quiet: bool,
+    argv: Vec<String>,
+    started_utc: &str,
+) -> anyhow::Result<()> {
+    let provenance = || super::common::mpi_provenance(started_utc);
     let result = match mpirun::run(resolve, argv, provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
@@ -59,66 +95,9 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
         Err(e) => return Err(e.into()),
     };
     let Some(r) = result else { return Ok(()) };
-    r.save(&out_path).context("writing the result")?;
-    let saved = ResultFile::load(&out_path)?;
-    let d: RunData = serde_json::from_value(saved.data.clone()).context("reading the result")?;
+    let (saved, d): (_, RunData) = super::common::save_and_read(&r, out_path)?;
     if !quiet {
-        let c = d.completion_ms;
-        let mut t = Table::new([
-            "mode",
-            "ranks",
-            "ts",
-            "min ms",
-            "p10 ms",
-            "median ms",
-            "p90 ms",
-            "max ms",
-            "GB/s",
-            "sent",
-            "stored",
-            "lost",
-            "dup",
-            "bad sum",
-        ]);
-        t.row(vec![
-            d.config.mode.name().into(),
-            d.ranks.to_string(),
-            d.time_slices.to_string(),
-            f(c.min, 3),
-            f(c.p10, 3),
-            f(c.median, 3),
-            f(c.p90, 3),
-            f(c.max, 3),
-            f(d.bandwidth_gbs, 2),
-            d.sent.to_string(),
-            d.compute.stored.to_string(),
-            d.lost.to_string(),
-            d.compute.duplicates.to_string(),
-            d.compute.checksum_failures.to_string(),
-        ]);
-        println!("time-slice completion duration (last - first arrival), after warm-up:");
-        print!("{}", t.render());
-        if d.config.mode == Mode::Dfs {
-            println!(
-                "intervals: {}, proposals used {}, fallbacks {}, DDE replicas stopped {}",
-                d.intervals.len(),
-                d.ie.proposals_used,
-                d.ie.fallbacks,
-                d.dde_killed
-            );
-        }
-        println!(
-            "{}",
-            if d.verified {
-                "verified: every time-slice complete, every checksum correct, nothing lost or duplicated"
-            } else {
-                "NOT verified (see warnings)"
-            }
-        );
-        for w in &saved.warnings {
-            println!("warning: {w}");
-        }
-        println!("result: {}", out_path.display());
+        print_run(&d, &saved, out_path);
     }
     if !d.verified {
         anyhow::bail!(
@@ -129,9 +108,60 @@ pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
     Ok(())
 }
 
+#[cfg(feature = "mpi")]
+fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
+    let mut t = Table::new(
+        ["mode", "ranks", "ts"]
+            .into_iter()
+            .chain(COMPLETION_MS)
+            .chain(["GB/s", "sent", "stored", "lost", "dup", "bad sum"]),
+    );
+    let mut row = vec![
+        d.config.mode.name().into(),
+        d.ranks.to_string(),
+        d.time_slices.to_string(),
+    ];
+    row.extend(completion_cells(&d.completion_ms));
+    row.extend([
+        f(d.bandwidth_gbs, 2),
+        d.sent.to_string(),
+        d.compute.stored.to_string(),
+        d.lost.to_string(),
+        d.compute.duplicates.to_string(),
+        d.compute.checksum_failures.to_string(),
+    ]);
+    t.row(row);
+    println!("time-slice completion duration (last - first arrival), after warm-up:");
+    print!("{}", t.render());
+    if d.config.mode == Mode::Dfs {
+        println!(
+            "intervals: {}, proposals used {}, fallbacks {}, DDE replicas stopped {}",
+            d.intervals.len(),
+            d.ie.proposals_used,
+            d.ie.fallbacks,
+            d.dde_killed
+        );
+    }
+    println!(
+        "{}",
+        if d.verified {
+            "verified: every time-slice complete, every checksum correct, nothing lost or duplicated"
+        } else {
+            "NOT verified (see warnings)"
+        }
+    );
+    for w in &saved.warnings {
+        println!("warning: {w}");
+    }
+    println!("result: {}", out_path.display());
+}
+
 #[cfg(not(feature = "mpi"))]
 pub fn run(_a: RunArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(
-        "latlab was built without MPI support (feature 'mpi'); install libopenmpi-dev and libclang-dev and rebuild",
-    ))
+    Err(usage(super::common::NO_MPI))
+}
+
+#[cfg(not(feature = "mpi"))]
+pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
+    Err(usage(super::common::NO_MPI))
 }

@@ -1,61 +1,55 @@
 //! `latlab dfs sim`: the discrete-event simulator.
 
-use super::{f, resolve_model};
+use super::common::{completion_cells, f, resolve_model, COMPLETION_MS};
 use crate::args::dfs::{ModeArg, SimArgs};
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
 use crate::table::Table;
 use anyhow::Context as _;
-use latlab_core::results::{Provenance, ResultFile, Timebase};
+use latlab_core::results::{Provenance, ResultFile};
+use latlab_dfs::params::DEFAULT_MTS_BYTES;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
-use latlab_dfs::sim::{
-    self, result::to_result, BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig,
-    SlowNode,
-};
+use latlab_dfs::sim::{self, result::to_result, NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
 use latlab_dfs::Mode;
 use latlab_sys::host;
 use std::path::{Path, PathBuf};
 
-pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let (topology, params) = resolve_model(&a.model, 64 * 1024, 1_000)?;
-    let net = NetModel {
-        inj_gbs: a.bandwidth,
-        ej_gbs: a.bandwidth,
-        latency_ns: a.latency.get() as i64,
-        jitter_ns: a.jitter.get() as f64,
-        max_inflight: a.max_inflight,
-        processing_ns: a.processing.get() as f64,
-        noise: a.noise,
-        noise_period_ns: a.noise_period.get() as i64,
-        max_clock_offset_ns: a.clock_offset.get() as i64,
-        max_drift_ppm: a.drift_ppm,
-    };
-    let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
-    base.topology = topology;
-    base.params = params;
-    base.net = net;
-    base.seed = a.model.seed;
-    if let Some(n) = a.model.time_slices {
-        base.time_slices = n;
-    }
-    base.slow = a
-        .slow
-        .iter()
-        .map(|s| parse_slow(s))
-        .collect::<Result<_, _>>()?;
-    base.drops = a
-        .drop
-        .iter()
-        .map(|s| parse_drop(s))
-        .collect::<Result<_, _>>()?;
-    base.dde_replicas = a.dde_replicas;
-    base.dde_faults = a
-        .kill_dde
-        .iter()
-        .map(|s| parse_kill(s))
-        .collect::<Result<_, _>>()?;
-    base.validate().map_err(|e| usage(format!("{e}")))?;
+impl TryFrom<&SimArgs> for SimConfig {
+    type Error = anyhow::Error;
 
+    /// The configuration of the run (its mode is set per run); the library checks it.
+    fn try_from(a: &SimArgs) -> anyhow::Result<SimConfig> {
+        let (topology, params) =
+            resolve_model(&a.model, DEFAULT_MTS_BYTES, SIM_DEFAULT_TS_PER_INTERVAL)?;
+        let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
+        base.topology = topology;
+        base.params = params;
+        base.net = NetModel {
+            inj_gbs: a.bandwidth,
+            ej_gbs: a.bandwidth,
+            latency_ns: a.latency.get() as i64,
+            jitter_ns: a.jitter.get() as f64,
+            max_inflight: a.max_inflight,
+            processing_ns: a.processing.get() as f64,
+            noise: a.noise,
+            noise_period_ns: a.noise_period.get() as i64,
+            max_clock_offset_ns: a.clock_offset.get() as i64,
+            max_drift_ppm: a.drift_ppm,
+        };
+        base.seed = a.model.seed;
+        if let Some(n) = a.model.time_slices {
+            base.time_slices = n;
+        }
+        base.slow = parse_all("slow", &a.slow)?;
+        base.drops = parse_all("drop", &a.drop)?;
+        base.dde_replicas = a.dde_replicas;
+        base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
+        Ok(base)
+    }
+}
+
+pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let base = SimConfig::try_from(&a)?;
     let modes: Vec<Mode> = match a.mode {
         ModeArg::BestEffort => vec![Mode::BestEffort],
         ModeArg::Dfs => vec![Mode::Dfs],
@@ -106,11 +100,7 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
 /// was read (all times are simulated).
 pub(crate) fn provenance(started_utc: &str) -> Provenance {
     host::provenance(
-        Timebase {
-            source: "simulated".into(),
-            fallback_reason: None,
-            tsc: Default::default(),
-        },
+        sim::result::simulated_timebase(),
         vec![],
         false,
         started_utc.to_string(),
@@ -126,39 +116,29 @@ fn suffixed(p: &Path, s: &str) -> PathBuf {
 }
 
 pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<()> {
-    let mut t = Table::new([
-        "mode",
-        "nodes",
-        "ts",
-        "min ms",
-        "p10 ms",
-        "median ms",
-        "p90 ms",
-        "max ms",
-        "GB/s",
-        "% nominal",
-        "lost",
-        "bad",
-    ]);
+    let mut t = Table::new(
+        ["mode", "nodes", "ts"]
+            .into_iter()
+            .chain(COMPLETION_MS)
+            .chain(["GB/s", "% nominal", "lost", "bad"]),
+    );
     let mut datas = Vec::new();
     for (p, r) in saved {
         let d = sim_data(r).with_context(|| format!("reading {}", p.display()))?;
         let s = sim_summary(&d);
-        let c = s.completion_ms;
-        t.row(vec![
+        let mut row = vec![
             s.mode.name().into(),
             s.nodes.to_string(),
             s.time_slices.to_string(),
-            f(c.min, 3),
-            f(c.p10, 3),
-            f(c.median, 3),
-            f(c.p90, 3),
-            f(c.max, 3),
+        ];
+        row.extend(completion_cells(&s.completion_ms));
+        row.extend([
             f(s.bandwidth_gbs, 1),
             f(s.bandwidth_pct_of_reference, 1),
             s.lost.to_string(),
             s.bad.to_string(),
         ]);
+        t.row(row);
         datas.push(d);
     }
     println!("time-slice completion duration (last - first arrival), after warm-up:");
@@ -184,96 +164,12 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
     Ok(())
 }
 
-fn parse_slow(s: &str) -> anyhow::Result<SlowNode> {
-    let err = || {
-        usage(format!(
-            "--slow '{s}': expected input:INDEX:FACTOR or compute:INDEX:FACTOR, e.g. input:3:0.5"
-        ))
-    };
-    let parts: Vec<&str> = s.split(':').collect();
-    let [role, idx, fac] = parts[..] else {
-        return Err(err());
-    };
-    let role = match role {
-        "input" => Role::Input,
-        "compute" => Role::Compute,
-        _ => return Err(err()),
-    };
-    Ok(SlowNode {
-        role,
-        index: idx.parse().map_err(|_| err())?,
-        factor: fac.parse().map_err(|_| err())?,
-    })
-}
-
-fn parse_drop(s: &str) -> anyhow::Result<BandwidthDrop> {
-    let err = || {
-        usage(format!(
-            "--drop '{s}': expected FIRST-LAST:FACTOR (intervals, e.g. 15-25:0.75) or FROM-TO:FACTOR (times, e.g. 10ms-20ms:0.5)"
-        ))
-    };
-    let (win, fac) = s.rsplit_once(':').ok_or_else(err)?;
-    let factor: f64 = fac.parse().map_err(|_| err())?;
-    let (a, b) = win.split_once('-').ok_or_else(err)?;
-    let window = match (a.parse::<u64>(), b.parse::<u64>()) {
-        (Ok(first), Ok(last)) if first <= last => DropWindow::Intervals { first, last },
-        (Ok(_), Ok(_)) => return Err(err()),
-        _ => {
-            let from = latlab_core::parse::parse_duration(a).map_err(|_| err())?;
-            let to = latlab_core::parse::parse_duration(b).map_err(|_| err())?;
-            if to.get() <= from.get() {
-                return Err(err());
-            }
-            DropWindow::Time {
-                from_ns: from.get() as i64,
-                to_ns: to.get() as i64,
-            }
-        }
-    };
-    Ok(BandwidthDrop { window, factor })
-}
-
-fn parse_kill(s: &str) -> anyhow::Result<DdeFault> {
-    let err = || {
-        usage(format!(
-            "--kill-dde '{s}': expected REPLICA@TIME, e.g. 0@50ms"
-        ))
-    };
-    let (r, t) = s.split_once('@').ok_or_else(err)?;
-    Ok(DdeFault {
-        replica: r.parse().map_err(|_| err())?,
-        kill_ns: latlab_core::parse::parse_duration(t)
-            .map_err(|_| err())?
-            .get() as i64,
-        restart_ns: None,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_drops_slow_nodes_and_kills() {
-        assert_eq!(
-            parse_drop("15-25:0.75").unwrap().window,
-            DropWindow::Intervals {
-                first: 15,
-                last: 25
-            }
-        );
-        assert_eq!(
-            parse_drop("10ms-20ms:0.5").unwrap().window,
-            DropWindow::Time {
-                from_ns: 10_000_000,
-                to_ns: 20_000_000
-            }
-        );
-        assert!(parse_drop("25-15:0.5").is_err());
-        assert!(parse_drop("15-25").is_err());
-        assert_eq!(parse_slow("compute:2:0.5").unwrap().role, Role::Compute);
-        assert!(parse_slow("router:2:0.5").is_err());
-        assert_eq!(parse_kill("1@5ms").unwrap().kill_ns, 5_000_000);
-        assert!(parse_kill("1").is_err());
-    }
+/// Parses every `flag` value as a `T`, naming the flag and the value in the error.
+fn parse_all<T: std::str::FromStr<Err = String>>(
+    flag: &str,
+    v: &[String],
+) -> anyhow::Result<Vec<T>> {
+    v.iter()
+        .map(|s| s.parse().map_err(|e| usage(format!("--{flag} '{s}': {e}"))))
+        .collect()
 }

@@ -219,19 +219,12 @@ pub fn fill_series(d: &SimData) -> Vec<(f64, f64, f64, f64)> {
 mod tests {
     use super::*;
     use crate::sim::{self, SimConfig};
-    use latlab_core::results::{Provenance, Timebase};
+    use latlab_core::results::Provenance;
 
     fn provenance() -> Provenance {
         Provenance {
-            host: Default::default(),
-            timebase: Timebase {
-                source: "simulated".into(),
-                fallback_reason: None,
-                tsc: Default::default(),
-            },
-            threads: vec![],
-            memory_locked: false,
             started_utc: "2026-01-01T00:00:00Z".into(),
+            ..crate::sim::result::test_provenance()
         }
     }
 

@@ -1,0 +1,117 @@
+//! What the experiment is told ([`ExperimentConfig`], checked once by
+//! [`ExperimentConfig::validate`]) and how it fails ([`ExperimentError`]).
+
+use crate::sim::SimError;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Figure file format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FigureFormat {
+    /// SVG.
+    Svg,
+    /// PNG.
+    Png,
+}
+
+impl FigureFormat {
+    /// The file extension.
+    pub fn ext(self) -> &'static str {
+        match self {
+            FigureFormat::Svg => "svg",
+            FigureFormat::Png => "png",
+        }
+    }
+}
+
+/// What the experiment runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentConfig {
+    /// Simulated node counts (half inputs, half computes).
+    pub nodes: Vec<usize>,
+    /// Intervals simulated per node count.
+    pub intervals: u64,
+    /// Time-slices per interval of the node-count sweep.
+    pub ts_per_interval: u64,
+    /// Intervals of the bandwidth-drop runs.
+    pub drop_intervals: u64,
+    /// Nodes of the bandwidth-drop runs.
+    pub drop_nodes: usize,
+    /// Whether to run the real MPI part.
+    pub mpi: bool,
+    /// MPI ranks of the real runs (half inputs, half computes).
+    pub ranks: usize,
+    /// Time-slices of the real MPI runs.
+    pub mpi_time_slices: u64,
+    /// Seed of the simulations.
+    pub seed: u64,
+    /// Figure format.
+    pub format: FigureFormat,
+}
+
+/// Why the experiment failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExperimentError {
+    /// The configuration is rejected.
+    #[error("{0}")]
+    Config(String),
+    /// A simulation's configuration is rejected.
+    #[error(transparent)]
+    Sim(#[from] SimError),
+    /// A file could not be written or created.
+    #[error("writing {}: {detail}", path.display())]
+    Write {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A result file just written could not be read back.
+    #[error("reading {}: {detail}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        detail: String,
+    },
+    /// A figure could not be drawn.
+    #[error("drawing {0}: {1}")]
+    Figure(&'static str, latlab_report::PlotError),
+}
+
+impl ExperimentConfig {
+    /// Checks the configuration (once, before anything runs).
+    ///
+    /// # Errors
+    /// [`ExperimentError::Config`] naming the setting.
+    pub fn validate(&self) -> Result<(), ExperimentError> {
+        let bad = |s: &str| Err(ExperimentError::Config(s.into()));
+        let even = |n: usize| n >= 2 && n % 2 == 0;
+        if !self.nodes.iter().all(|&n| even(n)) {
+            return bad("--nodes: every count must be even and at least 2, e.g. 64,128");
+        }
+        if !even(self.drop_nodes) {
+            return bad("--drop-nodes: need an even number of at least 2");
+        }
+        if !even(self.ranks) {
+            return bad("--ranks: need an even number of at least 2");
+        }
+        if self.ts_per_interval == 0 {
+            return bad("--ts-per-interval must be at least 1");
+        }
+        if self.intervals < 4 || self.drop_intervals < 30 {
+            return bad("--intervals must be at least 4 and --drop-intervals at least 30");
+        }
+        Ok(())
+    }
+
+    /// The `config` of the `dfs.experiment` result.
+    pub(super) fn result_config(&self) -> serde_json::Value {
+        serde_json::json!({
+            "nodes": self.nodes, "intervals": self.intervals, "ts_per_interval": self.ts_per_interval, "drop_intervals": self.drop_intervals,
+            "mpi": self.mpi, "ranks": self.ranks, "mpi_time_slices": self.mpi_time_slices, "seed": self.seed,
+        })
+    }
+}

@@ -1,0 +1,308 @@
+//! `latlab experiment dfs`: the paper's DFS evaluation on this machine (MPI) and in the
+//! simulator (64–384 nodes), with Figs. 6–9 and a summary table — in one place:
+//!
+//! - [`ExperimentConfig`] (resolved and checked once, [`ExperimentConfig::validate`]) and
+//!   [`run`], which writes every result file, the figures and `experiment.json` into an
+//!   output directory and returns what to print ([`ExperimentOutcome`]);
+//! - [`ExperimentData`], the `dfs.experiment` schema, which both writes and reads the
+//!   result, and [`ExperimentSections`], its report provider;
+//! - the MPI part started as child jobs (`mpi`), the figures (`figures`).
+//!
+//! The paper's numbers come from [`crate::paper`].
+
+mod config;
+mod data;
+mod figures;
+mod mpi;
+mod sections;
+
+pub use config::{ExperimentConfig, ExperimentError, FigureFormat};
+pub use data::{findings, ExperimentData, Summary, RESULT_KIND};
+pub use sections::ExperimentSections;
+
+use crate::paper::{FIG8_DROP_FACTOR, FIG8_DROP_FIRST, FIG8_DROP_LAST};
+use crate::params::Mode;
+use crate::report::{
+    bench_data, bench_reference, compare, compare_rows, drop_summary, run_data, run_summary,
+    sim_data, Comparison, ReportError,
+};
+use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
+use data::fixed;
+use latlab_core::results::{Provenance, ResultFile};
+use std::path::{Path, PathBuf};
+
+/// What the caller supplies besides the configuration.
+pub struct Context<'a> {
+    /// Recorded in every result file.
+    pub argv: Vec<String>,
+    /// Provenance of the simulations and the summary (host facts, a simulated timebase).
+    pub provenance: &'a dyn Fn() -> Provenance,
+    /// Progress lines (the caller decides whether to show them).
+    pub progress: &'a dyn Fn(&str),
+}
+
+/// What the experiment wrote and found.
+#[derive(Clone, Debug)]
+pub struct ExperimentOutcome {
+    /// The `dfs.experiment` data (also in `experiment.json`).
+    pub data: ExperimentData,
+    /// The summary table and findings, for `summary.md` and the terminal.
+    pub summary: Summary,
+    /// The result files written (inputs of the HTML report), in order.
+    pub results: Vec<PathBuf>,
+}
+
+/// Runs the experiment into `dir`: the MPI part (unless disabled or unavailable), the
+/// simulator sweep over the node counts, the bandwidth-drop pair, the figures and
+/// `experiment.json`. Everything after the runs is computed from the saved files.
+///
+/// # Errors
+/// [`ExperimentError::Config`] or [`ExperimentError::Sim`] for a rejected configuration,
+/// the others when a file cannot be written, read back or drawn.
+pub fn run(
+    cfg: &ExperimentConfig,
+    dir: &Path,
+    cx: &Context<'_>,
+) -> Result<ExperimentOutcome, ExperimentError> {
+    cfg.validate()?;
+    std::fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
+    let say = cx.progress;
+    let mut files = Vec::new();
+
+    // 1. the real MPI runs
+    let mut mpi_files = None;
+    let mut mpi_skipped = None;
+    if !cfg.mpi {
+        mpi_skipped = Some("--no-mpi".to_string());
+    } else {
+        match mpi::run(cfg, dir, say) {
+            Ok(m) => {
+                for p in [Some(&m.be), Some(&m.dfs), m.bench.as_ref()]
+                    .into_iter()
+                    .flatten()
+                {
+                    files.push(p.file_name().unwrap().to_string_lossy().into_owned());
+                }
+                mpi_files = Some(m);
+            }
+            Err(why) => {
+                say(&format!("MPI part skipped: {why}"));
+                mpi_skipped = Some(why);
+            }
+        }
+    }
+
+    // 2. the simulator sweep
+    let mut sims: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
+    for &n in &cfg.nodes {
+        let mut pair = Vec::new();
+        for mode in [Mode::BestEffort, Mode::Dfs] {
+            let mut sc = SimConfig::new(n / 2, n / 2, mode);
+            sc.seed = cfg.seed;
+            sc.params.ts_per_intvl = cfg.ts_per_interval;
+            sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
+            say(&format!(
+                "simulating {n} nodes, {}, {} time-slices",
+                mode.name(),
+                sc.time_slices
+            ));
+            let name = format!("sim-{n}-{}.json", mode.name());
+            pair.push(simulate(&sc, dir, &name, cx, &mut files)?);
+        }
+        let dfs = pair.pop().expect("two modes");
+        sims.push((n, pair.pop().expect("two modes"), dfs));
+    }
+
+    // 3. the bandwidth drop (192 nodes by default) and the same run without it
+    let mut drop_paths = Vec::new();
+    for dropped in [false, true] {
+        let half = cfg.drop_nodes / 2;
+        let mut sc = SimConfig::new(half, half, Mode::Dfs);
+        sc.seed = cfg.seed;
+        sc.time_slices = cfg.drop_intervals * sc.params.interval_len(half);
+        if dropped {
+            sc.drops.push(BandwidthDrop {
+                window: DropWindow::Intervals {
+                    first: FIG8_DROP_FIRST,
+                    last: FIG8_DROP_LAST,
+                },
+                factor: FIG8_DROP_FACTOR,
+            });
+        }
+        say(&format!(
+            "simulating {} nodes, dfs, {} ({} time-slices)",
+            cfg.drop_nodes,
+            if dropped {
+                format!("25 % drop in intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST}")
+            } else {
+                "no drop".into()
+            },
+            sc.time_slices
+        ));
+        let what = if dropped { "drop" } else { "nodrop" };
+        let name = format!("sim-{what}-{}.json", cfg.drop_nodes);
+        drop_paths.push(simulate(&sc, dir, &name, cx, &mut files)?);
+    }
+
+    // 4. everything below is computed from the saved files
+    let mut sim_rows = Vec::new();
+    for (n, be, dfs) in &sims {
+        sim_rows.push((*n, read(be, sim_data)?, read(dfs, sim_data)?));
+    }
+    let comparisons: Vec<Comparison> = sim_rows.iter().map(|(_, b, d)| compare(b, d)).collect();
+    let mut mpi_cmp = None;
+    let mut mpi_rows = None;
+    if let Some(m) = &mpi_files {
+        let be = read(&m.be, run_data)?;
+        let dfs = read(&m.dfs, run_data)?;
+        let reference = match &m.bench {
+            Some(p) => bench_reference(&read(p, bench_data)?, be.config.topology.mts_bytes, true),
+            None => None,
+        };
+        let (rb, rd) = (run_summary(&be, reference), run_summary(&dfs, reference));
+        mpi_cmp = Some(compare_rows(
+            &rb,
+            &rd,
+            be.completion_var_ms2,
+            dfs.completion_var_ms2,
+        ));
+        mpi_rows = Some((rb, rd, reference));
+    }
+    let nodrop = read(&drop_paths[0], sim_data)?;
+    let dropd = read(&drop_paths[1], sim_data)?;
+    let drop = drop_summary(&dropd, FIG8_DROP_FIRST, FIG8_DROP_LAST);
+
+    let figs = figures::figures(
+        mpi_rows.as_ref(),
+        &sim_rows,
+        &nodrop,
+        &dropd,
+        cfg.drop_nodes,
+    );
+    figures::draw(figs, dir, cfg.format, &mut files)?;
+
+    let mut rows = Vec::new();
+    if let (Some((rb, rd, _)), Some(c)) = (&mpi_rows, &mpi_cmp) {
+        let (b, d) = (rb.completion_ms, rd.completion_ms);
+        rows.push(
+            row(rb.nodes, "mpi", [b.median, d.median, b.p90, d.p90], c)
+                .chain([
+                    fixed(rb.bandwidth_gbs, 2),
+                    fixed(rd.bandwidth_gbs, 2),
+                    fixed(c.bandwidth_ratio, 3),
+                ])
+                .collect(),
+        );
+    }
+    for ((n, b, d), c) in sim_rows.iter().zip(&comparisons) {
+        let (bc, dc) = (b.completion_ms, d.completion_ms);
+        rows.push(
+            row(*n, "sim", [bc.median, dc.median, bc.p90, dc.p90], c)
+                .chain([
+                    fixed(b.steady_bandwidth_gbs, 1),
+                    fixed(d.steady_bandwidth_gbs, 1),
+                    fixed(c.bandwidth_ratio, 3),
+                ])
+                .collect(),
+        );
+    }
+    let data = ExperimentData {
+        sim: comparisons,
+        mpi: mpi_cmp,
+        mpi_skipped,
+        drop,
+        files: files.clone(),
+    };
+    let summary = Summary {
+        header: SUMMARY_HEADER.to_vec(),
+        rows,
+        findings: findings(&data, cfg.drop_nodes),
+        files: files.clone(),
+    };
+    let r = data.to_result(cx.argv.clone(), cfg.result_config(), (cx.provenance)());
+    let path = dir.join("experiment.json");
+    r.save(&path).map_err(|e| write_error(&path, e))?;
+    let results = files
+        .iter()
+        .filter(|f| f.ends_with(".json"))
+        .map(|f| dir.join(f))
+        .collect();
+    Ok(ExperimentOutcome {
+        data,
+        summary,
+        results,
+    })
+}
+
+/// Columns of the summary table.
+const SUMMARY_HEADER: [&str; 12] = [
+    "nodes",
+    "runtime",
+    "BE median ms",
+    "DFS median ms",
+    "BE p90 ms",
+    "DFS p90 ms",
+    "median BE/DFS",
+    "p90 BE/DFS",
+    "var BE/DFS",
+    "BE GB/s",
+    "DFS GB/s",
+    "BW DFS/BE",
+];
+
+/// The first nine cells of a summary row: nodes, runtime, completion (BE and DFS median,
+/// BE and DFS p90) and the three completion ratios.
+fn row(
+    nodes: usize,
+    runtime: &str,
+    completion: [f64; 4],
+    c: &Comparison,
+) -> impl Iterator<Item = String> {
+    [nodes.to_string(), runtime.to_string()]
+        .into_iter()
+        .chain(completion.map(|x| fixed(x, 3)))
+        .chain([
+            fixed(c.median_ratio, 2),
+            fixed(c.p90_ratio, 2),
+            fixed(c.variance_ratio, 1),
+        ])
+}
+
+/// Runs one simulation and saves it as `name` in `dir`.
+fn simulate(
+    sc: &SimConfig,
+    dir: &Path,
+    name: &str,
+    cx: &Context<'_>,
+    files: &mut Vec<String>,
+) -> Result<PathBuf, ExperimentError> {
+    let o = sim::run(sc)?;
+    let r = to_result(&o, cx.argv.clone(), (cx.provenance)());
+    let p = dir.join(name);
+    r.save(&p).map_err(|e| write_error(&p, e))?;
+    files.push(name.to_string());
+    Ok(p)
+}
+
+/// Loads `p` and reads its data with `data`.
+fn read<T>(
+    p: &Path,
+    data: impl Fn(&ResultFile) -> Result<T, ReportError>,
+) -> Result<T, ExperimentError> {
+    let err = |detail: String| ExperimentError::Read {
+        path: p.to_path_buf(),
+        detail,
+    };
+    let r = ResultFile::load(p).map_err(|e| err(e.to_string()))?;
+    data(&r).map_err(|e| err(e.to_string()))
+}
+
+fn write_error(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

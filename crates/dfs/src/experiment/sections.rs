@@ -1,0 +1,172 @@
+//! The report sections of `dfs.experiment` results (`experiment.json` of `latlab
+//! experiment dfs`): the experiment's findings, best effort against DFS at every node
+//! count held against the paper, the bandwidth drop, and the files the experiment wrote.
+//! The individual runs' own sections come from their `dfs.sim`/`dfs.run` providers.
+
+use super::data::{findings, ExperimentData, RESULT_KIND};
+use crate::paper::{
+    FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
+};
+use crate::report::view::{f, ms, runs, table};
+use latlab_report::html::{Block, Cell, CellStyle, Section, SectionProvider};
+use latlab_report::input::Input;
+
+/// Sections for `dfs.experiment` results.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExperimentSections;
+
+impl SectionProvider for ExperimentSections {
+    fn handles(&self, kind: &str) -> bool {
+        kind == RESULT_KIND
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut datas = Vec::new();
+        for (label, path, run) in runs(inputs) {
+            let d = ExperimentData::from_result(run).map_err(|e| {
+                format!(
+                    "{label} ({}): not a dfs.experiment record: {e}",
+                    path.display()
+                )
+            })?;
+            datas.push((label, d));
+        }
+        Ok(vec![
+            findings_section(&datas),
+            ratios_section(&datas),
+            drop_section(&datas),
+            files_section(&datas),
+        ])
+    }
+}
+
+fn findings_section(datas: &[(String, ExperimentData)]) -> Section {
+    let mut s = Section::new("DFS experiment: findings");
+    s.push(Block::Paragraph(format!(
+        "The paper reports DFS shortening the time-slice completion duration at least {PAPER_COMPLETION_RATIO:.0}× (§V-B2, Fig. 6) and raising aggregate bandwidth by up to {:.0} % (×{PAPER_BANDWIDTH_RATIO}, Fig. 7); the experiment measures both in the simulator and, where mpirun works, over MPI on this host. Why the model's ratios differ from the paper's is discussed in docs/dfs.md.",
+        (PAPER_BANDWIDTH_RATIO - 1.0) * 100.0
+    )));
+    for (label, d) in datas {
+        if datas.len() > 1 {
+            s.push(Block::Heading(label.clone()));
+        }
+        let drop_nodes = d.drop_nodes().unwrap_or(0);
+        for line in findings(d, drop_nodes) {
+            s.push(Block::Paragraph(line));
+        }
+    }
+    s
+}
+
+fn ratios_section(datas: &[(String, ExperimentData)]) -> Section {
+    let mut s = Section::new("DFS experiment: best effort against DFS");
+    s.push(Block::Paragraph(
+        "Per node count: completion duration (last − first arrival, after warm-up) best effort / DFS at the median, at p90 and in variance, and aggregate bandwidth DFS / best effort. A median ratio reaching the paper's is marked good; a bandwidth ratio above 1 is a gain.".into(),
+    ));
+    let mut t = table(
+        "Ratios, best effort / DFS (completion) and DFS / best effort (bandwidth)",
+        &[
+            "input",
+            "runtime",
+            "nodes",
+            "median completion, BE / DFS",
+            "p90 completion, BE / DFS",
+            "completion variance, BE / DFS",
+            "bandwidth, DFS / BE",
+        ],
+    );
+    for (label, d) in datas {
+        let mpi = d.mpi.iter().map(|c| ("mpi", c));
+        for (runtime, c) in mpi.chain(d.sim.iter().map(|c| ("sim", c))) {
+            t.rows.push(vec![
+                Cell::text(label.as_str()),
+                Cell::text(runtime),
+                Cell::number(c.nodes.to_string()),
+                Cell::styled(
+                    format!("{}×", f(c.median_ratio, 2)),
+                    if c.median_ratio >= PAPER_COMPLETION_RATIO {
+                        CellStyle::Good
+                    } else {
+                        CellStyle::Bad
+                    },
+                ),
+                Cell::number(format!("{}×", f(c.p90_ratio, 2))),
+                Cell::number(format!("{}×", f(c.variance_ratio, 1))),
+                Cell::styled(
+                    format!("{}×", f(c.bandwidth_ratio, 3)),
+                    if c.bandwidth_ratio > 1.0 {
+                        CellStyle::Good
+                    } else {
+                        CellStyle::Bad
+                    },
+                ),
+            ]);
+        }
+    }
+    s.push(Block::Table(t));
+    s
+}
+
+fn drop_section(datas: &[(String, ExperimentData)]) -> Section {
+    let mut s = Section::new("DFS experiment: bandwidth drop");
+    s.push(Block::Paragraph(format!(
+        "A 25 % bandwidth drop in intervals {FIG8_DROP_FIRST}–{FIG8_DROP_LAST} (the paper's Fig. 8): the proposed interval duration should follow the longer actual durations and come down again through staged speed-ups after the drop."
+    )));
+    for (label, d) in datas {
+        if datas.len() > 1 {
+            s.push(Block::Heading(label.clone()));
+        }
+        let Some(dr) = &d.drop else {
+            s.push(Block::Paragraph(
+                "No proposals before the drop: the drop run is too short to summarise.".into(),
+            ));
+            continue;
+        };
+        s.push(Block::KeyValues(vec![
+            (
+                "nodes".into(),
+                d.drop_nodes()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|| "—".into()),
+            ),
+            ("proposed before the drop (mean)".into(), ms(dr.before_ms)),
+            (
+                "actual during the drop (mean)".into(),
+                ms(dr.actual_in_drop_ms),
+            ),
+            ("proposal peak".into(), ms(dr.peak_ms)),
+            ("last proposal".into(), ms(dr.last_ms)),
+            (
+                "intervals with a speed-up after the drop".into(),
+                if dr.speedups_after.is_empty() {
+                    "none".into()
+                } else {
+                    dr.speedups_after
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+            ),
+        ]));
+    }
+    s
+}
+
+fn files_section(datas: &[(String, ExperimentData)]) -> Section {
+    let mut s = Section::new("DFS experiment: files");
+    s.push(Block::Paragraph(
+        "Result files and figures the experiment wrote next to experiment.json; give the result files to `latlab report` for each run's own sections.".into(),
+    ));
+    for (label, d) in datas {
+        let mut kv = vec![("files".to_string(), d.files.join(", "))];
+        if let Some(why) = &d.mpi_skipped {
+            kv.push(("MPI part".into(), format!("skipped: {why}")));
+        }
+        if datas.len() > 1 {
+            s.push(Block::Heading(label.clone()));
+        }
+        s.push(Block::KeyValues(kv));
+    }
+    s
+}

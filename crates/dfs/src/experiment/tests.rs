@@ -1,0 +1,185 @@
+use super::*;
+use crate::sim::result::test_provenance;
+use latlab_report::html::{self, ReportOptions, SectionProvider};
+use latlab_report::input::Input;
+
+/// The smallest experiment the configuration accepts, without MPI.
+fn small() -> ExperimentConfig {
+    ExperimentConfig {
+        nodes: vec![4, 8],
+        intervals: 4,
+        ts_per_interval: 1_000,
+        drop_intervals: 40,
+        drop_nodes: 4,
+        mpi: false,
+        ranks: 8,
+        mpi_time_slices: 10_000,
+        seed: 1,
+        format: FigureFormat::Svg,
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("latlab-dfs-exp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Runs the small experiment into a fresh directory; `None` (skipped) without a font.
+fn run_small(name: &str) -> Option<(PathBuf, ExperimentOutcome)> {
+    let dir = temp_dir(name);
+    let cx = Context {
+        argv: vec!["latlab".into(), "experiment".into(), "dfs".into()],
+        provenance: &test_provenance,
+        progress: &|_| {},
+    };
+    match run(&small(), &dir, &cx) {
+        Err(ExperimentError::Figure(_, e)) if e.to_string().contains("font") => {
+            eprintln!("skipped: {e}");
+            None
+        }
+        r => Some((dir, r.unwrap())),
+    }
+}
+
+#[test]
+fn the_configuration_is_checked_once_with_the_setting_named() {
+    small().validate().unwrap();
+    for (cfg, needle) in [
+        (
+            ExperimentConfig {
+                nodes: vec![4, 7],
+                ..small()
+            },
+            "--nodes",
+        ),
+        (
+            ExperimentConfig {
+                drop_nodes: 3,
+                ..small()
+            },
+            "--drop-nodes",
+        ),
+        (
+            ExperimentConfig {
+                ranks: 0,
+                ..small()
+            },
+            "--ranks",
+        ),
+        (
+            ExperimentConfig {
+                drop_intervals: 29,
+                ..small()
+            },
+            "--drop-intervals",
+        ),
+    ] {
+        let e = cfg.validate().unwrap_err().to_string();
+        assert!(e.contains(needle), "{e}");
+    }
+}
+
+#[test]
+fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
+    let Some((dir, out)) = run_small("report") else {
+        return;
+    };
+    // The one schema type reads back what it wrote.
+    let path = dir.join("experiment.json");
+    let r = ResultFile::load(&path).unwrap();
+    let d = ExperimentData::from_result(&r).unwrap();
+    // (floats through JSON to the last bit only with serde_json's float_roundtrip)
+    assert_eq!(
+        (&d.files, &d.mpi_skipped, &d.drop),
+        (&out.data.files, &out.data.mpi_skipped, &out.data.drop)
+    );
+    for (a, b) in d.sim.iter().zip(&out.data.sim) {
+        assert_eq!(a.nodes, b.nodes);
+        assert!((a.bandwidth_ratio - b.bandwidth_ratio).abs() < 1e-12);
+        assert!((a.median_ratio - b.median_ratio).abs() < 1e-12);
+    }
+    assert_eq!(d.sim.len(), 2);
+    assert_eq!(d.mpi_skipped.as_deref(), Some("--no-mpi"));
+    assert_eq!(d.drop_nodes(), Some(4));
+    assert_eq!(r.config["nodes"], serde_json::json!([4, 8]));
+    assert_eq!(
+        out.results.len(),
+        6,
+        "four sweep runs and the drop pair: {:?}",
+        out.results
+    );
+    for f in [
+        "fig6-completion.svg",
+        "fig8-intervals.svg",
+        "sim-drop-4.json",
+    ] {
+        assert!(d.files.iter().any(|x| x == f), "{f} not in {:?}", d.files);
+        assert!(dir.join(f).exists(), "{f} missing");
+    }
+    // The summary: one row per node count, the findings, the files.
+    assert_eq!(out.summary.rows.len(), 2);
+    assert_eq!(out.summary.rows[1][0], "8");
+    assert_eq!(out.summary.rows[1][1], "sim");
+    let md = out.summary.markdown("TABLE\n");
+    assert!(md.contains("```\nTABLE\n```"), "{md}");
+    assert!(md.contains("- MPI part skipped: --no-mpi\n"), "{md}");
+    assert!(md.contains("- fig7-bandwidth.svg\n"), "{md}");
+
+    // `latlab report` on experiment.json: the provider's sections in the HTML.
+    assert!(ExperimentSections.handles("dfs.experiment"));
+    let input = Input::single(path.clone(), r);
+    let report = html::build(
+        std::slice::from_ref(&input),
+        &[&ExperimentSections as &dyn SectionProvider],
+        &ReportOptions::default(),
+    )
+    .unwrap();
+    let page = html::render(&report);
+    for id in [
+        "dfs-experiment-findings",
+        "dfs-experiment-best-effort-against-dfs",
+        "dfs-experiment-bandwidth-drop",
+        "dfs-experiment-files",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "no section {id}");
+    }
+    let c = &d.sim[1];
+    for text in [
+        format!("{:.2}×", c.median_ratio),
+        format!("{:.3}×", c.bandwidth_ratio),
+        "MPI part skipped: --no-mpi".to_string(),
+        "proposal peak".to_string(),
+        "sim-nodrop-4.json".to_string(),
+    ] {
+        assert!(page.contains(&text), "report lacks '{text}'");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn another_kind_is_refused_naming_the_input() {
+    let r = ResultFile::new(
+        "dfs.sim",
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
+    assert!(matches!(
+        ExperimentData::from_result(&r),
+        Err(ReportError::Kind(..))
+    ));
+    let mut r = ResultFile::new(
+        RESULT_KIND,
+        vec![],
+        serde_json::Value::Null,
+        test_provenance(),
+    );
+    r.data = serde_json::json!({"sim": 1});
+    let i = Input::single(PathBuf::from("odd.json"), r);
+    let e = ExperimentSections.sections(&[&i]).unwrap_err();
+    assert!(
+        e.contains("odd.json") && e.contains("dfs.experiment"),
+        "{e}"
+    );
+}

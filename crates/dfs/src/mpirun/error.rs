@@ -1,0 +1,33 @@
+//! Why an MPI run fails.
+
+use latlab_sys::mpi_rma::RmaError;
+
+/// Why an MPI run failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RunError {
+    /// MPI could not be initialised (or already was).
+    #[error("MPI initialisation failed (run under mpirun, e.g. mpirun -n 8 latlab dfs run ...)")]
+    Init,
+    /// The number of ranks does not match inputs + computes.
+    #[error("started with {ranks} MPI ranks but --inputs {inputs} + --computes {computes} = {need}; run mpirun -n {need}")]
+    Ranks {
+        /// Ranks started.
+        ranks: usize,
+        /// Inputs wanted.
+        inputs: usize,
+        /// Computes wanted.
+        computes: usize,
+        /// Their sum.
+        need: usize,
+    },
+    /// Rank 0 rejected the configuration.
+    #[error("{0}")]
+    Config(String),
+    /// An RMA call failed.
+    #[error(transparent)]
+    Rma(#[from] RmaError),
+    /// A message could not be decoded.
+    #[error("malformed message from rank {0}: {1}")]
+    Message(i32, String),
+}

@@ -1,0 +1,18 @@
+//! The paper's numbers that latlab holds its results against, defined once (the DFS
+//! parameters of Table I are the defaults in [`crate::params`]).
+
+/// The paper's smallest reduction of the time-slice completion duration by DFS (§V-B2).
+pub const PAPER_COMPLETION_RATIO: f64 = 30.0;
+/// The paper's largest gain in aggregate bandwidth by DFS (abstract: "up to 50 %").
+pub const PAPER_BANDWIDTH_RATIO: f64 = 1.5;
+
+/// Fig. 8: the bandwidth drop starts with this interval…
+pub const FIG8_DROP_FIRST: u64 = 15;
+/// … and ends with this one…
+pub const FIG8_DROP_LAST: u64 = 25;
+/// … leaving this fraction of the bandwidth (a 25 % drop).
+pub const FIG8_DROP_FACTOR: f64 = 0.75;
+/// Fig. 9 shows the buffer fill at this node count (the experiment takes the closest).
+pub const FIG9_NODES: usize = 128;
+/// The node counts whose ratios the paper's text quotes (§V-B).
+pub const QUOTED_NODES: [usize; 2] = [128, 384];

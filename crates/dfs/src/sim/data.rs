@@ -1,0 +1,161 @@
+//! What a simulation reports: [`SimData`] (the `data` of a `dfs.sim` result) with its
+//! rows and five-number summaries, and [`SimOutcome`] (the data plus full histograms).
+
+use super::config::SimConfig;
+use crate::compute::ComputeCounters;
+use crate::dde::DdeCounters;
+use crate::ie::IeCounters;
+use latlab_core::hist::LatencyHistogram;
+use serde::{Deserialize, Serialize};
+
+/// Five-number summary plus count (the paper's box plots: min, p10, median, p90, max).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FiveNum {
+    /// Samples.
+    pub count: u64,
+    /// Minimum.
+    pub min: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// Median.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl FiveNum {
+    /// From a histogram, values converted from ns by dividing by `unit`.
+    pub fn from_hist(h: &LatencyHistogram, unit: f64) -> FiveNum {
+        use latlab_core::parse::Percentile;
+        if h.count() == 0 {
+            return FiveNum::default();
+        }
+        let at = |n, d| h.value_at(Percentile::from_fraction(n, d).expect("valid")) as f64 / unit;
+        FiveNum {
+            count: h.count(),
+            min: h.min() as f64 / unit,
+            p10: at(1, 10),
+            median: at(1, 2),
+            p90: at(9, 10),
+            max: h.max() as f64 / unit,
+        }
+    }
+
+    /// From counts per integer value `v` (index), values scaled by `scale`.
+    pub fn from_counts(counts: &[u64], scale: f64) -> FiveNum {
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return FiveNum::default();
+        }
+        let q = |p: f64| {
+            let rank = ((p * n as f64).ceil() as u64).clamp(1, n);
+            let mut acc = 0;
+            for (v, &c) in counts.iter().enumerate() {
+                acc += c;
+                if acc >= rank {
+                    return v as f64 * scale;
+                }
+            }
+            (counts.len() - 1) as f64 * scale
+        };
+        let min = counts.iter().position(|&c| c > 0).unwrap_or(0) as f64 * scale;
+        let max = counts.iter().rposition(|&c| c > 0).unwrap_or(0) as f64 * scale;
+        FiveNum {
+            count: n,
+            min,
+            p10: q(0.1),
+            median: q(0.5),
+            p90: q(0.9),
+            max,
+        }
+    }
+}
+
+/// One interval as the inputs saw it (medians over inputs) and as the first live DDE
+/// proposed it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IntervalRow {
+    /// Interval index.
+    pub index: u64,
+    /// Median proposed duration the inputs followed, ms (None: best effort).
+    pub proposed_ms: Option<f64>,
+    /// Median actual duration, ms.
+    pub actual_ms: f64,
+    /// Spread of the inputs' actual start times (max − min, true time), ms.
+    pub start_spread_ms: f64,
+    /// Actual start of the interval (median over inputs, true time since run start), ms.
+    pub start_ms: f64,
+    /// Whether the proposal carried a staged speed-up.
+    pub speedup: bool,
+    /// Whether a bandwidth drop was active when input 0 started it.
+    pub dropped: bool,
+}
+
+/// Buffer fill over all connections at one sample time.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FillSample {
+    /// Simulated time, ms.
+    pub t_ms: f64,
+    /// Fill in percent of each connection's ring: min, p10, median, p90, max over
+    /// connections.
+    pub fill: FiveNum,
+    /// Mean fill, percent.
+    pub mean: f64,
+}
+
+/// What a simulation run reports (the `data` of a `dfs.sim` result file).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SimData {
+    /// The configuration.
+    pub config: SimConfig,
+    /// Nodes (inputs + computes).
+    pub nodes: usize,
+    /// Time-slices built.
+    pub time_slices: u64,
+    /// Warm-up time-slices excluded from the completion statistics (intervals 0 and 1).
+    pub warmup_ts: u64,
+    /// Completion duration (last − first arrival) after warm-up, ms.
+    pub completion_ms: FiveNum,
+    /// Variance of the completion duration after warm-up, ms² (from the histogram).
+    pub completion_var_ms2: f64,
+    /// Aggregate bandwidth into the compute nodes over the whole run, GB/s.
+    pub bandwidth_gbs: f64,
+    /// Aggregate bandwidth after warm-up, GB/s.
+    pub steady_bandwidth_gbs: f64,
+    /// Nominal aggregate injection bandwidth (I × inj), GB/s: the micro-benchmark bound.
+    pub nominal_gbs: f64,
+    /// Simulated duration of the run, ms.
+    pub duration_ms: f64,
+    /// Per interval (DFS mode).
+    pub intervals: Vec<IntervalRow>,
+    /// Buffer fill over time.
+    pub fill: Vec<FillSample>,
+    /// Buffer fill by rank (Fig. 9): at each sample every compute node's connections are
+    /// ordered by fill, descending; entry r summarises the r-th fullest, in percent.
+    pub fill_by_rank: Vec<FiveNum>,
+    /// Compute-node counters, summed.
+    pub compute: ComputeCounters,
+    /// Input-engine counters, summed (DFS mode).
+    pub ie: IeCounters,
+    /// DDE counters, summed over replicas.
+    pub dde: DdeCounters,
+    /// Contributions sent.
+    pub sent: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Whether every time-slice completed.
+    pub complete: bool,
+}
+
+/// A finished simulation: the data plus the full completion histograms.
+#[derive(Clone, Debug)]
+pub struct SimOutcome {
+    /// Summary data.
+    pub data: SimData,
+    /// Completion durations after warm-up, ns.
+    pub completion: LatencyHistogram,
+    /// Completion durations of every time-slice, ns.
+    pub completion_all: LatencyHistogram,
+}
