@@ -14,6 +14,7 @@
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
 //! - [`result`]: result files and the pure functions a report calls;
+//! - [`run`]: the NF and probe runs behind the commands and their child jobs;
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
 //! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
 //! - [`rng`]: seeded draws for arrivals and delays;
@@ -30,6 +31,7 @@ pub mod orchestrate;
 pub mod probe;
 pub mod result;
 pub mod rng;
+pub mod run;
 pub mod sections;
 pub mod testbed;
 pub mod wire;

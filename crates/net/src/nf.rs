@@ -116,12 +116,16 @@ impl DelaySpec {
             }
             return Ok(DelaySpec::Uniform { low_ns, high_ns });
         }
-        let ns = d(s_t)?;
-        Ok(if ns == 0 {
+        Ok(DelaySpec::constant(d(s_t)?))
+    }
+
+    /// A constant delay of `ns` ([`DelaySpec::None`] for 0).
+    pub fn constant(ns: u64) -> DelaySpec {
+        if ns == 0 {
             DelaySpec::None
         } else {
             DelaySpec::Constant { ns }
-        })
+        }
     }
 
     /// Human form, as accepted by [`DelaySpec::parse`].

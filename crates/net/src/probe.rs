@@ -88,6 +88,25 @@ pub struct Sources {
 }
 
 impl Sources {
+    /// User timestamps only (`--timestamps user`).
+    pub const USER: Sources = Sources {
+        user: true,
+        kernel: false,
+        hardware: false,
+    };
+    /// User and kernel timestamps (the default of `--timestamps`).
+    pub const USER_KERNEL: Sources = Sources {
+        user: true,
+        kernel: true,
+        hardware: false,
+    };
+    /// Every source (`--timestamps all`).
+    pub const ALL: Sources = Sources {
+        user: true,
+        kernel: true,
+        hardware: true,
+    };
+
     /// The accepted forms of `--timestamps`.
     pub const FORMS: &'static str = "a comma-separated list of user, kernel, hardware, or all";
 
@@ -99,13 +118,7 @@ impl Sources {
                 "user" => out.user = true,
                 "kernel" => out.kernel = true,
                 "hardware" => out.hardware = true,
-                "all" => {
-                    out = Sources {
-                        user: true,
-                        kernel: true,
-                        hardware: true,
-                    }
-                }
+                "all" => out = Sources::ALL,
                 _ => {
                     return Err(format!(
                         "unknown timestamp source '{part}'; accepted: {}",
@@ -201,11 +214,7 @@ impl ProbeConfig {
             duration: Nanos::from_secs(5),
             warmup: Nanos::from_secs(1),
             drain: Nanos::from_millis(200),
-            sources: Sources {
-                user: true,
-                kernel: true,
-                hardware: false,
-            },
+            sources: Sources::USER_KERNEL,
             hardware_optional: false,
             rx_io: IoMode::Blocking,
             tx_cpu: None,
@@ -219,6 +228,39 @@ impl ProbeConfig {
             },
             seed: 1,
         }
+    }
+
+    /// Checks what a run needs of the configuration: the one place these checks live.
+    /// [`run`] calls it first; a command calls it when it resolves its arguments, to fail
+    /// before it starts anything. The messages name the command-line flags.
+    ///
+    /// # Errors
+    /// [`ProbeError::Config`] saying what is wrong.
+    pub fn validate(&self) -> Result<(), ProbeError> {
+        let bad = |m: String| Err(ProbeError::Config(m));
+        if self.flows == 0 {
+            return bad("--flows must be at least 1".into());
+        }
+        if let Err(e) = wire::payload_len(self.frame) {
+            return bad(format!("--size: {e}"));
+        }
+        if self.mode == Mode::OpenLoop && self.milli_pps == 0 {
+            return bad("--rate must be positive, e.g. 10kpps".into());
+        }
+        if self.duration.get() == 0 {
+            return bad("--duration must be positive, e.g. 5s".into());
+        }
+        if self.interval.get() == 0 {
+            return bad("--interval must be positive, e.g. 1s".into());
+        }
+        if self.max_probes() > u64::from(u32::MAX) {
+            return bad(
+                "the run would send more than 2^32 probes; shorten --duration or lower --rate"
+                    .into(),
+            );
+        }
+        LatencyHistogram::new(self.hist).map_err(|e| ProbeError::Config(e.to_string()))?;
+        Ok(())
     }
 
     /// Upper bound of probes the run sends (sizes the sequence bitmap).
@@ -275,7 +317,7 @@ fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ProbeError {
 }
 
 /// Converts ns to raw clock units.
-fn ns_to_raw(clock: &Clock, ns: u64) -> u64 {
+pub(crate) fn ns_to_raw(clock: &Clock, ns: u64) -> u64 {
     match clock.timesource() {
         Timesource::Tsc(rate) => rate.to_ticks(Nanos(ns)).0,
         Timesource::Monotonic => ns,
@@ -904,19 +946,8 @@ fn enable_hardware(name: &str) -> Result<(), ProbeError> {
 /// Runs a probe: sets sockets up, starts the RX thread, sends on the calling thread's
 /// spawned TX thread, and returns everything measured.
 pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> {
-    if cfg.flows == 0 {
-        return Err(ProbeError::Config("--flows must be at least 1".into()));
-    }
+    cfg.validate()?;
     let payload = wire::payload_len(cfg.frame).map_err(ProbeError::Config)?;
-    if cfg.mode == Mode::OpenLoop && cfg.milli_pps == 0 {
-        return Err(ProbeError::Config("--rate must be positive".into()));
-    }
-    if cfg.max_probes() > u64::from(u32::MAX) {
-        return Err(ProbeError::Config(
-            "the run would send more than 2^32 probes; shorten --duration or lower --rate".into(),
-        ));
-    }
-    LatencyHistogram::new(cfg.hist).map_err(|e| ProbeError::Config(e.to_string()))?;
     let mut sources = cfg.sources;
     let mut warnings = Vec::new();
     let mut interfaces = Vec::new();
