@@ -12,6 +12,7 @@
 //! - [`delay`]: the latency injector behind `latlab net delay`, a software bump in the wire
 //!   that forwards every frame after an added latency (*Where Has My Time Gone?*);
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
+//! - [`iface`]: interface facts (driver, timestamping) and the egress interface;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
 //! - [`result`]: result files and the pure functions a report calls;
 //! - [`run`]: the NF and probe runs behind the commands and their child jobs;
@@ -25,6 +26,7 @@ pub mod calibrate;
 pub mod decompose;
 pub mod delay;
 pub mod experiment;
+pub mod iface;
 pub mod netinfo;
 pub mod nf;
 pub mod orchestrate;

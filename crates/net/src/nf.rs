@@ -578,15 +578,7 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
         let h = std::thread::Builder::new()
             .name(format!("latlab-nf-{name}"))
             .spawn(move || {
-                let placed = (|| -> Result<(), NfError> {
-                    if let Some(c) = cpu {
-                        sched::pin_current_thread(c)?;
-                    }
-                    if let Some(p) = fifo {
-                        sched::set_fifo(p)?;
-                    }
-                    Ok(())
-                })();
+                let placed = sched::place_current_thread(cpu, fifo).map_err(NfError::from);
                 let ok = placed.is_ok();
                 let _ = ready.send(placed);
                 let mut out = ThreadOutcome {
