@@ -42,14 +42,13 @@ mod tests;
 mod tx;
 
 pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources};
-pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, TxOutcome, RESULT_KIND};
+pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, RESULT_KIND};
 pub use self::pingpong::PINGPONG_TIMEOUT;
 pub use self::ring::RING;
 pub use self::rx::{RxCounters, PENDING_MAX};
 pub(crate) use self::schedule::ns_to_raw;
 pub use self::schedule::Schedule;
-pub use self::tx::TxCounters;
-pub use crate::iface::{egress_interface, interface_facts, InterfaceFacts};
+pub use self::tx::{TxCounters, TxOutcome};
 
 use self::config::sock_err;
 use self::outcome::finish;

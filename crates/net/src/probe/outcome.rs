@@ -4,7 +4,7 @@
 use super::config::{Mode, ProbeConfig};
 use super::rx::{Receiver, RxCounters};
 use super::series;
-use super::tx::TxCounters;
+use super::tx::TxOutcome;
 use crate::iface::InterfaceFacts;
 use crate::wire::WireError;
 use latlab_core::hist::LatencyHistogram;
@@ -15,23 +15,6 @@ use std::collections::BTreeMap;
 
 /// Where a thread ran: pinned CPU, scheduling policy and priority.
 pub(super) type ThreadPlace = (Option<u32>, String, i32);
-
-/// What the TX side measured.
-#[derive(Clone, Debug)]
-pub struct TxOutcome {
-    /// Lateness of measured probes.
-    pub lateness: LatencyHistogram,
-    /// The same per interval of the run (by scheduled time), from the run's start.
-    pub lateness_intervals: Vec<LatencyHistogram>,
-    /// Counters.
-    pub counters: TxCounters,
-    /// Clock reading of the first scheduled send.
-    pub start: u64,
-    /// Clock reading after the last send.
-    pub end: u64,
-    /// CPU and policy.
-    pub placement: (Option<u32>, String, i32),
-}
 
 /// The outcome of a probe run.
 #[derive(Clone, Debug)]

@@ -2,11 +2,12 @@
 //! a receive blocked past [`PINGPONG_TIMEOUT`].
 
 use super::config::{sock_err, ProbeConfig, ProbeError};
-use super::outcome::{ThreadPlace, TxOutcome};
+use super::outcome::ThreadPlace;
 use super::ring::Shared;
 use super::rx::{receive_batch, Receiver};
 use super::schedule::ns_to_raw;
 use super::tx::Sender;
+use super::tx::TxOutcome;
 use crate::nf::IoMode;
 use crate::wire::FLAG_WARMUP;
 use latlab_core::hist::LatencyHistogram;

@@ -2,7 +2,6 @@
 //! error queue) and the open-loop send loop.
 
 use super::config::ProbeConfig;
-use super::outcome::TxOutcome;
 use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
 use super::schedule::{ns_to_raw, Schedule};
 use crate::wire::{ProbeRepr, FLAG_WARMUP};
@@ -261,4 +260,21 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         end,
         placement: (cfg.tx_cpu, pol, prio),
     }
+}
+
+/// What the TX side measured.
+#[derive(Clone, Debug)]
+pub struct TxOutcome {
+    /// Lateness of measured probes.
+    pub lateness: LatencyHistogram,
+    /// The same per interval of the run (by scheduled time), from the run's start.
+    pub lateness_intervals: Vec<LatencyHistogram>,
+    /// Counters.
+    pub counters: TxCounters,
+    /// Clock reading of the first scheduled send.
+    pub start: u64,
+    /// Clock reading after the last send.
+    pub end: u64,
+    /// CPU and policy.
+    pub placement: (Option<u32>, String, i32),
 }
