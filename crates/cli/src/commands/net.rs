@@ -339,7 +339,7 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
         }
         TestbedAction::Status => {
             let st = testbed::status().map_err(testbed_err)?;
-            if !testbed::is_root() && !st.namespaces.is_empty() {
+            if !latlab_sys::netns::is_root() && !st.namespaces.is_empty() {
                 println!(
                     "testbed namespaces present: {} (inspecting their interfaces needs root)",
                     st.namespaces.join(", ")
@@ -384,7 +384,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         rounds: a.rounds,
         quiet: a.quiet,
     };
-    if !cfg.loopback && !testbed::is_root() {
+    if !cfg.loopback && !latlab_sys::netns::is_root() {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
     let rt_guard = unthrottle(a.no_rt_throttle, a.quiet)?;
@@ -417,7 +417,7 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .map_err(|e| usage(format!("--rate: {e}")))?;
     let mut loopback = a.loopback;
     let mut notes = Vec::new();
-    if !loopback && !testbed::is_root() {
+    if !loopback && !latlab_sys::netns::is_root() {
         loopback = true;
         let msg = "not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string();
         eprintln!("latlab: warning: {msg}");
