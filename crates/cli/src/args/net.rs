@@ -6,6 +6,8 @@ use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
 use latlab_core::parse::{parse_duration, parse_rate, Rate};
 use latlab_core::units::Nanos;
+use latlab_net::calibrate::CalibrateConfig;
+use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
 use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};
@@ -512,6 +514,57 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         Ok(ProbeJob {
             nf,
             ..ProbeJob::new(cfg)
+        })
+    }
+}
+
+impl TryFrom<&CalibrateArgs> for CalibrateConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &CalibrateArgs) -> anyhow::Result<CalibrateConfig> {
+        Ok(CalibrateConfig {
+            delays: a.delays.clone(),
+            duration: a.duration,
+            warmup: a.warmup,
+            milli_pps: a
+                .rate
+                .milli_pps(Some(68))
+                .map_err(|e| usage(format!("--rate: {e}")))?,
+            nf_io: a.io.into(),
+            loopback: a.loopback,
+            rounds: a.rounds,
+            quiet: a.quiet,
+        })
+    }
+}
+
+impl TryFrom<&KillerUsArgs> for KillerUsConfig {
+    type Error = anyhow::Error;
+
+    /// Resolves the options; without root the experiment runs on loopback, and the
+    /// configuration's notes say what that loses.
+    fn try_from(a: &KillerUsArgs) -> anyhow::Result<KillerUsConfig> {
+        let (duration, warmup) = if a.quick {
+            (Nanos::from_secs(5), Nanos::from_secs(1))
+        } else {
+            (Nanos::from_secs(60), Nanos::from_secs(10))
+        };
+        let mut loopback = a.loopback;
+        let mut notes = Vec::new();
+        if !loopback && !latlab_sys::netns::is_root() {
+            loopback = true;
+            notes.push("not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string());
+        }
+        Ok(KillerUsConfig {
+            duration: a.duration.unwrap_or(duration),
+            warmup,
+            milli_pps: a
+                .rate
+                .milli_pps(Some(68))
+                .map_err(|e| usage(format!("--rate: {e}")))?,
+            loopback,
+            quiet: a.quiet,
+            notes,
         })
     }
 }

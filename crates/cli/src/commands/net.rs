@@ -11,7 +11,8 @@ use anyhow::Context as _;
 use latlab_core::child::ChildJob;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
-use latlab_core::units::Nanos;
+use latlab_net::calibrate::CalibrateConfig;
+use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::Role;
 use latlab_net::orchestrate;
 use latlab_net::probe::{self, ProbeError};
@@ -370,20 +371,7 @@ fn out_dir(given: Option<PathBuf>, name: &str) -> PathBuf {
 fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("finding the latlab executable")?;
     let dir = out_dir(a.output.clone(), "net-calibrate");
-    let milli_pps = a
-        .rate
-        .milli_pps(Some(68))
-        .map_err(|e| usage(format!("--rate: {e}")))?;
-    let cfg = latlab_net::calibrate::CalibrateConfig {
-        delays: a.delays.clone(),
-        duration: a.duration,
-        warmup: a.warmup,
-        milli_pps,
-        nf_io: a.io.into(),
-        loopback: a.loopback,
-        rounds: a.rounds,
-        quiet: a.quiet,
-    };
+    let cfg = CalibrateConfig::try_from(&a)?;
     if !cfg.loopback && !latlab_sys::netns::is_root() {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
@@ -406,35 +394,10 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
 pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("finding the latlab executable")?;
     let dir = out_dir(a.output.clone(), "killer-us");
-    let duration = a.duration.unwrap_or(if a.quick {
-        Nanos::from_secs(5)
-    } else {
-        Nanos::from_secs(60)
-    });
-    let milli_pps = a
-        .rate
-        .milli_pps(Some(68))
-        .map_err(|e| usage(format!("--rate: {e}")))?;
-    let mut loopback = a.loopback;
-    let mut notes = Vec::new();
-    if !loopback && !latlab_sys::netns::is_root() {
-        loopback = true;
-        let msg = "not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string();
-        eprintln!("latlab: warning: {msg}");
-        notes.push(msg);
+    let cfg = KillerUsConfig::try_from(&a)?;
+    for n in &cfg.notes {
+        eprintln!("latlab: warning: {n}");
     }
-    let cfg = latlab_net::experiment::KillerUsConfig {
-        duration,
-        warmup: if a.quick {
-            Nanos::from_secs(1)
-        } else {
-            Nanos::from_secs(10)
-        },
-        milli_pps,
-        loopback,
-        quiet: a.quiet,
-        notes,
-    };
     let summary = latlab_net::experiment::run(&cfg, &exe, &dir, argv).context("killer-us")?;
     let report = super::report::experiment_report(
         &dir,
