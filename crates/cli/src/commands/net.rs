@@ -4,6 +4,7 @@ use crate::args::net::{
     CalibrateArgs, ForwardArgs, KillerUsArgs, NetCommand, ProbeArgs, ReflectArgs, TestbedAction,
     TestbedArgs,
 };
+use crate::args::OutputArgs;
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
 use crate::table::{estimate, ns, Table};
@@ -60,24 +61,12 @@ fn run_err(e: RunError) -> anyhow::Error {
 
 fn reflect(a: ReflectArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let job = a.nf.job(Role::Reflect { bind: a.bind });
-    serve(
-        &job,
-        a.nf.out.output.clone(),
-        a.nf.out.quiet,
-        a.nf.no_rt_throttle,
-        argv,
-    )
+    serve(&job, &a.nf.out, a.nf.rt.no_rt_throttle, argv)
 }
 
 fn forward(a: ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let job = a.nf.job(Role::try_from(&a)?);
-    serve(
-        &job,
-        a.nf.out.output.clone(),
-        a.nf.out.quiet,
-        a.nf.no_rt_throttle,
-        argv,
-    )
+    serve(&job, &a.nf.out, a.nf.rt.no_rt_throttle, argv)
 }
 
 /// `--no-rt-throttle`: real-time throttling off until the guard drops, said on stderr.
@@ -115,11 +104,11 @@ fn unthrottled_note(g: &Option<Unthrottled>) -> Option<String> {
 /// `net.nf` child of an orchestrator.
 fn serve(
     job: &NfJob,
-    output: Option<PathBuf>,
-    quiet: bool,
+    out: &OutputArgs,
     no_rt_throttle: bool,
     argv: Vec<String>,
 ) -> anyhow::Result<()> {
+    let quiet = out.quiet;
     let what = role_name(&job.nf.role);
     let started_utc = host::utc_now_rfc3339();
     let rt_guard = unthrottle(no_rt_throttle, quiet)?;
@@ -139,8 +128,10 @@ fn serve(
     })
     .map_err(run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
-    let path =
-        output.unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
+    let path = out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
     r.save(&path).context("writing the result")?;
     if !quiet {
         let saved = ResultFile::load(&path)?;
@@ -157,7 +148,11 @@ fn serve(
 /// `latlab child` with job `net.nf`: the NF an orchestrator started.
 pub fn nf_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg: NfJob = job.config().map_err(|e| usage(e.to_string()))?;
-    serve(&cfg, job.output.clone(), job.quiet, false, argv)
+    let out = OutputArgs {
+        output: job.output.clone(),
+        quiet: job.quiet,
+    };
+    serve(&cfg, &out, false, argv)
 }
 
 /// `latlab child` with job `net.probe`: a probe an orchestrator (or `latlab net probe
@@ -208,7 +203,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         result: out_path,
         plot: plot_path,
     } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
-    let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
+    let rt_guard = unthrottle(a.rt.no_rt_throttle, a.out.quiet)?;
     job.warnings.extend(unthrottled_note(&rt_guard));
     let cfg = &job.probe;
     if !a.out.quiet && (cfg.warmup.get() + cfg.duration.get()) > 3_000_000_000 {
@@ -230,16 +225,11 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         println!("interval log: {}", hlog_path.display());
     }
     if let Some(p) = plot_path {
-        let series: Vec<String> = [
-            probe::series::USER_SCHED,
-            probe::series::USER_ACTUAL,
-            probe::series::KERNEL,
-            probe::series::HARDWARE,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
-        .collect();
+        let series: Vec<String> = probe::series::SOURCES
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
+            .collect();
         latlab_report::figures::plot_files(
             &[(out_path.clone(), saved)],
             &series,

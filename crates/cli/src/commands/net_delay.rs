@@ -97,18 +97,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("the forwarding thread panicked"))??;
     let provenance = host::provenance(
         timebase,
-        vec![ThreadPlacement {
-            role: "forwarder".into(),
-            pinned_cpu: cpu,
-            observed_cpus: cpu.into_iter().collect(),
-            policy: if fifo.is_some() {
-                "SCHED_FIFO"
-            } else {
-                "SCHED_OTHER"
-            }
-            .into(),
-            priority: fifo.unwrap_or(0),
-        }],
+        vec![placement("forwarder", cpu, fifo)],
         memory_locked,
         started_utc,
     );
@@ -226,30 +215,8 @@ fn run_check(
     let provenance = host::provenance(
         timebase,
         vec![
-            ThreadPlacement {
-                role: "forwarder".into(),
-                pinned_cpu: cpu,
-                observed_cpus: cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
-            ThreadPlacement {
-                role: "client and server".into(),
-                pinned_cpu: endpoint_cpu,
-                observed_cpus: endpoint_cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
+            placement("forwarder", cpu, a.fifo),
+            placement("client and server", endpoint_cpu, a.fifo),
         ],
         false,
         started_utc,
@@ -331,4 +298,21 @@ fn run_check(
         println!("result: {}", out_path.display());
     }
     Ok(())
+}
+
+/// How a thread of the injector was placed, for provenance: pinned to `cpu` (and seen
+/// there), under `SCHED_FIFO` at `fifo` or else `SCHED_OTHER`.
+fn placement(role: &str, cpu: Option<u32>, fifo: Option<i32>) -> ThreadPlacement {
+    ThreadPlacement {
+        role: role.into(),
+        pinned_cpu: cpu,
+        observed_cpus: cpu.into_iter().collect(),
+        policy: if fifo.is_some() {
+            "SCHED_FIFO"
+        } else {
+            "SCHED_OTHER"
+        }
+        .into(),
+        priority: fifo.unwrap_or(0),
+    }
 }
