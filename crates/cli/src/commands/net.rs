@@ -177,14 +177,6 @@ fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Resul
 /// Measures `job` inside the testbed's generator namespace (a `net.probe` child there);
 /// the child's own error and exit code are this command's.
 fn measure_in_generator_namespace(job: &ProbeJob, out: &Path) -> anyhow::Result<PathBuf> {
-    let st = testbed::status().map_err(testbed_err)?;
-    if !st.complete {
-        return Err(usage(
-            "--testbed: the testbed is not up (missing: ".to_string()
-                + &st.missing.join(", ")
-                + "); run `sudo latlab net testbed up` first",
-        ));
-    }
     let exe = std::env::current_exe().context("finding the latlab executable")?;
     let (mut child, _job) = orchestrate::probe_command(&exe, Some(testbed::GEN_NS), job, out)?;
     let status = child
@@ -196,7 +188,23 @@ fn measure_in_generator_namespace(job: &ProbeJob, out: &Path) -> anyhow::Result<
     Ok(run::interval_log_path(out))
 }
 
+/// `--testbed` needs the testbed up; a usage error naming what is missing otherwise.
+fn require_testbed() -> anyhow::Result<()> {
+    let st = testbed::status().map_err(testbed_err)?;
+    if !st.complete {
+        return Err(usage(
+            "--testbed: the testbed is not up (missing: ".to_string()
+                + &st.missing.join(", ")
+                + "); run `sudo latlab net testbed up` first",
+        ));
+    }
+    Ok(())
+}
+
 fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    if a.testbed {
+        require_testbed()?;
+    }
     let mut job = ProbeJob::try_from(&a)?;
     let crate::output::Outputs {
         started_utc: _,
