@@ -36,6 +36,87 @@ pub const LADDER: [&str; 5] = [
     "hog",
 ];
 
+/// One NF configuration of the ladder: what it changes from the default NF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Its name in [`LADDER`].
+    pub name: &'static str,
+    /// NF threads pinned to the NF's CPU.
+    pub pinned: bool,
+    /// Busy-polling I/O instead of blocking receives.
+    pub busy: bool,
+    /// `SCHED_FIFO` priority of the NF threads.
+    pub fifo: Option<i32>,
+    /// A CPU hog spins on the NF's CPU.
+    pub hog: bool,
+}
+
+/// The ladder's steps, in [`LADDER`] order.
+pub const STEPS: [Step; 5] = [
+    Step {
+        name: "default",
+        pinned: false,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned",
+        pinned: true,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy+fifo",
+        pinned: true,
+        busy: true,
+        fifo: Some(50),
+        hog: false,
+    },
+    Step {
+        name: "hog",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: true,
+    },
+];
+
+impl Step {
+    /// The NF of this step at `placement`, its threads on `nf_cpu` when pinned.
+    pub fn nf_config(&self, placement: Placement, nf_cpu: u32) -> crate::nf::NfConfig {
+        let mut nf = placement.nf_config();
+        if self.pinned {
+            nf.cpus = vec![nf_cpu];
+        }
+        if self.busy {
+            nf.io = IoMode::Busy;
+        }
+        nf.fifo = self.fifo;
+        nf
+    }
+
+    /// The NF description the probe results record.
+    fn describe(&self, loopback: bool, nf_cpu: u32) -> serde_json::Value {
+        serde_json::json!({
+            "config": self.name,
+            "role": if loopback { "reflect" } else { "forward" },
+            "io": if self.busy { "busy" } else { "blocking" },
+            "cpu": self.pinned.then_some(nf_cpu),
+            "fifo": self.fifo,
+            "cpu_hog": self.hog,
+        })
+    }
+}
+
 /// The methods: (name, description, which run, histogram).
 pub const METHODS: [(&str, &str, &str, &str); 4] = [
     (
@@ -215,27 +296,10 @@ pub fn run(
     // (config, rx mode) -> result
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
-    for conf in LADDER {
-        let pinned = conf != "default";
-        let busy = conf.contains("busy") || conf == "hog";
-        let mut nf_cfg = placement.nf_config();
-        if pinned {
-            nf_cfg.cpus = vec![nf_cpu];
-        }
-        if busy {
-            nf_cfg.io = IoMode::Busy;
-        }
-        if conf.contains("fifo") {
-            nf_cfg.fifo = Some(50);
-        }
-        let nf_json = serde_json::json!({
-            "config": conf,
-            "role": if cfg.loopback { "reflect" } else { "forward" },
-            "io": if busy { "busy" } else { "blocking" },
-            "cpu": pinned.then_some(nf_cpu),
-            "fifo": conf.contains("fifo").then_some(50),
-            "cpu_hog": conf == "hog",
-        });
+    for step in STEPS {
+        let conf = step.name;
+        let nf_cfg = step.nf_config(placement, nf_cpu);
+        let nf_json = step.describe(cfg.loopback, nf_cpu);
         for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
             if !cfg.quiet {
                 eprintln!("killer-us: NF {conf}, generator receive {rx}…");
@@ -243,7 +307,7 @@ pub fn run(
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
             let nf_path = dir.join(format!("nf-{name}.json"));
             let probe_path = dir.join(format!("probe-{name}.json"));
-            let hog = (conf == "hog").then(|| Hog::start(nf_cpu));
+            let hog = step.hog.then(|| Hog::start(nf_cpu));
             let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
             let mut probe = placement.probe_config();
             probe.milli_pps = cfg.milli_pps;
@@ -529,6 +593,12 @@ pub fn render_csv(r: &ResultFile) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_steps_are_the_ladder() {
+        let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, LADDER);
+    }
 
     #[test]
     fn curves_and_tables_come_from_the_file_alone() {
