@@ -10,8 +10,9 @@
 //! Ladder: `default` (blocking, unpinned) → `pinned` → `pinned+busy` →
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
 
-use crate::orchestrate::{self, Placement, ProbeRun};
-use crate::probe::series;
+use crate::nf::IoMode;
+use crate::orchestrate::{self, Placement, ProbeJob};
+use crate::probe::{series, Sources};
 use latlab_core::doc::{Curve, Figure, PlotKind};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
@@ -34,6 +35,87 @@ pub const LADDER: [&str; 5] = [
     "pinned+busy+fifo",
     "hog",
 ];
+
+/// One NF configuration of the ladder: what it changes from the default NF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Its name in [`LADDER`].
+    pub name: &'static str,
+    /// NF threads pinned to the NF's CPU.
+    pub pinned: bool,
+    /// Busy-polling I/O instead of blocking receives.
+    pub busy: bool,
+    /// `SCHED_FIFO` priority of the NF threads.
+    pub fifo: Option<i32>,
+    /// A CPU hog spins on the NF's CPU.
+    pub hog: bool,
+}
+
+/// The ladder's steps, in [`LADDER`] order.
+pub const STEPS: [Step; 5] = [
+    Step {
+        name: "default",
+        pinned: false,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned",
+        pinned: true,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy+fifo",
+        pinned: true,
+        busy: true,
+        fifo: Some(50),
+        hog: false,
+    },
+    Step {
+        name: "hog",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: true,
+    },
+];
+
+impl Step {
+    /// The NF of this step at `placement`, its threads on `nf_cpu` when pinned.
+    pub fn nf_config(&self, placement: Placement, nf_cpu: u32) -> crate::nf::NfConfig {
+        let mut nf = placement.nf_config();
+        if self.pinned {
+            nf.cpus = vec![nf_cpu];
+        }
+        if self.busy {
+            nf.io = IoMode::Busy;
+        }
+        nf.fifo = self.fifo;
+        nf
+    }
+
+    /// The NF description the probe results record.
+    fn describe(&self, loopback: bool, nf_cpu: u32) -> serde_json::Value {
+        serde_json::json!({
+            "config": self.name,
+            "role": if loopback { "reflect" } else { "forward" },
+            "io": if self.busy { "busy" } else { "blocking" },
+            "cpu": self.pinned.then_some(nf_cpu),
+            "fifo": self.fifo,
+            "cpu_hog": self.hog,
+        })
+    }
+}
 
 /// The methods: (name, description, which run, histogram).
 pub const METHODS: [(&str, &str, &str, &str); 4] = [
@@ -215,45 +297,32 @@ pub fn run(
     // (config, rx mode) -> result
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
-    for conf in LADDER {
-        let mut nf_args: Vec<String> = Vec::new();
-        let pinned = conf != "default";
-        let busy = conf.contains("busy") || conf == "hog";
-        if pinned {
-            nf_args.extend(["--cpu".into(), nf_cpu.to_string()]);
-        }
-        if busy {
-            nf_args.extend(["--io".into(), "busy".into()]);
-        }
-        if conf.contains("fifo") {
-            nf_args.extend(["--fifo".into(), "50".into()]);
-        }
-        let nf_json = serde_json::json!({
-            "config": conf,
-            "role": if cfg.loopback { "reflect" } else { "forward" },
-            "io": if busy { "busy" } else { "blocking" },
-            "cpu": pinned.then_some(nf_cpu),
-            "fifo": conf.contains("fifo").then_some(50),
-            "cpu_hog": conf == "hog",
-        });
-        for rx in ["blocking", "busy"] {
+    for step in STEPS {
+        let conf = step.name;
+        let nf_cfg = step.nf_config(placement, nf_cpu);
+        let nf_json = step.describe(cfg.loopback, nf_cpu);
+        for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
             if !cfg.quiet {
                 eprintln!("killer-us: NF {conf}, generator receive {rx}…");
             }
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
             let nf_path = dir.join(format!("nf-{name}.json"));
             let probe_path = dir.join(format!("probe-{name}.json"));
-            let hog = (conf == "hog").then(|| Hog::start(nf_cpu));
-            let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
-            let pr = ProbeRun {
-                milli_pps: cfg.milli_pps,
-                duration: cfg.duration,
-                warmup: cfg.warmup,
-                rx_io: rx,
-                cpu: gen,
-                timestamps: "all",
-                fifo: None,
-                nf_config: nf_json.clone(),
+            let hog = step.hog.then(|| Hog::start(nf_cpu));
+            let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
+            let mut probe = placement.probe_config();
+            probe.milli_pps = cfg.milli_pps;
+            probe.duration = cfg.duration;
+            probe.warmup = cfg.warmup;
+            probe.rx_io = rx_io;
+            probe.tx_cpu = gen;
+            probe.rx_cpu = gen;
+            // every source this host can give: hardware where the interfaces have it
+            probe.sources = Sources::ALL;
+            probe.hardware_optional = true;
+            let pr = ProbeJob {
+                nf: Some(nf_json.clone()),
+                ..ProbeJob::new(probe)
             };
             let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
             let nf_res = nf.finish();
@@ -448,23 +517,19 @@ pub fn render_table(r: &ResultFile) -> String {
             format_ns(row.max_ns as f64)
         ));
     }
-    s.push_str("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n");
-    for (conf, p) in &d.disagreement {
-        s.push_str(&format!(
-            "- {conf}: {}\n",
-            p.as_deref()
-                .map(str::to_string)
-                .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-        ));
-    }
-    s.push_str("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n");
-    for (conf, p) in &d.disagreement_same_span {
-        s.push_str(&format!(
-            "- {conf}: {}\n",
-            p.as_deref()
-                .map(str::to_string)
-                .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-        ));
+    for (heading, list) in [
+        ("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n", &d.disagreement),
+        ("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n", &d.disagreement_same_span),
+    ] {
+        s.push_str(heading);
+        for (conf, p) in list {
+            s.push_str(&format!(
+                "- {conf}: {}\n",
+                p.as_deref()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
+            ));
+        }
     }
     for n in &d.notes {
         s.push_str(&format!("\nNote: {n}\n"));
@@ -531,6 +596,12 @@ pub fn render_csv(r: &ResultFile) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_steps_are_the_ladder() {
+        let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, LADDER);
+    }
 
     #[test]
     fn curves_and_tables_come_from_the_file_alone() {

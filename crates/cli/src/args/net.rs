@@ -1,15 +1,18 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::OutputArgs;
+use super::{duration_arg, OutputArgs};
+use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
-use latlab_core::parse::{parse_duration, parse_rate, Rate};
+use latlab_core::hist::HistConfig;
+use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
+use latlab_net::calibrate::CalibrateConfig;
+use latlab_net::experiment::KillerUsConfig;
+use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
+use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
+use latlab_net::run::{NfJob, ProbeJob};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-
-fn duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
 
 fn rate_arg(s: &str) -> Result<Rate, String> {
     parse_rate(s).map_err(|e| e.to_string())
@@ -119,6 +122,16 @@ and measures UDP round trips at 0 and at --delay (applied client to server only)
     Delay(super::net_delay::DelayArgs),
 }
 
+/// `--no-rt-throttle` of the commands whose threads may spin under `SCHED_FIFO`.
+#[derive(Debug, Args)]
+pub struct RtThrottleArgs {
+    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
+    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
+    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
+    #[arg(long)]
+    pub no_rt_throttle: bool,
+}
+
 /// Common options of the network functions.
 #[derive(Debug, Args)]
 pub struct NfArgs {
@@ -132,11 +145,8 @@ pub struct NfArgs {
     /// SCHED_FIFO priority of the NF threads (needs root or CAP_SYS_NICE).
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
-    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
-    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
-    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
-    #[arg(long)]
-    pub no_rt_throttle: bool,
+    #[command(flatten)]
+    pub rt: RtThrottleArgs,
     /// Added processing time per probe, busy-waited on the TSC: 10us, exp:10us,
     /// uniform:5us-15us.
     #[arg(long, default_value = "0", value_parser = delay_arg)]
@@ -289,11 +299,8 @@ pub struct ProbeArgs {
     /// SCHED_FIFO priority of the TX and RX threads.
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
-    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
-    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
-    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
-    #[arg(long)]
-    pub no_rt_throttle: bool,
+    #[command(flatten)]
+    pub rt: RtThrottleArgs,
     /// Interval of the time series (interval log).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub interval: Nanos,
@@ -303,8 +310,8 @@ pub struct ProbeArgs {
     /// Significant digits of the histograms (1-5).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub sigfig: u8,
-    /// The network function's configuration as JSON, recorded in the result (set by
-    /// orchestrators such as calibrate and killer-us).
+    /// The network function's configuration as JSON, recorded in the result (orchestrators
+    /// such as calibrate and killer-us record theirs through the child job instead).
     #[arg(long, hide = true)]
     pub nf_config: Option<String>,
     /// Also draw the CCDF of the sources; FILE defaults to the result's name with .svg.
@@ -392,4 +399,173 @@ pub struct KillerUsArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+/// Bytes of a default probe on the wire: a 64-byte frame and its 4-byte FCS (what a
+/// bit rate given to `--rate` is divided by).
+const PROBE_WIRE_BYTES: u64 = 68;
+
+/// `--rate` in thousandths of packets per second, for packets of `wire_bytes`.
+fn milli_pps(rate: &Rate, wire_bytes: u64) -> anyhow::Result<u64> {
+    rate.milli_pps(Some(wire_bytes))
+        .map_err(|e| usage(format!("--rate: {e}")))
+}
+
+impl From<IoArg> for IoMode {
+    fn from(a: IoArg) -> IoMode {
+        match a {
+            IoArg::Blocking => IoMode::Blocking,
+            IoArg::Busy => IoMode::Busy,
+        }
+    }
+}
+
+impl NfArgs {
+    /// The NF run these options describe, for `role`.
+    pub fn job(&self, role: Role) -> NfJob {
+        NfJob {
+            nf: NfConfig {
+                role,
+                io: self.io.into(),
+                cpus: self.cpu.clone().map(|c| c.0).unwrap_or_default(),
+                fifo: self.fifo,
+                delay: self.delay,
+                batch: self.batch as usize,
+                busy_poll_us: self.busy_poll,
+            },
+            duration: self.duration,
+            until_stdin_closes: self.until_stdin_closes,
+        }
+    }
+}
+
+impl TryFrom<&ForwardArgs> for Role {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ForwardArgs) -> anyhow::Result<Role> {
+        let directions = match a.direction {
+            DirectionArg::Both => Directions::Both,
+            DirectionArg::AToB => Directions::AToB,
+            DirectionArg::BToA => Directions::BToA,
+        };
+        if a.testbed {
+            return Ok(latlab_net::testbed::forward_role(directions));
+        }
+        let need = |v: Option<SocketAddr>, f: &str| {
+            v.ok_or_else(|| usage(format!("{f} is required (or --testbed)")))
+        };
+        Ok(Role::Forward {
+            a: need(a.a, "--a")?,
+            a_to: need(a.a_to, "--a-to")?,
+            b: need(a.b, "--b")?,
+            b_to: need(a.b_to, "--b-to")?,
+            directions,
+        })
+    }
+}
+
+impl TryFrom<&ProbeArgs> for ProbeJob {
+    type Error = anyhow::Error;
+
+    /// Resolves the options into the probe's configuration and checks it with
+    /// [`ProbeConfig::validate`] (the library's one set of checks), so that a bad value is
+    /// a usage error before anything runs.
+    fn try_from(a: &ProbeArgs) -> anyhow::Result<ProbeJob> {
+        let mut cfg = if a.testbed {
+            latlab_net::testbed::probe_config()
+        } else {
+            let to =
+                a.to.ok_or_else(|| usage("--to is required (or --testbed)"))?;
+            let mut c = ProbeConfig::new(to);
+            if let Some(b) = a.bind {
+                c.tx_bind = b;
+            }
+            c.rx_bind = a.rx_bind;
+            c
+        };
+        cfg.mode = match a.mode {
+            ModeArg::Open => Mode::OpenLoop,
+            ModeArg::Pingpong => Mode::Pingpong,
+        };
+        cfg.milli_pps = milli_pps(&a.rate, a.size as u64 + 4)?;
+        cfg.arrivals = match a.arrivals {
+            ArrivalsArg::Constant => Arrivals::Constant,
+            ArrivalsArg::Poisson => Arrivals::Poisson,
+        };
+        cfg.flows = a.flows;
+        cfg.frame = a.size;
+        cfg.duration = a.duration;
+        cfg.warmup = a.warmup;
+        cfg.drain = a.drain;
+        cfg.sources = a.timestamps.sources;
+        // `all` means every source this host can give; naming `hardware` insists on it
+        cfg.hardware_optional = a.timestamps.all;
+        cfg.rx_io = a.rx_io.into();
+        cfg.tx_cpu = a.tx_cpu;
+        cfg.rx_cpu = a.rx_cpu;
+        cfg.fifo = a.fifo;
+        cfg.interval = a.interval;
+        cfg.seed = a.seed;
+        cfg.hist = HistConfig {
+            sigfig: a.sigfig,
+            ..cfg.hist
+        };
+        let nf = match &a.nf_config {
+            Some(s) => Some(
+                serde_json::from_str::<serde_json::Value>(s)
+                    .map_err(|e| usage(format!("--nf-config: not JSON: {e}")))?,
+            ),
+            None => None,
+        };
+        cfg.validate().map_err(|e| usage(e.to_string()))?;
+        Ok(ProbeJob {
+            nf,
+            ..ProbeJob::new(cfg)
+        })
+    }
+}
+
+impl TryFrom<&CalibrateArgs> for CalibrateConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &CalibrateArgs) -> anyhow::Result<CalibrateConfig> {
+        Ok(CalibrateConfig {
+            delays: a.delays.clone(),
+            duration: a.duration,
+            warmup: a.warmup,
+            milli_pps: milli_pps(&a.rate, PROBE_WIRE_BYTES)?,
+            nf_io: a.io.into(),
+            loopback: a.loopback,
+            rounds: a.rounds,
+            quiet: a.quiet,
+        })
+    }
+}
+
+impl TryFrom<&KillerUsArgs> for KillerUsConfig {
+    type Error = anyhow::Error;
+
+    /// Resolves the options; without root the experiment runs on loopback, and the
+    /// configuration's notes say what that loses.
+    fn try_from(a: &KillerUsArgs) -> anyhow::Result<KillerUsConfig> {
+        let (duration, warmup) = if a.quick {
+            (Nanos::from_secs(5), Nanos::from_secs(1))
+        } else {
+            (Nanos::from_secs(60), Nanos::from_secs(10))
+        };
+        let mut loopback = a.loopback;
+        let mut notes = Vec::new();
+        if !loopback && !latlab_sys::netns::is_root() {
+            loopback = true;
+            notes.push("not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string());
+        }
+        Ok(KillerUsConfig {
+            duration: a.duration.unwrap_or(duration),
+            warmup,
+            milli_pps: milli_pps(&a.rate, PROBE_WIRE_BYTES)?,
+            loopback,
+            quiet: a.quiet,
+            notes,
+        })
+    }
 }

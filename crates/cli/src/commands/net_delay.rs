@@ -7,8 +7,7 @@ use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, ThreadPlacement};
-use latlab_core::units::Nanos;
-use latlab_core::units::{format_signed_ns, SignStyle};
+use latlab_core::units::{format_signed_ns, Nanos, SignStyle};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::{report, testbed, DelaySpec};
 use latlab_sys::{host, sched, tsc::Clock};
@@ -59,7 +58,8 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     cfg.duration = a.duration;
     latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let (clock, timebase) = Clock::establish(Nanos(100_000_000));
-    let memory_locked = sched::lock_memory().is_ok();
+    let mut lock_warnings = Vec::new();
+    let memory_locked = sched::lock_memory_or_warn(&mut lock_warnings);
     let netns = a.netns.clone();
     let fifo = a.fifo;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -106,6 +106,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let mut result = ResultFile::new(report::RUN_KIND, argv, config, provenance);
     result.duration_ns = rep.elapsed.get();
     report::fill_run(&mut result, &rep);
+    result.warnings.extend(lock_warnings);
     result.save(&out_path).context("writing the result")?;
     let saved = ResultFile::load(&out_path)?;
     if !quiet {

@@ -407,37 +407,34 @@ impl Traffic {
     /// when `testbed`, else over loopback; `tag` names the result files of the NF and the
     /// generator in the experiment directory.
     fn start(c: &Ctx, testbed: bool, ns: u64, tag: &str) -> anyhow::Result<Traffic> {
-        use latlab_net::orchestrate::{self, Placement, ProbeRun};
+        use latlab_net::orchestrate::{self, Placement, ProbeJob};
         if !testbed {
             return Ok(Traffic::Loopback(Flood::start(c.cpu)?));
         }
         let prepared = orchestrate::prepare(Placement::Testbed)?;
         let exe = std::env::current_exe()?;
         let gen_cpu = traffic_gen_cpu(c.cpu);
-        let nf_args: Vec<String> = vec![
-            "--io".into(),
-            "blocking".into(),
-            "--cpu".into(),
-            c.cpu.to_string(),
-        ];
+        let mut nf_cfg = Placement::Testbed.nf_config();
+        nf_cfg.cpus = vec![c.cpu];
         let nf = orchestrate::start_nf(
             &exe,
             Placement::Testbed,
-            &nf_args,
+            &nf_cfg,
             &c.dir.join(format!("{tag}-nf.json")),
         )?;
-        let run = ProbeRun {
-            milli_pps: TRAFFIC_MILLI_PPS,
-            duration: latlab_core::units::Nanos(ns + 200_000_000),
-            warmup: latlab_core::units::Nanos(TRAFFIC_WARMUP_NS),
-            rx_io: "blocking",
-            cpu: Some(gen_cpu),
-            timestamps: "user",
-            fifo: None,
-            nf_config: serde_json::json!({
+        let mut probe = Placement::Testbed.probe_config();
+        probe.milli_pps = TRAFFIC_MILLI_PPS;
+        probe.duration = latlab_core::units::Nanos(ns + 200_000_000);
+        probe.warmup = latlab_core::units::Nanos(TRAFFIC_WARMUP_NS);
+        probe.tx_cpu = Some(gen_cpu);
+        probe.rx_cpu = Some(gen_cpu);
+        probe.sources = latlab_net::probe::Sources::USER;
+        let run = ProbeJob {
+            nf: Some(serde_json::json!({
                 "role": "forward", "io": "blocking", "cpu": c.cpu, "fifo": null,
                 "purpose": "hourglass 5.4 traffic"
-            }),
+            })),
+            ..ProbeJob::new(probe)
         };
         let path = c.dir.join(format!("{tag}-probe.json"));
         let probe = std::thread::spawn(move || {

@@ -26,341 +26,24 @@
 //! AF_XDP mode would be
 //! another [`PacketIo`] implementation: the function only sees frames.
 
-use crate::rng::Rng;
+mod counters;
+mod delay;
+mod io;
+
+pub use self::counters::NfCounters;
+pub use self::delay::{DelaySpec, DELAY_FORMS};
+pub use self::io::{BatchStats, IoMode, PacketIo, UdpIo, Verdict, NF_SLOT_BYTES};
+
 use crate::wire::{Probe, WireError, FLAG_FORWARDED, FLAG_REFLECTED};
 use latlab_core::hist::LatencyHistogram;
-use latlab_sys::net::{self as sysnet, MmsgBatch, Wait};
 use latlab_sys::sched;
 use latlab_sys::tsc::Clock;
 use serde::{Deserialize, Serialize};
-use std::io;
 use std::net::{SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-
-/// How the NF waits for packets.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IoMode {
-    /// Blocking receive, one datagram per call.
-    Blocking,
-    /// Non-blocking spin with `recvmmsg`/`sendmmsg` batches and `SO_BUSY_POLL`.
-    Busy,
-}
-
-impl IoMode {
-    /// The name used on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoMode::Blocking => "blocking",
-            IoMode::Busy => "busy",
-        }
-    }
-}
-
-/// An added processing time per packet, busy-waited on the TSC.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum DelaySpec {
-    /// No added delay.
-    None,
-    /// Always this long.
-    Constant {
-        /// The delay in ns.
-        ns: u64,
-    },
-    /// Exponentially distributed with this mean.
-    Exponential {
-        /// Mean in ns.
-        mean_ns: u64,
-    },
-    /// Uniform between two bounds.
-    Uniform {
-        /// Lower bound in ns.
-        low_ns: u64,
-        /// Upper bound in ns.
-        high_ns: u64,
-    },
-}
-
-/// The accepted forms of `--delay`.
-pub const DELAY_FORMS: &str =
-    "0, a duration (10us), exp:MEAN (exp:10us) or uniform:LOW-HIGH (uniform:5us-15us)";
-
-impl DelaySpec {
-    /// Parses `--delay` values (see [`DELAY_FORMS`]).
-    pub fn parse(s: &str) -> Result<DelaySpec, String> {
-        let bad =
-            |detail: String| format!("'{s}' is not a delay ({detail}); accepted: {DELAY_FORMS}");
-        let d = |x: &str| {
-            latlab_core::parse::parse_duration(x.trim())
-                .map(|n| n.get())
-                .map_err(|e| bad(e.to_string()))
-        };
-        let s_t = s.trim();
-        if s_t == "0" || s_t.is_empty() {
-            return Ok(DelaySpec::None);
-        }
-        if let Some(m) = s_t.strip_prefix("exp:") {
-            return Ok(DelaySpec::Exponential { mean_ns: d(m)? });
-        }
-        if let Some(r) = s_t.strip_prefix("uniform:") {
-            let (lo, hi) = r
-                .split_once('-')
-                .ok_or_else(|| bad("uniform needs LOW-HIGH".into()))?;
-            let (low_ns, high_ns) = (d(lo)?, d(hi)?);
-            if low_ns > high_ns {
-                return Err(bad("LOW is above HIGH".into()));
-            }
-            return Ok(DelaySpec::Uniform { low_ns, high_ns });
-        }
-        let ns = d(s_t)?;
-        Ok(if ns == 0 {
-            DelaySpec::None
-        } else {
-            DelaySpec::Constant { ns }
-        })
-    }
-
-    /// Human form, as accepted by [`DelaySpec::parse`].
-    pub fn describe(&self) -> String {
-        let f = |n: u64| latlab_core::units::format_ns(n as f64);
-        match *self {
-            DelaySpec::None => "0".into(),
-            DelaySpec::Constant { ns } => f(ns),
-            DelaySpec::Exponential { mean_ns } => format!("exp:{}", f(mean_ns)),
-            DelaySpec::Uniform { low_ns, high_ns } => {
-                format!("uniform:{}-{}", f(low_ns), f(high_ns))
-            }
-        }
-    }
-
-    /// The mean added delay in ns.
-    pub fn mean_ns(&self) -> f64 {
-        match *self {
-            DelaySpec::None => 0.0,
-            DelaySpec::Constant { ns } => ns as f64,
-            DelaySpec::Exponential { mean_ns } => mean_ns as f64,
-            DelaySpec::Uniform { low_ns, high_ns } => (low_ns + high_ns) as f64 / 2.0,
-        }
-    }
-
-    /// A table of `n` draws converted to clock ticks, precomputed so that the hot path
-    /// only indexes it. Empty for [`DelaySpec::None`].
-    pub fn ticks_table(&self, clock: &Clock, n: usize, seed: u64) -> Vec<u64> {
-        let to_ticks = |ns: f64| -> u64 {
-            match clock.timesource() {
-                latlab_sys::tsc::Timesource::Tsc(rate) => {
-                    (ns * rate.hz() as f64 / 1e9).round() as u64
-                }
-                latlab_sys::tsc::Timesource::Monotonic => ns.round() as u64,
-            }
-        };
-        let mut r = Rng::new(seed);
-        match *self {
-            DelaySpec::None => Vec::new(),
-            DelaySpec::Constant { ns } => vec![to_ticks(ns as f64)],
-            DelaySpec::Exponential { mean_ns } => (0..n)
-                .map(|_| to_ticks(r.exponential(mean_ns as f64)))
-                .collect(),
-            DelaySpec::Uniform { low_ns, high_ns } => (0..n)
-                .map(|_| {
-                    let u = r.unit_open0();
-                    to_ticks(low_ns as f64 + u * (high_ns - low_ns) as f64)
-                })
-                .collect(),
-        }
-    }
-}
-
-/// What to do with a received datagram.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
-    /// Send it on (same length).
-    Send,
-    /// Drop it.
-    Drop,
-}
-
-/// Counts of one batch handled by [`PacketIo::process`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct BatchStats {
-    /// Datagrams received.
-    pub received: u64,
-    /// Datagrams sent on.
-    pub sent: u64,
-    /// Datagrams the function accepted but the send call did not take.
-    pub send_failed: u64,
-    /// Datagrams dropped because they were larger than a buffer slot.
-    pub oversized: u64,
-}
-
-/// The packet I/O under a network function. Implementations own their buffers; the
-/// function sees each received frame as a fixed-length mutable slice.
-pub trait PacketIo: Send {
-    /// Receives one batch (waiting as the mode says), calls `f(frame, rx_time)` for each
-    /// frame with the clock reading taken when the receive returned, and sends the frames
-    /// for which `f` said [`Verdict::Send`]. Frames larger than the buffer never reach `f`.
-    fn process(&mut self, f: &mut dyn FnMut(&mut [u8], u64) -> Verdict) -> io::Result<BatchStats>;
-
-    /// The mode, for provenance.
-    fn mode(&self) -> IoMode;
-}
-
-/// [`PacketIo`] over UDP sockets: receive on one socket, send from another (or the same)
-/// either back to each datagram's source (reflect) or to a fixed next hop (forward).
-pub struct UdpIo {
-    rx: UdpSocket,
-    tx: UdpSocket,
-    to: Option<SocketAddr>,
-    batch: MmsgBatch,
-    keep: Vec<usize>,
-    mode: IoMode,
-    clock: Clock,
-}
-
-/// Largest datagram an NF accepts (bigger ones are truncated, detected and dropped).
-pub const NF_SLOT_BYTES: usize = 2048;
-
-impl UdpIo {
-    /// Sets the sockets up for `mode` (read timeout for blocking; non-blocking and
-    /// `SO_BUSY_POLL` for busy) and preallocates `batch` slots.
-    pub fn new(
-        rx: UdpSocket,
-        tx: UdpSocket,
-        to: Option<SocketAddr>,
-        mode: IoMode,
-        batch: usize,
-        busy_poll_us: u32,
-        clock: Clock,
-    ) -> io::Result<UdpIo> {
-        let slots = match mode {
-            IoMode::Blocking => 1,
-            IoMode::Busy => batch.max(1),
-        };
-        match mode {
-            // No receive timeout: a timed wait arms and cancels a kernel timer on every
-            // receive, on the path a round trip measures; `NfHandle::stop` interrupts the
-            // blocked receive instead.
-            IoMode::Blocking => rx.set_read_timeout(None)?,
-            IoMode::Busy => {
-                rx.set_nonblocking(true)?;
-                if busy_poll_us > 0 {
-                    // Best effort: without CAP_NET_ADMIN the kernel caps it at
-                    // net.core.busy_read; the spin works either way.
-                    let _ = sysnet::set_busy_poll(&rx, busy_poll_us);
-                    let _ = sysnet::set_prefer_busy_poll(&rx, true);
-                }
-            }
-        }
-        // Room for a 50 ms stall at 100 kpps (real-time throttling of a spinning FIFO
-        // thread): ~5000 datagrams of up to ~2.3 KiB of kernel memory each. The kernel
-        // doubles the value; memory stays bounded by it.
-        let _ = sysnet::set_recv_buffer(&rx, 16 << 20);
-        Ok(UdpIo {
-            rx,
-            tx,
-            to,
-            batch: MmsgBatch::new(slots, NF_SLOT_BYTES, false),
-            keep: Vec::with_capacity(slots),
-            mode,
-            clock,
-        })
-    }
-}
-
-impl PacketIo for UdpIo {
-    fn process(&mut self, f: &mut dyn FnMut(&mut [u8], u64) -> Verdict) -> io::Result<BatchStats> {
-        let wait = match self.mode {
-            IoMode::Blocking => Wait::Block,
-            IoMode::Busy => Wait::NonBlocking,
-        };
-        let n = self.batch.recv(&self.rx, self.batch.slots(), wait)?;
-        let mut st = BatchStats::default();
-        if n == 0 {
-            return Ok(st);
-        }
-        let rx_time = self.clock.now();
-        st.received = n as u64;
-        self.keep.clear();
-        for i in 0..n {
-            if self.batch.truncated(i) {
-                st.oversized += 1;
-                continue;
-            }
-            if f(self.batch.packet_mut(i), rx_time) == Verdict::Send {
-                self.keep.push(i);
-            }
-        }
-        if !self.keep.is_empty() {
-            let sent = self
-                .batch
-                .send(&self.tx, &self.keep, self.to.as_ref())
-                .unwrap_or(0);
-            st.sent = sent as u64;
-            st.send_failed = (self.keep.len() - sent) as u64;
-        }
-        Ok(st)
-    }
-
-    fn mode(&self) -> IoMode {
-        self.mode
-    }
-}
-
-/// Live counters of a network function, shared with the thread that started it.
-#[derive(Debug, Default)]
-pub struct NfCounters {
-    /// Datagrams received.
-    pub received: AtomicU64,
-    /// Probes sent on.
-    pub sent: AtomicU64,
-    /// Probes accepted whose send failed.
-    pub send_failed: AtomicU64,
-    /// Receive errors (other than timeouts).
-    pub recv_errors: AtomicU64,
-    /// Malformed datagrams by [`WireError`] reason.
-    pub malformed: [AtomicU64; 5],
-}
-
-impl NfCounters {
-    /// All malformed datagrams.
-    pub fn malformed_total(&self) -> u64 {
-        self.malformed
-            .iter()
-            .map(|c| c.load(Ordering::Relaxed))
-            .sum()
-    }
-
-    /// A snapshot as named counters.
-    pub fn snapshot(&self) -> Vec<(String, u64)> {
-        let mut v = vec![
-            (
-                "received".to_string(),
-                self.received.load(Ordering::Relaxed),
-            ),
-            ("sent".to_string(), self.sent.load(Ordering::Relaxed)),
-            (
-                "send_failed".to_string(),
-                self.send_failed.load(Ordering::Relaxed),
-            ),
-            (
-                "recv_errors".to_string(),
-                self.recv_errors.load(Ordering::Relaxed),
-            ),
-            ("malformed".to_string(), self.malformed_total()),
-        ];
-        for e in WireError::ALL {
-            v.push((
-                e.counter().to_string(),
-                self.malformed[e.index()].load(Ordering::Relaxed),
-            ));
-        }
-        v
-    }
-}
 
 /// Which network function.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -443,7 +126,7 @@ pub enum NfError {
         /// Which socket and address.
         what: String,
         /// The OS error.
-        source: io::Error,
+        source: std::io::Error,
     },
     /// Pinning or the scheduling policy was refused.
     #[error(transparent)]
@@ -574,15 +257,7 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
         let h = std::thread::Builder::new()
             .name(format!("latlab-nf-{name}"))
             .spawn(move || {
-                let placed = (|| -> Result<(), NfError> {
-                    if let Some(c) = cpu {
-                        sched::pin_current_thread(c)?;
-                    }
-                    if let Some(p) = fifo {
-                        sched::set_fifo(p)?;
-                    }
-                    Ok(())
-                })();
+                let placed = sched::place_current_thread(cpu, fifo).map_err(NfError::from);
                 let ok = placed.is_ok();
                 let _ = ready.send(placed);
                 let mut out = ThreadOutcome {
