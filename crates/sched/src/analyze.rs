@@ -240,7 +240,7 @@ pub struct Analysis {
 /// split into voluntary (the first block ended in a yield or sleep) and involuntary ones,
 /// in ns. Pure.
 pub fn switch_gaps(trace: &Trace) -> (Vec<u64>, Vec<u64>) {
-    let mut per_cpu: BTreeMap<u32, Vec<&crate::run::Block>> = BTreeMap::new();
+    let mut per_cpu: BTreeMap<u32, Vec<&crate::model::Block>> = BTreeMap::new();
     for b in &trace.blocks {
         per_cpu.entry(b.cpu).or_default().push(b);
     }
@@ -542,8 +542,8 @@ pub fn analyze(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Activation, Block};
     use crate::result::test_data;
-    use crate::run::{Activation, Block};
     use crate::spec::{Priority, ThreadSpec};
 
     fn blk(thread: u32, start_ns: u64, end_ns: u64, end: EndReason) -> Block {

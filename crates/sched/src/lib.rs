@@ -12,6 +12,7 @@ pub mod analyze;
 pub mod cache;
 pub mod cmdline;
 pub mod figures;
+pub mod model;
 pub mod perfetto;
 pub mod recorder;
 pub mod result;

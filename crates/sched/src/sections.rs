@@ -1011,9 +1011,9 @@ pub fn experiment_sections(dir: &Path, d: &ExperimentSummary) -> Vec<Section> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Activation, Block as RunBlock};
     use crate::recorder::EndReason;
     use crate::result::test_data;
-    use crate::run::{Activation, Block as RunBlock};
     use crate::spec::{Priority, ThreadSpec};
     use latlab_core::results::Provenance;
     use std::path::PathBuf;
