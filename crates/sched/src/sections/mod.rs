@@ -1,0 +1,43 @@
+//! The report sections of `latlab sched` results, through
+//! [`latlab_report::html::SectionProvider`]:
+//!
+//! - [`RunSections`] for `sched.run`: the thread set as run, the gap calibration evidence,
+//!   what was dropped, per-thread deadline accounting and dispatch latency, the inference
+//!   of `latlab sched analyze` ([`crate::analyze`], with its defaults) beside the
+//!   response-time analysis ([`crate::rta`]), and the execution timeline (the paper's
+//!   `render_trace`) over a readable window. The execution map lives in the trace sidecar
+//!   next to the result file; when it is missing the sections say so and show what the
+//!   result file alone holds.
+//! - [`CacheCostSections`] for `sched.cache_cost`: the indirect cost of a context switch
+//!   per working-set size with its 95% interval, and every trial.
+//! - [`ExperimentSections`] for the summary of `latlab experiment hourglass`: one section
+//!   per Section 5 scenario with its commands, findings, figures and where Linux 6.x
+//!   differs from the paper.
+
+mod analysis;
+mod cache;
+mod cells;
+mod experiment;
+mod run;
+mod timeline;
+
+pub use cache::CacheCostSections;
+pub use experiment::{experiment_sections, ExperimentSections, ExperimentSummary, ScenarioSummary};
+pub use run::{run_sections, RunSections};
+pub use timeline::timeline_window;
+
+/// The result kind of the summary `latlab experiment hourglass` writes.
+pub const EXPERIMENT_KIND: &str = "sched.hourglass_experiment";
+
+/// Gap below which a gap is an interruption rather than a deschedule: the default of
+/// `latlab sched analyze --merge-gap`, so the report shows what the command prints.
+pub const MERGE_GAP_NS: u64 = 50_000;
+
+/// Length of the timeline window drawn in a report.
+pub const TIMELINE_WINDOW_NS: u64 = 100_000_000;
+
+/// Most blocks drawn in one report timeline; with more, the window is narrowed.
+pub const TIMELINE_MAX_BLOCKS: usize = 20_000;
+
+#[cfg(test)]
+mod tests;
