@@ -21,6 +21,10 @@ use crate::trace::Trace;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// Gap below which a gap is an interruption rather than a deschedule: the default of
+/// `latlab sched analyze --merge-gap`, so the report shows what the command prints.
+pub const MERGE_GAP_NS: u64 = 50_000;
+
 /// Order statistics of a sample, ns.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {

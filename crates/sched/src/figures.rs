@@ -5,6 +5,7 @@ use crate::result::SchedRunData;
 use crate::spec::Workload;
 use crate::trace::Trace;
 use latlab_report::timeline::TimelineRow;
+use std::path::Path;
 
 /// One row per thread (label: number, model, policy), deadline misses marked, then, when
 /// `per_cpu`, one row per CPU showing when any traced thread ran there. Pure.
@@ -54,4 +55,40 @@ pub fn timeline_rows(d: &SchedRunData, trace: &Trace, per_cpu: bool) -> Vec<Time
         }
     }
     rows
+}
+
+/// The error a [`Draw`] implementation returns.
+pub type DrawError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Draws the figures of runs and of the experiment. This crate measures and says what to
+/// draw; the caller (the CLI, through `latlab-report`) draws, so that plotting stays out
+/// of the measuring crate.
+pub trait Draw {
+    /// The execution timeline of a run over `window` (ns from its start), with a row per
+    /// CPU too when `cpus`, `width` pixels wide, into `path` (format from its extension).
+    fn timeline(
+        &self,
+        d: &SchedRunData,
+        trace: &Trace,
+        path: &Path,
+        window: (u64, u64),
+        cpus: bool,
+        width: u32,
+    ) -> Result<(), DrawError>;
+
+    /// Empirical CDFs of the named samples (ns), titled `title`, into `path`.
+    fn cdf(
+        &self,
+        title: &str,
+        samples: &[(String, Vec<u64>)],
+        path: &Path,
+    ) -> Result<(), DrawError>;
+
+    /// The cost of a context switch against working set (paper, Figure 5), into `path`.
+    fn cache_cost(
+        &self,
+        rows: &[crate::cache::SizeRow],
+        threads: u32,
+        path: &Path,
+    ) -> Result<(), DrawError>;
 }

@@ -11,7 +11,10 @@
 pub mod analyze;
 pub mod cache;
 pub mod cmdline;
+pub mod error;
+pub mod experiment;
 pub mod figures;
+pub mod load;
 pub mod model;
 pub mod perfetto;
 pub mod recorder;
@@ -20,5 +23,9 @@ pub mod rta;
 pub mod run;
 pub mod scenario;
 pub mod sections;
+pub mod session;
 pub mod spec;
+pub mod text;
 pub mod trace;
+
+pub use error::Error;

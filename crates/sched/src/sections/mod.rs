@@ -17,21 +17,17 @@
 mod analysis;
 mod cache;
 mod cells;
-mod experiment;
 mod run;
 mod timeline;
 
+pub use crate::analyze::MERGE_GAP_NS;
+pub use crate::experiment::{
+    experiment_sections, ExperimentSections, ExperimentSummary, ScenarioSummary,
+    KIND as EXPERIMENT_KIND,
+};
 pub use cache::CacheCostSections;
-pub use experiment::{experiment_sections, ExperimentSections, ExperimentSummary, ScenarioSummary};
 pub use run::{run_sections, RunSections};
 pub use timeline::timeline_window;
-
-/// The result kind of the summary `latlab experiment hourglass` writes.
-pub const EXPERIMENT_KIND: &str = "sched.hourglass_experiment";
-
-/// Gap below which a gap is an interruption rather than a deschedule: the default of
-/// `latlab sched analyze --merge-gap`, so the report shows what the command prints.
-pub const MERGE_GAP_NS: u64 = 50_000;
 
 /// Length of the timeline window drawn in a report.
 pub const TIMELINE_WINDOW_NS: u64 = 100_000_000;

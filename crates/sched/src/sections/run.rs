@@ -4,7 +4,7 @@
 use super::analysis::analysis_section;
 use super::cells::{ns, stats_cells, stats_header};
 use super::timeline::timeline_section;
-use super::MERGE_GAP_NS;
+use crate::analyze::MERGE_GAP_NS;
 use crate::analyze::{analyze, Analysis, Stats};
 use crate::result::{deadline_counts, load, thread_rows, DataError, SchedRunData, KIND};
 use crate::spec::Workload;

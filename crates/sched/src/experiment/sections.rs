@@ -1,41 +1,10 @@
 //! The sections of the `latlab experiment hourglass` summary ([`ExperimentSections`]).
 
-use super::EXPERIMENT_KIND;
+use super::summary::ExperimentSummary;
+use super::KIND as EXPERIMENT_KIND;
 use latlab_report::html::{slug, Block, Cell, Figure, Section, SectionProvider, Table};
 use latlab_report::input::{stem, Input};
-use serde::Deserialize;
 use std::path::Path;
-
-/// One scenario of the `latlab experiment hourglass` summary, as its `data` holds it.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ScenarioSummary {
-    /// Paper section, e.g. `5.1`.
-    pub id: String,
-    /// Title.
-    pub title: String,
-    /// The command lines run.
-    #[serde(default)]
-    pub commands: Vec<String>,
-    /// Result files, relative to the experiment directory.
-    #[serde(default)]
-    pub results: Vec<String>,
-    /// Figures, relative to the experiment directory.
-    #[serde(default)]
-    pub figures: Vec<String>,
-    /// What was found, one line each.
-    #[serde(default)]
-    pub findings: Vec<String>,
-    /// Where Linux 6.x differs from the paper, and why.
-    #[serde(default)]
-    pub linux_note: String,
-}
-
-/// The `data` of the experiment's summary.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ExperimentSummary {
-    /// The scenarios run, in order.
-    pub scenarios: Vec<ScenarioSummary>,
-}
 
 /// Sections for the summary of `latlab experiment hourglass`.
 #[derive(Clone, Copy, Debug, Default)]

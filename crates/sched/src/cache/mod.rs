@@ -5,6 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
+mod sweep;
+
+pub use sweep::{measure, sweep, CacheCostConfig};
+
 /// The result kind of a cache-cost sweep.
 pub const KIND: &str = "sched.cache_cost";
 
