@@ -8,9 +8,9 @@
 //! `SCHED_FIFO` 40, so that other work on the host does not preempt them; with the
 //! default blocking NF, no thread spins long enough to meet real-time throttling.
 
-use crate::nf::IoMode;
-use crate::orchestrate::{self, Placement, ProbeRun};
-use crate::probe::series;
+use crate::nf::{DelaySpec, IoMode};
+use crate::orchestrate::{self, Placement, ProbeJob};
+use crate::probe::{series, Sources};
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, StoredHistogram};
 use latlab_core::stats::is_supported;
@@ -134,31 +134,30 @@ pub fn run(
                     cfg.rounds.max(1)
                 );
             }
-            let nf_args: Vec<String> = vec![
-                "--io".into(),
-                cfg.nf_io.name().into(),
-                "--cpu".into(),
-                nf_cpu.to_string(),
-                "--delay".into(),
-                format!("{}ns", d.get()),
-                "--fifo".into(),
-                "50".into(),
-            ];
+            let mut nf_cfg = placement.nf_config();
+            nf_cfg.io = cfg.nf_io;
+            nf_cfg.cpus = vec![nf_cpu];
+            nf_cfg.delay = DelaySpec::constant(d.get());
+            nf_cfg.fifo = Some(50);
             let nf_path = dir.join(format!("nf-delay-{tag}-r{round}.json"));
-            let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
+            let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
             let probe_path = dir.join(format!("probe-delay-{tag}-r{round}.json"));
-            let pr = ProbeRun {
-                milli_pps: cfg.milli_pps,
-                duration: cfg.duration,
-                warmup: cfg.warmup,
-                rx_io: "blocking",
-                cpu: (gen_cpu != nf_cpu).then_some(gen_cpu),
-                timestamps: "user,kernel",
-                fifo: Some(40),
-                nf_config: serde_json::json!({
+            let mut probe = placement.probe_config();
+            probe.milli_pps = cfg.milli_pps;
+            probe.duration = cfg.duration;
+            probe.warmup = cfg.warmup;
+            probe.rx_io = IoMode::Blocking;
+            let gen = (gen_cpu != nf_cpu).then_some(gen_cpu);
+            probe.tx_cpu = gen;
+            probe.rx_cpu = gen;
+            probe.sources = Sources::USER_KERNEL;
+            probe.fifo = Some(40);
+            let pr = ProbeJob {
+                nf: Some(serde_json::json!({
                     "role": if cfg.loopback { "reflect" } else { "forward" },
                     "io": cfg.nf_io.name(), "cpu": nf_cpu, "fifo": 50, "delay_ns": d.get()
-                }),
+                })),
+                ..ProbeJob::new(probe)
             };
             let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
             let nf_res = nf.finish();

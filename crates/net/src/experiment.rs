@@ -10,8 +10,9 @@
 //! Ladder: `default` (blocking, unpinned) → `pinned` → `pinned+busy` →
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
 
-use crate::orchestrate::{self, Placement, ProbeRun};
-use crate::probe::series;
+use crate::nf::IoMode;
+use crate::orchestrate::{self, Placement, ProbeJob};
+use crate::probe::{series, Sources};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, StoredHistogram};
@@ -215,17 +216,17 @@ pub fn run(
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
     for conf in LADDER {
-        let mut nf_args: Vec<String> = Vec::new();
         let pinned = conf != "default";
         let busy = conf.contains("busy") || conf == "hog";
+        let mut nf_cfg = placement.nf_config();
         if pinned {
-            nf_args.extend(["--cpu".into(), nf_cpu.to_string()]);
+            nf_cfg.cpus = vec![nf_cpu];
         }
         if busy {
-            nf_args.extend(["--io".into(), "busy".into()]);
+            nf_cfg.io = IoMode::Busy;
         }
         if conf.contains("fifo") {
-            nf_args.extend(["--fifo".into(), "50".into()]);
+            nf_cfg.fifo = Some(50);
         }
         let nf_json = serde_json::json!({
             "config": conf,
@@ -235,7 +236,7 @@ pub fn run(
             "fifo": conf.contains("fifo").then_some(50),
             "cpu_hog": conf == "hog",
         });
-        for rx in ["blocking", "busy"] {
+        for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
             if !cfg.quiet {
                 eprintln!("killer-us: NF {conf}, generator receive {rx}…");
             }
@@ -243,16 +244,20 @@ pub fn run(
             let nf_path = dir.join(format!("nf-{name}.json"));
             let probe_path = dir.join(format!("probe-{name}.json"));
             let hog = (conf == "hog").then(|| Hog::start(nf_cpu));
-            let nf = orchestrate::start_nf(exe, placement, &nf_args, &nf_path)?;
-            let pr = ProbeRun {
-                milli_pps: cfg.milli_pps,
-                duration: cfg.duration,
-                warmup: cfg.warmup,
-                rx_io: rx,
-                cpu: gen,
-                timestamps: "all",
-                fifo: None,
-                nf_config: nf_json.clone(),
+            let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
+            let mut probe = placement.probe_config();
+            probe.milli_pps = cfg.milli_pps;
+            probe.duration = cfg.duration;
+            probe.warmup = cfg.warmup;
+            probe.rx_io = rx_io;
+            probe.tx_cpu = gen;
+            probe.rx_cpu = gen;
+            // every source this host can give: hardware where the interfaces have it
+            probe.sources = Sources::ALL;
+            probe.hardware_optional = true;
+            let pr = ProbeJob {
+                nf: Some(nf_json.clone()),
+                ..ProbeJob::new(probe)
             };
             let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
             let nf_res = nf.finish();

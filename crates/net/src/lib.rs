@@ -12,8 +12,10 @@
 //! - [`delay`]: the latency injector behind `latlab net delay`, a software bump in the wire
 //!   that forwards every frame after an added latency (*Where Has My Time Gone?*);
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
+//! - [`iface`]: interface facts (driver, timestamping) and the egress interface;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
 //! - [`result`]: result files and the pure functions a report calls;
+//! - [`run`]: the NF and probe runs behind the commands and their child jobs;
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
 //! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
 //! - [`rng`]: seeded draws for arrivals and delays;
@@ -24,12 +26,14 @@ pub mod calibrate;
 pub mod decompose;
 pub mod delay;
 pub mod experiment;
+pub mod iface;
 pub mod netinfo;
 pub mod nf;
 pub mod orchestrate;
 pub mod probe;
 pub mod result;
 pub mod rng;
+pub mod run;
 pub mod sections;
 pub mod testbed;
 pub mod wire;

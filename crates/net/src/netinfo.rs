@@ -2,7 +2,7 @@
 //! and the interfaces of the current namespace with their drivers and timestamping
 //! capabilities. Parsing is in pure functions over `/proc` text.
 
-use crate::probe::{interface_facts, InterfaceFacts};
+use crate::iface::{interface_facts, InterfaceFacts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

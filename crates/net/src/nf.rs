@@ -116,12 +116,16 @@ impl DelaySpec {
             }
             return Ok(DelaySpec::Uniform { low_ns, high_ns });
         }
-        let ns = d(s_t)?;
-        Ok(if ns == 0 {
+        Ok(DelaySpec::constant(d(s_t)?))
+    }
+
+    /// A constant delay of `ns` ([`DelaySpec::None`] for 0).
+    pub fn constant(ns: u64) -> DelaySpec {
+        if ns == 0 {
             DelaySpec::None
         } else {
             DelaySpec::Constant { ns }
-        })
+        }
     }
 
     /// Human form, as accepted by [`DelaySpec::parse`].
@@ -574,15 +578,7 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
         let h = std::thread::Builder::new()
             .name(format!("latlab-nf-{name}"))
             .spawn(move || {
-                let placed = (|| -> Result<(), NfError> {
-                    if let Some(c) = cpu {
-                        sched::pin_current_thread(c)?;
-                    }
-                    if let Some(p) = fifo {
-                        sched::set_fifo(p)?;
-                    }
-                    Ok(())
-                })();
+                let placed = sched::place_current_thread(cpu, fifo).map_err(NfError::from);
                 let ok = placed.is_ok();
                 let _ = ready.send(placed);
                 let mut out = ThreadOutcome {

@@ -1,15 +1,27 @@
 //! Running network functions and probes as `latlab` child processes, inside the testbed's
 //! namespaces or on loopback: what `calibrate` and the `killer-us` experiment build on.
 //!
-//! An NF child is started with `--until-stdin-closes`; it prints `ready` once listening,
-//! and writes its result when its standard input is closed.
+//! A child is `latlab child JOBFILE` (inside `ip netns exec NS` on the testbed): the
+//! orchestrator writes a [`ChildJob`] carrying the library's own resolved configuration
+//! ([`NfJob`], [`ProbeJob`]), and the child makes the same library call ([`crate::run`])
+//! as `latlab net forward|reflect|probe`. No flags are re-spelled, so a renamed flag cannot
+//! break an orchestrator at run time.
+//!
+//! An NF child prints `ready` once listening, and writes its result when its standard
+//! input is closed.
 
+use crate::nf::{Directions, NfConfig};
+use crate::probe::ProbeConfig;
+use crate::run::role_name;
+pub use crate::run::{NfJob, ProbeJob, NF_JOB, PROBE_JOB};
 use crate::testbed;
+use latlab_core::child::ChildJob;
 use latlab_core::results::ResultFile;
-use latlab_core::units::Nanos;
 use std::io::{BufRead, BufReader, Read};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Errors of orchestration.
 #[derive(Debug, thiserror::Error)]
@@ -43,10 +55,92 @@ pub enum Placement {
 /// Port of the loopback reflector.
 pub const LOOPBACK_PORT: u16 = 7100;
 
-fn command(exe: &Path, ns: Option<&str>) -> Command {
-    match ns {
-        Some(ns) => testbed::ns_command(ns, exe),
-        None => Command::new(exe),
+/// A job file for one child, removed again when dropped.
+#[derive(Debug)]
+pub struct JobFile(PathBuf);
+
+impl JobFile {
+    /// Writes `job` (configuration `config`, result to `result`) to a fresh file in the
+    /// temporary directory.
+    fn write(
+        job: &str,
+        config: &impl serde::Serialize,
+        result: &Path,
+    ) -> Result<JobFile, OrchestrateError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "latlab-job-{}-{}.json",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        ChildJob::new(job, config, Some(result.to_path_buf()))
+            .and_then(|j| j.write(&path))
+            .map_err(|e| OrchestrateError::Child {
+                what: format!("job {job}"),
+                detail: e.to_string(),
+            })?;
+        Ok(JobFile(path))
+    }
+
+    /// `latlab child JOBFILE`, inside `ns` when given (`ip netns exec`).
+    fn command(&self, exe: &Path, ns: Option<&str>) -> Command {
+        let mut c = match ns {
+            Some(ns) => testbed::ns_command(ns, exe),
+            None => Command::new(exe),
+        };
+        c.arg("child").arg(&self.0);
+        c
+    }
+}
+
+impl Drop for JobFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+impl Placement {
+    /// The namespace the NF runs in (`None`: the current one).
+    fn nf_namespace(self) -> Option<&'static str> {
+        match self {
+            Placement::Testbed => Some(testbed::NF_NS),
+            Placement::Loopback => None,
+        }
+    }
+
+    /// The namespace the generator runs in (`None`: the current one).
+    fn probe_namespace(self) -> Option<&'static str> {
+        match self {
+            Placement::Testbed => Some(testbed::GEN_NS),
+            Placement::Loopback => None,
+        }
+    }
+
+    /// The NF of this placement with default settings: the forwarder A→B on the testbed's
+    /// addresses, or the reflector on 127.0.0.1:[`LOOPBACK_PORT`]. Callers set I/O mode,
+    /// CPUs, priority and delay on it.
+    pub fn nf_config(self) -> NfConfig {
+        match self {
+            Placement::Testbed => {
+                let mut c = NfConfig::reflect(testbed::addresses().nf_a);
+                c.role = testbed::forward_role(Directions::AToB);
+                c
+            }
+            Placement::Loopback => {
+                NfConfig::reflect(SocketAddr::from(([127, 0, 0, 1], LOOPBACK_PORT)))
+            }
+        }
+    }
+
+    /// A probe towards this placement's NF with default settings: from the generator's
+    /// port A to the forwarder, answers on port B (testbed), or to the loopback reflector.
+    pub fn probe_config(self) -> ProbeConfig {
+        match self {
+            Placement::Testbed => testbed::probe_config(),
+            Placement::Loopback => {
+                ProbeConfig::new(SocketAddr::from(([127, 0, 0, 1], LOOPBACK_PORT)))
+            }
+        }
     }
 }
 
@@ -56,36 +150,37 @@ pub struct NfChild {
     stdin: Option<ChildStdin>,
     result: PathBuf,
     what: String,
+    _job: JobFile,
 }
 
-/// Starts an NF (`forward --testbed --direction a-to-b` or `reflect` on loopback) with
-/// `extra` arguments, writing its result to `result`; returns once it is listening.
+/// Starts the network function `nf` as a child (`latlab child`, job [`NF_JOB`]) in the
+/// placement's namespace, writing its result to `result`; returns once it is listening.
+/// The child runs until [`NfChild::finish`] closes its standard input.
 pub fn start_nf(
     exe: &Path,
     placement: Placement,
-    extra: &[String],
+    nf: &NfConfig,
     result: &Path,
 ) -> Result<NfChild, OrchestrateError> {
-    let mut c = match placement {
-        Placement::Testbed => {
-            let mut c = command(exe, Some(testbed::NF_NS));
-            c.args(["net", "forward", "--testbed", "--direction", "a-to-b"]);
-            c
-        }
-        Placement::Loopback => {
-            let mut c = command(exe, None);
-            c.args(["net", "reflect", "--bind"])
-                .arg(format!("127.0.0.1:{LOOPBACK_PORT}"));
-            c
-        }
-    };
-    c.args(extra)
-        .args(["--until-stdin-closes", "--quiet", "-o"])
-        .arg(result)
-        .stdin(Stdio::piped())
+    let job = JobFile::write(
+        NF_JOB,
+        &NfJob {
+            nf: nf.clone(),
+            duration: None,
+            until_stdin_closes: true,
+        },
+        result,
+    )?;
+    let mut c = job.command(exe, placement.nf_namespace());
+    c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let what = format!("network function {}", extra.join(" "));
+    let what = format!(
+        "network function {} (io {}, delay {})",
+        role_name(&nf.role),
+        nf.io.name(),
+        nf.delay.describe()
+    );
     let mut child = c.spawn().map_err(|e| OrchestrateError::Child {
         what: what.clone(),
         detail: e.to_string(),
@@ -125,6 +220,7 @@ pub fn start_nf(
         stdin,
         result: result.to_path_buf(),
         what,
+        _job: job,
     })
 }
 
@@ -149,80 +245,43 @@ impl NfChild {
     }
 }
 
-/// Probe settings an orchestrator varies.
-#[derive(Clone, Debug)]
-pub struct ProbeRun {
-    /// Rate in milli-pps.
-    pub milli_pps: u64,
-    /// Measured duration.
-    pub duration: Nanos,
-    /// Warm-up.
-    pub warmup: Nanos,
-    /// `blocking` or `busy`.
-    pub rx_io: &'static str,
-    /// CPU for the generator's TX and RX threads.
-    pub cpu: Option<u32>,
-    /// `--timestamps` value.
-    pub timestamps: &'static str,
-    /// SCHED_FIFO priority of the generator's threads.
-    pub fifo: Option<i32>,
-    /// The NF configuration to record.
-    pub nf_config: serde_json::Value,
-}
-
-/// Runs `latlab net probe` against the placement's NF and loads its result.
+/// Runs the probe `job` as a child (`latlab child`, job [`PROBE_JOB`]) in the placement's
+/// generator namespace and loads its result, written to `result`.
 pub fn run_probe(
     exe: &Path,
     placement: Placement,
-    p: &ProbeRun,
+    job: &ProbeJob,
     result: &Path,
 ) -> Result<ResultFile, OrchestrateError> {
-    let mut c = match placement {
-        Placement::Testbed => {
-            let mut c = command(exe, Some(testbed::GEN_NS));
-            c.env("LATLAB_IN_NETNS", testbed::GEN_NS)
-                .args(["net", "probe", "--testbed"]);
-            c
-        }
-        Placement::Loopback => {
-            let mut c = command(exe, None);
-            c.args(["net", "probe", "--to"])
-                .arg(format!("127.0.0.1:{LOOPBACK_PORT}"));
-            c
-        }
-    };
-    c.arg("--rate")
-        .arg(format!(
-            "{}.{:03}pps",
-            p.milli_pps / 1000,
-            p.milli_pps % 1000
-        ))
-        .arg("--duration")
-        .arg(format!("{}ns", p.duration.get()))
-        .arg("--warmup")
-        .arg(format!("{}ns", p.warmup.get()))
-        .args(["--rx-io", p.rx_io, "--timestamps", p.timestamps, "--quiet"])
-        .arg("--nf-config")
-        .arg(p.nf_config.to_string())
-        .arg("-o")
-        .arg(result);
-    if let Some(prio) = p.fifo {
-        c.args(["--fifo", &prio.to_string()]);
-    }
-    if let Some(cpu) = p.cpu {
-        c.args(["--tx-cpu", &cpu.to_string(), "--rx-cpu", &cpu.to_string()]);
-    }
-    let out = c.output().map_err(|e| OrchestrateError::Child {
-        what: "latlab net probe".into(),
-        detail: e.to_string(),
-    })?;
+    let what = "latlab net probe".to_string();
+    let (mut c, _job) = probe_command(exe, placement.probe_namespace(), job, result)?;
+    let out = c
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| OrchestrateError::Child {
+            what: what.clone(),
+            detail: e.to_string(),
+        })?;
     if !out.status.success() {
         return Err(OrchestrateError::Child {
-            what: "latlab net probe".into(),
+            what,
             detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         });
     }
     Ok(ResultFile::load(result)?)
+}
+
+/// The command of a probe child: `latlab child JOBFILE` for `job` (job [`PROBE_JOB`]),
+/// inside namespace `ns` when given, writing its result (and the interval log beside it)
+/// to `result`. The job file lives as long as the returned [`JobFile`].
+pub fn probe_command(
+    exe: &Path,
+    ns: Option<&str>,
+    job: &ProbeJob,
+    result: &Path,
+) -> Result<(Command, JobFile), OrchestrateError> {
+    let file = JobFile::write(PROBE_JOB, job, result)?;
+    Ok((file.command(exe, ns), file))
 }
 
 /// CPUs for the NF and the generator: the first and the last allowed CPU (the same one
@@ -260,4 +319,85 @@ pub fn prepare(placement: Placement) -> Result<Prepared, OrchestrateError> {
         testbed::up()?;
     }
     Ok(Prepared { brought_up })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::nf::{DelaySpec, IoMode, Role};
+    use crate::probe::Sources;
+
+    /// An orchestrated probe child gets its resolved configuration through the job
+    /// envelope: the command is `[ip netns exec NS] latlab child JOBFILE`, and the file reads
+    /// back into the same typed job, with the result path as its output.
+    #[test]
+    fn a_probe_child_gets_its_config_through_the_job_envelope() {
+        let mut probe = Placement::Testbed.probe_config();
+        probe.milli_pps = 20_000_000;
+        probe.sources = Sources::ALL;
+        probe.hardware_optional = true;
+        probe.rx_io = IoMode::Busy;
+        probe.tx_cpu = Some(3);
+        let job = ProbeJob {
+            nf: Some(serde_json::json!({"config": "pinned"})),
+            ..ProbeJob::new(probe)
+        };
+        let result = std::env::temp_dir().join("latlab-orchestrate-test-probe.json");
+        let exe = Path::new("/usr/bin/latlab");
+        let (c, file) = probe_command(exe, Some(testbed::GEN_NS), &job, &result).unwrap();
+        assert_eq!(c.get_program(), "ip");
+        let args: Vec<String> = c
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            &args[..5],
+            ["netns", "exec", "latlab-gen", "/usr/bin/latlab", "child"]
+        );
+        assert_eq!(args.len(), 6, "{args:?}: no flags besides the job file");
+        let back = ChildJob::read(Path::new(&args[5])).unwrap();
+        assert_eq!(back.job, PROBE_JOB);
+        assert_eq!(back.output.as_deref(), Some(result.as_path()));
+        assert_eq!(back.config::<ProbeJob>().unwrap(), job);
+        let path = file.0.clone();
+        drop(file);
+        assert!(!path.exists(), "the job file goes with its guard");
+    }
+
+    /// The NF of each placement, as an orchestrator sets it up and a child reads it back.
+    #[test]
+    fn an_nf_child_gets_its_config_through_the_job_envelope() {
+        let mut nf = Placement::Testbed.nf_config();
+        nf.io = IoMode::Busy;
+        nf.cpus = vec![0];
+        nf.fifo = Some(50);
+        nf.delay = DelaySpec::constant(10_000);
+        assert!(matches!(
+            nf.role,
+            Role::Forward {
+                directions: Directions::AToB,
+                ..
+            }
+        ));
+        let result = std::env::temp_dir().join("latlab-orchestrate-test-nf.json");
+        let job = NfJob {
+            nf: nf.clone(),
+            duration: None,
+            until_stdin_closes: true,
+        };
+        let file = JobFile::write(NF_JOB, &job, &result).unwrap();
+        let back = ChildJob::read(&file.0).unwrap();
+        assert_eq!(back.job, NF_JOB);
+        assert!(back.quiet);
+        assert_eq!(back.config::<NfJob>().unwrap(), job);
+        let c = file.command(Path::new("latlab"), Placement::Loopback.nf_namespace());
+        assert_eq!(c.get_program(), "latlab");
+        assert_eq!(
+            Placement::Loopback.nf_config().role,
+            Role::Reflect {
+                bind: SocketAddr::from(([127, 0, 0, 1], LOOPBACK_PORT))
+            }
+        );
+        assert_eq!(DelaySpec::constant(0), DelaySpec::None);
+    }
 }

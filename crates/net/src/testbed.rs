@@ -61,6 +61,29 @@ pub fn addresses() -> Addresses {
     }
 }
 
+/// The forwarder's role on the testbed: port A to the generator's port B, port B back to
+/// the generator's port A (its receiver port).
+pub fn forward_role(directions: crate::nf::Directions) -> crate::nf::Role {
+    let t = addresses();
+    crate::nf::Role::Forward {
+        a: t.nf_a,
+        a_to: t.gen_b,
+        b: t.nf_b,
+        b_to: SocketAddr::new(t.gen_a.ip(), GEN_PORT),
+        directions,
+    }
+}
+
+/// A default probe through the testbed: sent from the generator's port A to the
+/// forwarder's port A, received on the generator's port B.
+pub fn probe_config() -> crate::probe::ProbeConfig {
+    let t = addresses();
+    let mut c = crate::probe::ProbeConfig::new(t.nf_a);
+    c.tx_bind = t.gen_a;
+    c.rx_bind = Some(t.gen_b);
+    c
+}
+
 /// Errors of the testbed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -11,7 +11,7 @@
 use crate::error::Error;
 use latlab_core::results::ResultFile;
 use latlab_core::units::Nanos;
-use latlab_net::orchestrate::{self, NfChild, OrchestrateError, Placement, Prepared, ProbeRun};
+use latlab_net::orchestrate::{self, NfChild, OrchestrateError, Placement, Prepared, ProbeJob};
 use latlab_sys::sched;
 use std::net::UdpSocket;
 use std::path::PathBuf;
@@ -211,25 +211,22 @@ struct RunningTestbed {
 impl LoadSource for TestbedTraffic {
     fn start(&self) -> Result<Box<dyn RunningLoad>, Error> {
         let prepared = orchestrate::prepare(Placement::Testbed)?;
-        let nf_args: Vec<String> = vec![
-            "--io".into(),
-            "blocking".into(),
-            "--cpu".into(),
-            self.nf_cpu.to_string(),
-        ];
-        let nf = orchestrate::start_nf(&self.exe, Placement::Testbed, &nf_args, &self.nf_result)?;
-        let run = ProbeRun {
-            milli_pps: self.milli_pps,
-            duration: Nanos(self.duration_ns),
-            warmup: Nanos(self.warmup_ns),
-            rx_io: "blocking",
-            cpu: Some(self.gen_cpu),
-            timestamps: "user",
-            fifo: None,
-            nf_config: serde_json::json!({
+        let mut nf_cfg = Placement::Testbed.nf_config();
+        nf_cfg.cpus = vec![self.nf_cpu];
+        let nf = orchestrate::start_nf(&self.exe, Placement::Testbed, &nf_cfg, &self.nf_result)?;
+        let mut probe = Placement::Testbed.probe_config();
+        probe.milli_pps = self.milli_pps;
+        probe.duration = Nanos(self.duration_ns);
+        probe.warmup = Nanos(self.warmup_ns);
+        probe.tx_cpu = Some(self.gen_cpu);
+        probe.rx_cpu = Some(self.gen_cpu);
+        probe.sources = latlab_net::probe::Sources::USER;
+        let run = ProbeJob {
+            nf: Some(serde_json::json!({
                 "role": "forward", "io": "blocking", "cpu": self.nf_cpu, "fifo": null,
                 "purpose": self.purpose
-            }),
+            })),
+            ..ProbeJob::new(probe)
         };
         let (exe, path) = (self.exe.clone(), self.probe_result.clone());
         let probe = std::thread::spawn(move || {

@@ -167,6 +167,21 @@ fn fifo_range() -> (i32, i32) {
     }
 }
 
+/// Places the calling thread: pins it to `cpu` and puts it under `SCHED_FIFO` at `fifo`,
+/// each when given, in that order (the one way a measuring thread is placed).
+///
+/// # Errors
+/// The first refusal of [`pin_current_thread`] or [`set_fifo`].
+pub fn place_current_thread(cpu: Option<u32>, fifo: Option<i32>) -> Result<(), SchedError> {
+    if let Some(c) = cpu {
+        pin_current_thread(c)?;
+    }
+    if let Some(p) = fifo {
+        set_fifo(p)?;
+    }
+    Ok(())
+}
+
 /// Puts the calling thread under `SCHED_FIFO` at `priority` (1..=99 on Linux).
 ///
 /// The range is checked first ([`SchedError::InvalidPriority`]); without the privilege the

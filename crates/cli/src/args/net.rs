@@ -1,9 +1,14 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
 use super::OutputArgs;
+use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
+use latlab_core::hist::HistConfig;
 use latlab_core::parse::{parse_duration, parse_rate, Rate};
 use latlab_core::units::Nanos;
+use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
+use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
+use latlab_net::run::{NfJob, ProbeJob};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -303,8 +308,8 @@ pub struct ProbeArgs {
     /// Significant digits of the histograms (1-5).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub sigfig: u8,
-    /// The network function's configuration as JSON, recorded in the result (set by
-    /// orchestrators such as calibrate and killer-us).
+    /// The network function's configuration as JSON, recorded in the result (orchestrators
+    /// such as calibrate and killer-us record theirs through the child job instead).
     #[arg(long, hide = true)]
     pub nf_config: Option<String>,
     /// Also draw the CCDF of the sources; FILE defaults to the result's name with .svg.
@@ -392,4 +397,121 @@ pub struct KillerUsArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+impl From<IoArg> for IoMode {
+    fn from(a: IoArg) -> IoMode {
+        match a {
+            IoArg::Blocking => IoMode::Blocking,
+            IoArg::Busy => IoMode::Busy,
+        }
+    }
+}
+
+impl NfArgs {
+    /// The NF run these options describe, for `role`.
+    pub fn job(&self, role: Role) -> NfJob {
+        NfJob {
+            nf: NfConfig {
+                role,
+                io: self.io.into(),
+                cpus: self.cpu.clone().map(|c| c.0).unwrap_or_default(),
+                fifo: self.fifo,
+                delay: self.delay,
+                batch: self.batch as usize,
+                busy_poll_us: self.busy_poll,
+            },
+            duration: self.duration,
+            until_stdin_closes: self.until_stdin_closes,
+        }
+    }
+}
+
+impl TryFrom<&ForwardArgs> for Role {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &ForwardArgs) -> anyhow::Result<Role> {
+        let directions = match a.direction {
+            DirectionArg::Both => Directions::Both,
+            DirectionArg::AToB => Directions::AToB,
+            DirectionArg::BToA => Directions::BToA,
+        };
+        if a.testbed {
+            return Ok(latlab_net::testbed::forward_role(directions));
+        }
+        let need = |v: Option<SocketAddr>, f: &str| {
+            v.ok_or_else(|| usage(format!("{f} is required (or --testbed)")))
+        };
+        Ok(Role::Forward {
+            a: need(a.a, "--a")?,
+            a_to: need(a.a_to, "--a-to")?,
+            b: need(a.b, "--b")?,
+            b_to: need(a.b_to, "--b-to")?,
+            directions,
+        })
+    }
+}
+
+impl TryFrom<&ProbeArgs> for ProbeJob {
+    type Error = anyhow::Error;
+
+    /// Resolves the options into the probe's configuration and checks it with
+    /// [`ProbeConfig::validate`] (the library's one set of checks), so that a bad value is
+    /// a usage error before anything runs.
+    fn try_from(a: &ProbeArgs) -> anyhow::Result<ProbeJob> {
+        let mut cfg = if a.testbed {
+            latlab_net::testbed::probe_config()
+        } else {
+            let to =
+                a.to.ok_or_else(|| usage("--to is required (or --testbed)"))?;
+            let mut c = ProbeConfig::new(to);
+            if let Some(b) = a.bind {
+                c.tx_bind = b;
+            }
+            c.rx_bind = a.rx_bind;
+            c
+        };
+        cfg.mode = match a.mode {
+            ModeArg::Open => Mode::OpenLoop,
+            ModeArg::Pingpong => Mode::Pingpong,
+        };
+        cfg.milli_pps = a
+            .rate
+            .milli_pps(Some(a.size as u64 + 4))
+            .map_err(|e| usage(format!("--rate: {e}")))?;
+        cfg.arrivals = match a.arrivals {
+            ArrivalsArg::Constant => Arrivals::Constant,
+            ArrivalsArg::Poisson => Arrivals::Poisson,
+        };
+        cfg.flows = a.flows;
+        cfg.frame = a.size;
+        cfg.duration = a.duration;
+        cfg.warmup = a.warmup;
+        cfg.drain = a.drain;
+        cfg.sources = a.timestamps.sources;
+        // `all` means every source this host can give; naming `hardware` insists on it
+        cfg.hardware_optional = a.timestamps.all;
+        cfg.rx_io = a.rx_io.into();
+        cfg.tx_cpu = a.tx_cpu;
+        cfg.rx_cpu = a.rx_cpu;
+        cfg.fifo = a.fifo;
+        cfg.interval = a.interval;
+        cfg.seed = a.seed;
+        cfg.hist = HistConfig {
+            sigfig: a.sigfig,
+            ..cfg.hist
+        };
+        let nf = match &a.nf_config {
+            Some(s) => Some(
+                serde_json::from_str::<serde_json::Value>(s)
+                    .map_err(|e| usage(format!("--nf-config: not JSON: {e}")))?,
+            ),
+            None => None,
+        };
+        cfg.validate().map_err(|e| usage(e.to_string()))?;
+        Ok(ProbeJob {
+            nf,
+            ..ProbeJob::new(cfg)
+        })
+    }
 }

@@ -1,30 +1,27 @@
 //! `latlab net …` and `latlab experiment killer-us`.
 
 use crate::args::net::{
-    ArrivalsArg, CalibrateArgs, DirectionArg, ForwardArgs, IoArg, KillerUsArgs, ModeArg,
-    NetCommand, NfArgs, ProbeArgs, ReflectArgs, TestbedAction, TestbedArgs,
+    CalibrateArgs, ForwardArgs, KillerUsArgs, NetCommand, ProbeArgs, ReflectArgs, TestbedAction,
+    TestbedArgs,
 };
 use crate::exit::usage;
-use crate::output::{default_result_path, sibling, unique};
+use crate::output::{default_result_path, unique};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
-use latlab_core::hist::HistConfig;
+use latlab_core::child::ChildJob;
 use latlab_core::parse::Percentile;
-use latlab_core::results::{ResultFile, StoredHistogram, ThreadPlacement};
+use latlab_core::results::ResultFile;
 use latlab_core::units::Nanos;
-use latlab_net::nf::{self, Directions, IoMode, NfConfig, Role};
-use latlab_net::probe::{self, Arrivals, Mode, ProbeConfig};
+use latlab_net::nf::Role;
+use latlab_net::orchestrate;
+use latlab_net::probe::{self, ProbeError};
+use latlab_net::run::{self, role_name, NfJob, ProbeJob, RunError};
 use latlab_net::testbed;
+use latlab_sys::host;
 use latlab_sys::rt_throttle::Unthrottled;
 use latlab_sys::sched::SchedError;
-use latlab_sys::{host, sched, tsc::Clock};
-use std::io::{BufRead as _, Write as _};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
-/// Environment variable set when latlab re-executes itself inside a testbed namespace.
-const IN_NETNS: &str = "LATLAB_IN_NETNS";
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 
 pub fn run(cmd: NetCommand, argv: Vec<String>) -> anyhow::Result<()> {
     match cmd {
@@ -34,13 +31,6 @@ pub fn run(cmd: NetCommand, argv: Vec<String>) -> anyhow::Result<()> {
         NetCommand::Testbed(a) => testbed_cmd(a),
         NetCommand::Calibrate(a) => calibrate(a, argv),
         NetCommand::Delay(a) => super::net_delay::run(a, argv),
-    }
-}
-
-fn io_mode(a: IoArg) -> IoMode {
-    match a {
-        IoArg::Blocking => IoMode::Blocking,
-        IoArg::Busy => IoMode::Busy,
     }
 }
 
@@ -56,52 +46,37 @@ fn testbed_err(e: testbed::TestbedError) -> anyhow::Error {
     }
 }
 
+/// A run error as the CLI reports it: a refused placement keeps its exit code, a bad
+/// configuration is a usage error.
+fn run_err(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::Probe(ProbeError::Sched(s)) => anyhow::Error::from(s),
+        RunError::Probe(ProbeError::Config(m)) => usage(m),
+        RunError::Nf(e) => anyhow::Error::from(e).context("starting the NF"),
+        other => anyhow::Error::from(other),
+    }
+}
+
 fn reflect(a: ReflectArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let cfg = nf_config(Role::Reflect { bind: a.bind }, &a.nf);
-    run_nf(cfg, &a.nf, argv, "reflect")
+    let job = a.nf.job(Role::Reflect { bind: a.bind });
+    serve(
+        &job,
+        a.nf.out.output.clone(),
+        a.nf.out.quiet,
+        a.nf.no_rt_throttle,
+        argv,
+    )
 }
 
 fn forward(a: ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let directions = match a.direction {
-        DirectionArg::Both => Directions::Both,
-        DirectionArg::AToB => Directions::AToB,
-        DirectionArg::BToA => Directions::BToA,
-    };
-    let role = if a.testbed {
-        let t = testbed::addresses();
-        Role::Forward {
-            a: t.nf_a,
-            a_to: t.gen_b,
-            b: t.nf_b,
-            b_to: std::net::SocketAddr::new(t.gen_a.ip(), testbed::GEN_PORT),
-            directions,
-        }
-    } else {
-        let need = |v: Option<std::net::SocketAddr>, f: &str| {
-            v.ok_or_else(|| usage(format!("{f} is required (or --testbed)")))
-        };
-        Role::Forward {
-            a: need(a.a, "--a")?,
-            a_to: need(a.a_to, "--a-to")?,
-            b: need(a.b, "--b")?,
-            b_to: need(a.b_to, "--b-to")?,
-            directions,
-        }
-    };
-    let cfg = nf_config(role, &a.nf);
-    run_nf(cfg, &a.nf, argv, "forward")
-}
-
-fn nf_config(role: Role, a: &NfArgs) -> NfConfig {
-    NfConfig {
-        role,
-        io: io_mode(a.io),
-        cpus: a.cpu.clone().map(|c| c.0).unwrap_or_default(),
-        fifo: a.fifo,
-        delay: a.delay,
-        batch: a.batch as usize,
-        busy_poll_us: a.busy_poll,
-    }
+    let job = a.nf.job(Role::try_from(&a)?);
+    serve(
+        &job,
+        a.nf.out.output.clone(),
+        a.nf.out.quiet,
+        a.nf.no_rt_throttle,
+        argv,
+    )
 }
 
 /// `--no-rt-throttle`: real-time throttling off until the guard drops, said on stderr.
@@ -135,101 +110,38 @@ fn unthrottled_note(g: &Option<Unthrottled>) -> Option<String> {
     })
 }
 
-fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::Result<()> {
+/// Runs a network function and writes its result: `latlab net reflect|forward`, and the
+/// `net.nf` child of an orchestrator.
+fn serve(
+    job: &NfJob,
+    output: Option<PathBuf>,
+    quiet: bool,
+    no_rt_throttle: bool,
+    argv: Vec<String>,
+) -> anyhow::Result<()> {
+    let what = role_name(&job.nf.role);
     let started_utc = host::utc_now_rfc3339();
-    let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
-    let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
-    let memory_locked = sched::lock_memory().is_ok();
-    let udp_before = latlab_net::netinfo::udp_rcvbuf_errors();
-    let handle = nf::start(&cfg, clock).with_context(|| format!("starting the {what} NF"))?;
-    let t0 = clock.now();
-    let locals: Vec<String> = handle.local.iter().map(|l| l.to_string()).collect();
-    if !a.out.quiet {
-        println!(
-            "latlab net {what}: listening on {} (io {}, delay {})",
-            locals.join(", "),
-            cfg.io.name(),
-            cfg.delay.describe()
-        );
-    }
-    // the line orchestrators wait for
-    println!("ready");
-    std::io::stdout().flush().ok();
-    let stop = Arc::new(AtomicBool::new(false));
-    if a.until_stdin_closes {
-        let s = stop.clone();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            let mut line = String::new();
-            while stdin
-                .lock()
-                .read_line(&mut line)
-                .map(|n| n > 0)
-                .unwrap_or(false)
-            {
-                line.clear();
-            }
-            s.store(true, Ordering::Relaxed);
-        });
-    }
-    let deadline = a.duration.map(|d| clock.now() + clock_raw(&clock, d));
-    loop {
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| clock.now() >= d) {
-            break;
+    let rt_guard = unthrottle(no_rt_throttle, quiet)?;
+    let mut r = run::nf(job, argv, started_utc.clone(), |local| {
+        if !quiet {
+            let locals: Vec<String> = local.iter().map(|l| l.to_string()).collect();
+            println!(
+                "latlab net {what}: listening on {} (io {}, delay {})",
+                locals.join(", "),
+                job.nf.io.name(),
+                job.nf.delay.describe()
+            );
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let counters = handle.counters.clone();
-    let outs = handle.stop();
-    let t1 = clock.now();
-    let threads: Vec<ThreadPlacement> = outs
-        .iter()
-        .map(|o| ThreadPlacement {
-            role: format!("nf {}", o.name),
-            pinned_cpu: o.cpu,
-            observed_cpus: Vec::new(),
-            policy: o.policy.0.clone(),
-            priority: o.policy.1,
-        })
-        .collect();
-    let provenance = host::provenance(timebase, threads, memory_locked, started_utc.clone());
-    let mut r = ResultFile::new(
-        nf::NF_RESULT_KIND,
-        argv,
-        serde_json::to_value(&cfg)?,
-        provenance,
-    );
-    r.duration_ns = clock.delta_nanos(t0, t1).get();
+        // the line orchestrators wait for
+        println!("ready");
+        std::io::stdout().flush().ok();
+    })
+    .map_err(run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
-    for o in &outs {
-        r.histograms.push(
-            StoredHistogram::new(format!("nf.residence.{}", o.name), &o.residence)
-                .with_label("thread", o.name.clone()),
-        );
-    }
-    for (k, v) in counters.snapshot() {
-        r.counters.insert(k, v);
-    }
-    // drops before the NF could read: full socket buffers in its namespace
-    r.counters.insert(
-        "udp_rcvbuf_drops".into(),
-        latlab_net::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before),
-    );
-    r.data = serde_json::to_value(nf::NfData {
-        role: what.to_string(),
-        local: locals,
-        threads: outs
-            .iter()
-            .map(|o| (o.name.clone(), o.cpu, o.policy.0.clone(), o.policy.1))
-            .collect(),
-    })?;
-    let path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
+    let path =
+        output.unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
     r.save(&path).context("writing the result")?;
-    if !a.out.quiet {
+    if !quiet {
         let saved = ResultFile::load(&path)?;
         let c = &saved.counters;
         println!(
@@ -241,138 +153,75 @@ fn run_nf(cfg: NfConfig, a: &NfArgs, argv: Vec<String>, what: &str) -> anyhow::R
     Ok(())
 }
 
-fn clock_raw(clock: &Clock, d: Nanos) -> u64 {
-    match clock.timesource() {
-        latlab_sys::tsc::Timesource::Tsc(rate) => rate.to_ticks(d).0,
-        latlab_sys::tsc::Timesource::Monotonic => d.get(),
-    }
+/// `latlab child` with job `net.nf`: the NF an orchestrator started.
+pub fn nf_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
+    let cfg: NfJob = job.config().map_err(|e| usage(e.to_string()))?;
+    serve(&cfg, job.output.clone(), job.quiet, false, argv)
 }
 
-/// Re-runs this command line inside `ns` and returns its exit status.
-fn reexec_in(ns: &str) -> anyhow::Result<()> {
+/// `latlab child` with job `net.probe`: a probe an orchestrator (or `latlab net probe
+/// --testbed`, from outside the generator's namespace) started; writes its result and
+/// interval log and prints nothing.
+pub fn probe_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
+    let cfg: ProbeJob = job.config().map_err(|e| usage(e.to_string()))?;
+    let out = job
+        .output
+        .as_deref()
+        .ok_or_else(|| usage(format!("job {}: no output file", job.job)))?;
+    measure_probe(&cfg, argv, out)?;
+    Ok(())
+}
+
+/// The probe measurement and its files; returns the interval log's path.
+fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Result<PathBuf> {
+    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(run_err)?;
+    record.save(out).context("writing the result")
+}
+
+/// Measures `job` inside the testbed's generator namespace (a `net.probe` child there);
+/// the child's own error and exit code are this command's.
+fn measure_in_generator_namespace(job: &ProbeJob, out: &Path) -> anyhow::Result<PathBuf> {
+    let st = testbed::status().map_err(testbed_err)?;
+    if !st.complete {
+        return Err(usage(
+            "--testbed: the testbed is not up (missing: ".to_string()
+                + &st.missing.join(", ")
+                + "); run `sudo latlab net testbed up` first",
+        ));
+    }
     let exe = std::env::current_exe().context("finding the latlab executable")?;
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let status = testbed::ns_command(ns, &exe)
-        .args(&args)
-        .env(IN_NETNS, ns)
+    let (mut child, _job) = orchestrate::probe_command(&exe, Some(testbed::GEN_NS), job, out)?;
+    let status = child
         .status()
-        .with_context(|| format!("running latlab inside namespace {ns}"))?;
-    std::process::exit(status.code().unwrap_or(1));
+        .with_context(|| format!("running latlab inside namespace {}", testbed::GEN_NS))?;
+    if !status.success() {
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    Ok(run::interval_log_path(out))
 }
 
 fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    if a.testbed && std::env::var(IN_NETNS).ok().as_deref() != Some(testbed::GEN_NS) {
-        let st = testbed::status().map_err(testbed_err)?;
-        if !st.complete {
-            return Err(usage(
-                "--testbed: the testbed is not up (missing: ".to_string()
-                    + &st.missing.join(", ")
-                    + "); run `sudo latlab net testbed up` first",
-            ));
-        }
-        return reexec_in(testbed::GEN_NS);
-    }
-    let mut cfg = if a.testbed {
-        let t = testbed::addresses();
-        let mut c = ProbeConfig::new(t.nf_a);
-        c.tx_bind = t.gen_a;
-        c.rx_bind = Some(t.gen_b);
-        c
-    } else {
-        let to =
-            a.to.ok_or_else(|| usage("--to is required (or --testbed)"))?;
-        let mut c = ProbeConfig::new(to);
-        if let Some(b) = a.bind {
-            c.tx_bind = b;
-        }
-        c.rx_bind = a.rx_bind;
-        c
-    };
-    latlab_net::wire::payload_len(a.size).map_err(|e| usage(format!("--size: {e}")))?;
-    cfg.mode = match a.mode {
-        ModeArg::Open => Mode::OpenLoop,
-        ModeArg::Pingpong => Mode::Pingpong,
-    };
-    cfg.milli_pps = a
-        .rate
-        .milli_pps(Some(a.size as u64 + 4))
-        .map_err(|e| usage(format!("--rate: {e}")))?;
-    if cfg.mode == Mode::OpenLoop && cfg.milli_pps == 0 {
-        return Err(usage("--rate must be positive, e.g. 10kpps"));
-    }
-    cfg.arrivals = match a.arrivals {
-        ArrivalsArg::Constant => Arrivals::Constant,
-        ArrivalsArg::Poisson => Arrivals::Poisson,
-    };
-    cfg.flows = a.flows;
-    cfg.frame = a.size;
-    if a.duration.get() == 0 {
-        return Err(usage("--duration must be positive, e.g. 5s"));
-    }
-    cfg.duration = a.duration;
-    cfg.warmup = a.warmup;
-    cfg.drain = a.drain;
-    cfg.sources = a.timestamps.sources;
-    // `all` means every source this host can give; naming `hardware` insists on it
-    cfg.hardware_optional = a.timestamps.all;
-    cfg.rx_io = io_mode(a.rx_io);
-    cfg.tx_cpu = a.tx_cpu;
-    cfg.rx_cpu = a.rx_cpu;
-    cfg.fifo = a.fifo;
-    if a.interval.get() == 0 {
-        return Err(usage("--interval must be positive, e.g. 1s"));
-    }
-    cfg.interval = a.interval;
-    cfg.seed = a.seed;
-    cfg.hist = HistConfig {
-        sigfig: a.sigfig,
-        ..cfg.hist
-    };
-    let nf_json = match &a.nf_config {
-        Some(s) => Some(
-            serde_json::from_str::<serde_json::Value>(s)
-                .map_err(|e| usage(format!("--nf-config: not JSON: {e}")))?,
-        ),
-        None => None,
-    };
+    let mut job = ProbeJob::try_from(&a)?;
     let crate::output::Outputs {
-        started_utc,
+        started_utc: _,
         result: out_path,
         plot: plot_path,
     } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
     let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
-    let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
-    let memory_locked = sched::lock_memory().is_ok();
-    if !a.out.quiet && (a.warmup.get() + a.duration.get()) > 3_000_000_000 {
+    job.warnings.extend(unthrottled_note(&rt_guard));
+    let cfg = &job.probe;
+    if !a.out.quiet && (cfg.warmup.get() + cfg.duration.get()) > 3_000_000_000 {
         eprintln!(
             "probing {} for {} after {} warm-up…",
-            cfg.target,
-            Nanos(a.duration.get()),
-            Nanos(a.warmup.get())
+            cfg.target, cfg.duration, cfg.warmup
         );
     }
-    let wall_start = std::time::SystemTime::now();
-    let outcome = probe::run(&cfg, clock).map_err(|e| match e {
-        probe::ProbeError::Sched(s) => anyhow::Error::from(s),
-        probe::ProbeError::Config(m) => usage(m),
-        other => anyhow::Error::from(other),
-    })?;
-    let provenance = host::provenance(
-        timebase,
-        latlab_net::result::probe_threads(&outcome),
-        memory_locked,
-        started_utc,
-    );
-    let mut result =
-        latlab_net::result::probe_result(&cfg, &outcome, argv, provenance, nf_json, cfg.duration);
-    result.warnings.extend(unthrottled_note(&rt_guard));
-    let hlog_path = sibling(&out_path, "hlog");
-    result.interval_log = hlog_path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned());
-    result.save(&out_path).context("writing the result")?;
-    let log = latlab_net::result::probe_interval_log(&outcome, wall_start, cfg.interval)?;
-    latlab_core::results::write_atomically(&hlog_path, &log).context("writing the interval log")?;
+    let hlog_path = if a.testbed {
+        job.argv = Some(argv);
+        measure_in_generator_namespace(&job, &out_path)?
+    } else {
+        measure_probe(&job, argv, &out_path)?
+    };
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
         print_probe(&saved)?;
@@ -530,7 +379,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         duration: a.duration,
         warmup: a.warmup,
         milli_pps,
-        nf_io: io_mode(a.io),
+        nf_io: a.io.into(),
         loopback: a.loopback,
         rounds: a.rounds,
         quiet: a.quiet,
