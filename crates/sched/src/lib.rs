@@ -10,6 +10,7 @@
 
 pub mod analyze;
 pub mod cache;
+pub mod clock;
 pub mod cmdline;
 pub mod error;
 pub mod experiment;

@@ -1,6 +1,7 @@
-//! One `latlab sched` run from spec to files: the TSC clock it needs, locked memory, the
-//! run, and the result, trace, text, Perfetto file and timeline beside each other.
+//! One `latlab sched` run from spec to files: locked memory, the run, and the result,
+//! trace, text, Perfetto file and timeline beside each other.
 
+use crate::clock::tsc_clock;
 use crate::error::Error;
 use crate::figures::Draw;
 use crate::result::{self as sresult, SchedRunData};
@@ -8,27 +9,12 @@ use crate::run::{self as srun, RunParams};
 use crate::spec::RunSpec;
 use crate::text::paper_text;
 use crate::trace::Trace;
-use latlab_core::results::{write_atomically, ResultFile, ThreadPlacement, Timebase};
-use latlab_core::units::Nanos;
-use latlab_sys::{host, sched, tsc::Clock};
+use latlab_core::results::{write_atomically, ResultFile, ThreadPlacement};
+use latlab_sys::{host, sched};
 use std::path::{Path, PathBuf};
 
 /// Calibration iterations of the recording loop.
 pub const CALIBRATION_ITERATIONS: usize = 200_000;
-
-/// The TSC clock every sched run needs (clock, timebase, rate in Hz), or why there is none.
-pub fn tsc_clock() -> Result<(Clock, Timebase, u64), Error> {
-    let (clock, timebase) = Clock::establish(Nanos::from_millis(50));
-    match (clock.is_tsc(), timebase.tsc.rate_hz) {
-        (true, Some(hz)) => Ok((clock, timebase, hz)),
-        _ => Err(Error::NoTsc(
-            timebase
-                .fallback_reason
-                .clone()
-                .unwrap_or_else(|| "no TSC rate".into()),
-        )),
-    }
-}
 
 /// What [`run_and_save`] made: the result as saved, its data and trace as read back, and
 /// every file written (result first).

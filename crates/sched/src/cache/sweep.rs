@@ -1,11 +1,11 @@
 //! Running the cache-cost sweep: the thread sets of each trial, and the result file of a
 //! `latlab sched cache-cost` run.
 
-use super::{cost_per_switch, cost_per_switch_cpu, summarize, switches_on};
-use super::{CacheCostData, SizeRow, Trial, KIND};
+use super::cost::{cost_per_switch, cost_per_switch_cpu, summarize, switches_on};
+use super::cost::{CacheCostData, SizeRow, Trial, KIND};
+use crate::clock::tsc_clock;
 use crate::error::Error;
 use crate::run::{self as srun, RunParams};
-use crate::session::tsc_clock;
 use crate::spec::{RunSpec, ThreadSpec, Workload};
 use crate::trace::Trace;
 use latlab_core::results::ResultFile;

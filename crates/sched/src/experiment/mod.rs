@@ -13,18 +13,15 @@ mod sections;
 mod summary;
 
 pub use sections::{experiment_sections, ExperimentSections};
-pub use summary::{summary_text, ExperimentSummary, ScenarioSummary};
+pub use summary::{summary_text, ExperimentSummary, ScenarioSummary, KIND};
 
+use crate::clock::tsc_clock;
 use crate::error::Error;
 use crate::figures::Draw;
-use crate::session::tsc_clock;
 use latlab_core::results::{write_atomically, ResultFile};
 use latlab_core::units::format_ns;
 use latlab_sys::{host, sched};
 use std::path::PathBuf;
-
-/// The result kind of the experiment's summary.
-pub const KIND: &str = "sched.hourglass_experiment";
 
 /// The paper's Section 5 scenarios, in order.
 pub const SCENARIOS: [&str; 6] = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6"];

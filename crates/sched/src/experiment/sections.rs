@@ -1,7 +1,6 @@
 //! The sections of the `latlab experiment hourglass` summary ([`ExperimentSections`]).
 
-use super::summary::ExperimentSummary;
-use super::KIND as EXPERIMENT_KIND;
+use super::summary::{ExperimentSummary, KIND as EXPERIMENT_KIND};
 use latlab_report::html::{slug, Block, Cell, Figure, Section, SectionProvider, Table};
 use latlab_report::input::{stem, Input};
 use std::path::Path;

@@ -3,6 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// The result kind of the experiment's summary.
+pub const KIND: &str = "sched.hourglass_experiment";
+
 /// One scenario of the `latlab experiment hourglass` summary, as its `data` holds it:
 /// the experiment writes it and the report reads it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -27,13 +27,7 @@ pub use crate::experiment::{
 };
 pub use cache::CacheCostSections;
 pub use run::{run_sections, RunSections};
-pub use timeline::timeline_window;
-
-/// Length of the timeline window drawn in a report.
-pub const TIMELINE_WINDOW_NS: u64 = 100_000_000;
-
-/// Most blocks drawn in one report timeline; with more, the window is narrowed.
-pub const TIMELINE_MAX_BLOCKS: usize = 20_000;
+pub use timeline::{timeline_window, TIMELINE_MAX_BLOCKS, TIMELINE_WINDOW_NS};
 
 #[cfg(test)]
 mod tests;

@@ -1,12 +1,17 @@
 //! The execution timeline of a run in a report, over a readable window.
 
-use super::{TIMELINE_MAX_BLOCKS, TIMELINE_WINDOW_NS};
 use crate::figures::timeline_rows;
 use crate::result::SchedRunData;
 use crate::trace::Trace;
 use latlab_core::units::format_ns;
 use latlab_report::html::{Block, Figure, Section};
 use latlab_report::timeline::{render_timeline_svg_string, TimelineRow, TimelineSpec};
+
+/// Length of the timeline window drawn in a report.
+pub const TIMELINE_WINDOW_NS: u64 = 100_000_000;
+
+/// Most blocks drawn in one report timeline; with more, the window is narrowed.
+pub const TIMELINE_MAX_BLOCKS: usize = 20_000;
 
 /// The window of a report timeline: the first [`TIMELINE_WINDOW_NS`] of the run, or, when
 /// a deadline was missed, a window of that length around the first miss; narrowed (keeping
