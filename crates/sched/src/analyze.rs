@@ -633,21 +633,7 @@ mod tests {
     #[test]
     fn rta_beside_observation_flags_excess() {
         let ms = 1_000_000;
-        let mut t0 = ThreadSpec::new(0);
-        t0.priority = Priority::Rtmed;
-        t0.workload = Workload::Periodic {
-            amount_ns: 3 * ms,
-            period_ns: 8 * ms,
-        };
-        t0.cpu = Some(0);
-        let mut t1 = ThreadSpec::new(1);
-        t1.priority = Priority::Rtlow;
-        t1.workload = Workload::Periodic {
-            amount_ns: 17 * ms,
-            period_ns: 33 * ms,
-        };
-        t1.cpu = Some(0);
-        let d = test_data(vec![t0, t1], 66 * ms);
+        let d = test_data(crate::result::two_paper_tasks(), 66 * ms);
         let act = |index, release_ns, finish, deadline_ns| Activation {
             index,
             release_ns,

@@ -370,3 +370,25 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
         loadavg: None,
     }
 }
+
+/// Test support: the paper's two periodic tasks (5.5) on CPU 0, 3 ms every 8 ms at RTMED
+/// and 17 ms every 33 ms at RTLOW.
+#[cfg(test)]
+pub(crate) fn two_paper_tasks() -> Vec<crate::spec::ThreadSpec> {
+    use crate::spec::{Priority, ThreadSpec, Workload};
+    let ms = 1_000_000;
+    [(Priority::Rtmed, 3, 8), (Priority::Rtlow, 17, 33)]
+        .into_iter()
+        .zip(0..)
+        .map(|((priority, c, t), id)| {
+            let mut th = ThreadSpec::new(id);
+            th.priority = priority;
+            th.workload = Workload::Periodic {
+                amount_ns: c * ms,
+                period_ns: t * ms,
+            };
+            th.cpu = Some(0);
+            th
+        })
+        .collect()
+}

@@ -1,7 +1,7 @@
 //! The text a run and its analysis print: the run summary, the paper's text output, the
 //! analysis, and the plain-text tables and stats lines they share. Pure functions.
 
-use crate::analyze::{Analysis, Stats};
+use crate::analyze::{Analysis, RtaRow, Stats};
 use crate::result::{self as sresult, SchedRunData};
 use crate::spec::Workload;
 use crate::trace::{latlate_lines, text_trace, Trace};
@@ -187,6 +187,20 @@ pub fn run_summary(result: &ResultFile, d: &SchedRunData, trace: &Trace) -> Stri
     s
 }
 
+/// An RTA row's bound, or `unbounded`. Pure.
+pub fn rta_bound(r: &RtaRow) -> String {
+    r.bound_ns
+        .map(|b| format_ns(b as f64))
+        .unwrap_or_else(|| "unbounded".into())
+}
+
+/// An RTA row's observed worst response, or `-`. Pure.
+pub fn rta_observed(r: &RtaRow) -> String {
+    r.observed_ns
+        .map(|b| format_ns(b as f64))
+        .unwrap_or_else(|| "-".into())
+}
+
 /// The analysis as text. Pure.
 pub fn analysis_text(a: &Analysis) -> String {
     let mut s = String::new();
@@ -259,13 +273,9 @@ pub fn analysis_text(a: &Analysis) -> String {
                 r.thread.to_string(),
                 format_ns(r.task.c as f64),
                 format_ns(r.task.t as f64),
-                r.bound_ns
-                    .map(|b| format_ns(b as f64))
-                    .unwrap_or_else(|| "unbounded".into()),
+                rta_bound(r),
                 if r.schedulable { "yes" } else { "no" }.into(),
-                r.observed_ns
-                    .map(|b| format_ns(b as f64))
-                    .unwrap_or_else(|| "-".into()),
+                rta_observed(r),
                 if r.exceeds_bound {
                     "OBSERVED > BOUND"
                 } else {

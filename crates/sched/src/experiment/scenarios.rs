@@ -8,7 +8,7 @@ use crate::figures::Draw;
 use crate::load::{Delivered, FsLoad, LoadSource, TestbedTraffic, UdpFlood};
 use crate::result::SchedRunData;
 use crate::session::{run_and_save, Saved};
-use crate::text::{stats_line, StatsLine};
+use crate::text::{rta_bound, rta_observed, stats_line, StatsLine};
 use crate::trace::Trace;
 use latlab_core::results::{ResultFile, Timebase};
 use latlab_core::units::format_ns;
@@ -429,12 +429,8 @@ fn rta_findings(sc: &mut Scenario, name: &str, d: &SchedRunData, t: &Trace) {
         s.push_str(&format!(
             " thread {} RTA bound {} observed {}{};",
             r.thread,
-            r.bound_ns
-                .map(|b| format_ns(b as f64))
-                .unwrap_or_else(|| "unbounded".into()),
-            r.observed_ns
-                .map(|b| format_ns(b as f64))
-                .unwrap_or_else(|| "-".into()),
+            rta_bound(r),
+            rta_observed(r),
             if r.exceeds_bound {
                 " (OBSERVED > BOUND)"
             } else {

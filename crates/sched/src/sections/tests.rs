@@ -55,21 +55,7 @@ fn act(index: u64, release_ns: u64, finish: u64, deadline_ns: u64, cpu: u64) -> 
 
 /// The paper's two-task set on one CPU, with thread 1's second job 2 ms late.
 fn two_task_run(dir: &Path) -> (PathBuf, ResultFile) {
-    let mut t0 = ThreadSpec::new(0);
-    t0.priority = Priority::Rtmed;
-    t0.workload = Workload::Periodic {
-        amount_ns: 3 * MS,
-        period_ns: 8 * MS,
-    };
-    t0.cpu = Some(0);
-    let mut t1 = ThreadSpec::new(1);
-    t1.priority = Priority::Rtlow;
-    t1.workload = Workload::Periodic {
-        amount_ns: 17 * MS,
-        period_ns: 33 * MS,
-    };
-    t1.cpu = Some(0);
-    let d = test_data(vec![t0, t1], 66 * MS);
+    let d = test_data(crate::result::two_paper_tasks(), 66 * MS);
     let mut blocks = Vec::new();
     let mut acts = Vec::new();
     for k in 0..8 {
