@@ -306,12 +306,28 @@ pub fn analysis_text(a: &Analysis) -> String {
 /// The paper's text output of a run: the trace, the deadline lines and, for LAT threads,
 /// their lateness lines. Pure.
 pub fn paper_text(d: &SchedRunData, trace: &Trace) -> String {
-    let mut s = text_trace(trace, d.spec.raw_cycles.then_some((d.t0_tsc, d.tsc_hz)));
+    let mut s = trace_text(d, trace);
     s.push_str(&sresult::deadline_lines(d, trace));
-    for t in &d.threads {
-        if matches!(t.spec.workload, Workload::Lat { .. }) {
-            s.push_str(&latlate_lines(trace, t.spec.id));
-        }
-    }
+    s.push_str(&lat_lines(d, trace));
     s
+}
+
+/// What `--print-trace` prints, as Hourglass did: the trace, then the lateness lines of
+/// the LAT threads. Pure.
+pub fn printed_trace(d: &SchedRunData, trace: &Trace) -> String {
+    trace_text(d, trace) + &lat_lines(d, trace)
+}
+
+/// The text trace, in TSC cycles too when the run asked for them (`-c`).
+fn trace_text(d: &SchedRunData, trace: &Trace) -> String {
+    text_trace(trace, d.spec.raw_cycles.then_some((d.t0_tsc, d.tsc_hz)))
+}
+
+/// The `latlate` lines of every LAT thread.
+fn lat_lines(d: &SchedRunData, trace: &Trace) -> String {
+    d.threads
+        .iter()
+        .filter(|t| matches!(t.spec.workload, Workload::Lat { .. }))
+        .map(|t| latlate_lines(trace, t.spec.id))
+        .collect()
 }

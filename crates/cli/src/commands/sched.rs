@@ -12,8 +12,8 @@ use latlab_sched::cache::CacheCostConfig;
 use latlab_sched::figures::Draw as _;
 use latlab_sched::result::{self as sresult, SchedRunData};
 use latlab_sched::run::RunError;
-use latlab_sched::text::{analysis_text, run_summary};
-use latlab_sched::trace::{latlate_lines, text_trace, Trace};
+use latlab_sched::text::{analysis_text, printed_trace, run_summary};
+use latlab_sched::trace::Trace;
 use latlab_sched::{session, Error};
 use latlab_sys::host;
 use latlab_sys::rt::RtError;
@@ -51,7 +51,7 @@ pub fn sched_error(e: Error) -> anyhow::Error {
 
 /// Maps a run failure to the error whose class gives the exit code: refusals (privilege,
 /// placement rule, admission control) exit 3, invalid parameters 2, the rest 1.
-pub fn run_error(e: RunError) -> anyhow::Error {
+fn run_error(e: RunError) -> anyhow::Error {
     match e {
         RunError::Policy { thread, source } => match source {
             RtError::Refused { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
@@ -112,15 +112,7 @@ fn hourglass(args: &[String], argv: Vec<String>) -> anyhow::Result<()> {
         return Ok(());
     }
     if out.print_trace {
-        print!(
-            "{}",
-            text_trace(trace, d.spec.raw_cycles.then_some((d.t0_tsc, d.tsc_hz)))
-        );
-        for t in &d.threads {
-            if matches!(t.spec.workload, latlab_sched::spec::Workload::Lat { .. }) {
-                print!("{}", latlate_lines(trace, t.spec.id));
-            }
-        }
+        print!("{}", printed_trace(d, trace));
     }
     print!("{}", run_summary(&saved.result, d, trace));
     let written: Vec<String> = saved
