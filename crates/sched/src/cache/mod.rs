@@ -4,7 +4,7 @@
 //! C = ((W1 − W10)/W1)·(T/N10), with a 95% Student-t confidence interval over trials.
 
 //!
-//! [`cost`] holds the formulas and the data of a sweep, [`sweep`] runs one.
+//! `cost` holds the formulas and the data of a sweep, [`sweep()`] runs one.
 
 mod cost;
 mod sweep;
