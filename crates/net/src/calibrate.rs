@@ -14,7 +14,7 @@ use crate::probe::{series, Sources};
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, StoredHistogram};
 use latlab_core::stats::is_supported;
-use latlab_core::units::{format_ns, Nanos};
+use latlab_core::units::{format_ns, format_signed_ns, Nanos, SignStyle};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -259,20 +259,12 @@ pub fn render_table(r: &ResultFile) -> Result<String, serde_json::Error> {
             row.percentile,
             format_ns(row.baseline_ns as f64),
             format_ns(row.measured_ns as f64),
-            signed(row.shift_ns),
-            signed(row.error_ns),
+            format_signed_ns(row.shift_ns as f64, SignStyle::AsciiBoth),
+            format_signed_ns(row.error_ns as f64, SignStyle::AsciiBoth),
             if row.supported { "" } else { "  (unsupported)" }
         ));
     }
     Ok(s)
-}
-
-fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("-{}", format_ns(v.unsigned_abs() as f64))
-    } else {
-        format!("+{}", format_ns(v as f64))
-    }
 }
 
 /// The rows of a result (pure).

@@ -450,23 +450,19 @@ pub fn render_table(r: &ResultFile) -> String {
             format_ns(row.max_ns as f64)
         ));
     }
-    s.push_str("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n");
-    for (conf, p) in &d.disagreement {
-        s.push_str(&format!(
-            "- {conf}: {}\n",
-            p.as_deref()
-                .map(str::to_string)
-                .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-        ));
-    }
-    s.push_str("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n");
-    for (conf, p) in &d.disagreement_same_span {
-        s.push_str(&format!(
-            "- {conf}: {}\n",
-            p.as_deref()
-                .map(str::to_string)
-                .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-        ));
+    for (heading, list) in [
+        ("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n", &d.disagreement),
+        ("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n", &d.disagreement_same_span),
+    ] {
+        s.push_str(heading);
+        for (conf, p) in list {
+            s.push_str(&format!(
+                "- {conf}: {}\n",
+                p.as_deref()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
+            ));
+        }
     }
     for n in &d.notes {
         s.push_str(&format!("\nNote: {n}\n"));

@@ -23,18 +23,7 @@ pub struct InterfaceFacts {
 
 /// The interface the kernel routes `to` through (`ip route get`), if it can tell.
 pub fn egress_interface(to: &SocketAddr) -> Option<String> {
-    let out = std::process::Command::new("ip")
-        .args(["route", "get", &to.ip().to_string()])
-        .output()
-        .ok()?;
-    let s = String::from_utf8_lossy(&out.stdout);
-    let mut it = s.split_whitespace();
-    while let Some(w) = it.next() {
-        if w == "dev" {
-            return it.next().map(str::to_string);
-        }
-    }
-    None
+    latlab_sys::netstat::route_dev(to.ip())
 }
 
 /// Facts of interface `name`.

@@ -85,7 +85,7 @@ impl JobFile {
     /// `latlab child JOBFILE`, inside `ns` when given (`ip netns exec`).
     fn command(&self, exe: &Path, ns: Option<&str>) -> Command {
         let mut c = match ns {
-            Some(ns) => testbed::ns_command(ns, exe),
+            Some(ns) => latlab_sys::netns::exec_command(ns, exe),
             None => Command::new(exe),
         };
         c.arg("child").arg(&self.0);

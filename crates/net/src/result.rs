@@ -212,23 +212,10 @@ pub struct SeriesRow {
 /// The percentile rows of a `net.probe` result: every source and segment, in a fixed
 /// order, at `percentiles`. Pure.
 pub fn probe_rows(r: &ResultFile, percentiles: &[Percentile]) -> Vec<SeriesRow> {
-    let order = [
-        series::USER_SCHED,
-        series::USER_ACTUAL,
-        series::KERNEL,
-        series::HARDWARE,
-        series::LATENESS,
-        series::SEG_TX_QDISC,
-        series::SEG_TX_DRIVER,
-        series::SEG_TX_STACK,
-        series::SEG_WIRE_NF,
-        series::SEG_WIRE,
-        series::SEG_NF,
-        series::SEG_RX_STACK,
-        series::SEG_E2E,
-    ];
-    order
+    series::SOURCES
         .iter()
+        .chain(&[series::LATENESS])
+        .chain(&series::SEGMENTS)
         .filter_map(|n| {
             let h = r.histogram(n)?.ok()?;
             (h.count() > 0).then(|| SeriesRow {
@@ -249,18 +236,13 @@ pub fn probe_data(r: &ResultFile) -> Option<ProbeData> {
 /// `(series, points)` with points `(latency_ns, P(X > x))`, cut at the smallest supported
 /// tail. Pure.
 pub fn probe_curves(r: &ResultFile) -> Vec<(String, Vec<(f64, f64)>)> {
-    [
-        series::USER_SCHED,
-        series::USER_ACTUAL,
-        series::KERNEL,
-        series::HARDWARE,
-    ]
-    .iter()
-    .filter_map(|n| {
-        let h = r.histogram(n)?.ok()?;
-        (h.count() > 0).then(|| (n.to_string(), latlab_core::stats::ccdf(&h)))
-    })
-    .collect()
+    series::SOURCES
+        .iter()
+        .filter_map(|n| {
+            let h = r.histogram(n)?.ok()?;
+            (h.count() > 0).then(|| (n.to_string(), latlab_core::stats::ccdf(&h)))
+        })
+        .collect()
 }
 
 /// Merges histograms of the same name exactly (helper for per-flow totals).

@@ -75,7 +75,7 @@ pub fn nf(
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let mut lock_warnings = Vec::new();
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
-    let udp_before = crate::netinfo::udp_rcvbuf_errors();
+    let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
     let handle = nf::start(cfg, clock)?;
     let t0 = clock.now();
     ready(&handle.local);
@@ -140,7 +140,7 @@ pub fn nf(
     // drops before the NF could read: full socket buffers in its namespace
     r.counters.insert(
         "udp_rcvbuf_drops".into(),
-        crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before),
+        latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before),
     );
     r.data = serde_json::to_value(nf::NfData {
         role: what.to_string(),

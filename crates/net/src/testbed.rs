@@ -15,9 +15,9 @@
 //! named `latlab-*`, lives only inside the two namespaces, `up` is idempotent and `down`
 //! removes all of it.
 
+use latlab_sys::netns::TopologyError;
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
-use std::process::Command;
 
 /// The generator's namespace.
 pub const GEN_NS: &str = "latlab-gen";
@@ -104,37 +104,29 @@ pub enum TestbedError {
     },
 }
 
-/// Whether this process runs as root (effective uid 0, from `/proc/self/status`).
-pub fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("Uid:"))
-                .and_then(|l| l.split_whitespace().nth(1).map(|e| e == "0"))
-        })
-        .unwrap_or(false)
-}
+/// Whether this process runs as root (effective uid 0).
+pub use latlab_sys::netns::is_root;
 
+/// Runs `ip args…` (the runner in [`latlab_sys::netns`]), with its failures as testbed
+/// errors: `ip` missing is [`TestbedError::NoIp`].
 fn ip(args: &[&str]) -> Result<String, TestbedError> {
-    let out = Command::new("ip").args(args).output().map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
+    latlab_sys::netns::ip(args).map_err(|e| match e {
+        TopologyError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             TestbedError::NoIp
-        } else {
-            TestbedError::Command {
-                command: format!("ip {}", args.join(" ")),
-                stderr: e.to_string(),
-            }
         }
-    })?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    } else {
-        Err(TestbedError::Command {
+        TopologyError::Spawn { cmd, source } => TestbedError::Command {
+            command: cmd,
+            stderr: source.to_string(),
+        },
+        TopologyError::Failed { cmd, stderr } => TestbedError::Command {
+            command: cmd,
+            stderr,
+        },
+        other => TestbedError::Command {
             command: format!("ip {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+            stderr: other.to_string(),
+        },
+    })
 }
 
 fn in_ns(ns: &str, args: &[&str]) -> Result<String, TestbedError> {
@@ -215,10 +207,14 @@ pub fn up() -> Result<bool, TestbedError> {
         ip(&["netns", "add", ns])?;
         in_ns(ns, &["link", "set", "lo", "up"])?;
         // no IPv6: no router solicitations or DAD traffic beside the probes
-        let _ = Command::new("ip")
-            .args(["netns", "exec", ns, "sh", "-c"])
-            .arg("echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6")
-            .status();
+        let _ = ip(&[
+            "netns",
+            "exec",
+            ns,
+            "sh",
+            "-c",
+            "echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6",
+        ]);
     }
     // pairs: ga<->na and nb<->gb, created in the generator's namespace and one end moved
     for (a, b) in [(0usize, 1usize), (3, 2)] {
@@ -290,11 +286,4 @@ pub fn down() -> Result<bool, TestbedError> {
         }
     }
     Ok(removed)
-}
-
-/// A command that runs `exe args…` inside namespace `ns` (`ip netns exec`).
-pub fn ns_command(ns: &str, exe: &std::path::Path) -> Command {
-    let mut c = Command::new("ip");
-    c.args(["netns", "exec", ns]).arg(exe);
-    c
 }

@@ -17,7 +17,10 @@
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
 //!   busy polling and NIC timestamping capabilities;
 //! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
-//! - [`netns`]: entering a named network namespace from one thread;
+//! - [`netns`]: entering a named network namespace from one thread, building namespaces
+//!   and veths, running `ip` (and `ip netns exec`);
+//! - [`netstat`]: network drop counters, interrupts, sysctls, interfaces and routes from
+//!   `/proc`, `/sys` and `ip route`;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
@@ -35,6 +38,7 @@ pub mod ipc;
 pub mod mpi_rma;
 pub mod net;
 pub mod netns;
+pub mod netstat;
 pub mod packet;
 pub mod process;
 pub mod rt;

@@ -113,6 +113,14 @@ pub fn ip(args: &[&str]) -> Result<String, TopologyError> {
     run_cmd("ip", args)
 }
 
+/// A command that runs `exe` inside namespace `ns` (`ip netns exec NS EXE`); add its
+/// arguments and run it as any [`Command`].
+pub fn exec_command(ns: &str, exe: &std::path::Path) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).arg(exe);
+    c
+}
+
 /// A set of network namespaces that exist while this value lives (deleted on drop, which
 /// also deletes the veth devices inside them).
 #[derive(Debug)]
@@ -207,6 +215,14 @@ pub fn unique_name(tag: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exec_command_runs_the_program_through_ip_netns_exec() {
+        let c = exec_command("latlab-x", std::path::Path::new("/bin/true"));
+        assert_eq!(c.get_program(), "ip");
+        let args: Vec<_> = c.get_args().collect();
+        assert_eq!(args, ["netns", "exec", "latlab-x", "/bin/true"]);
+    }
 
     #[test]
     fn names_are_prefixed() {

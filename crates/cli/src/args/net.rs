@@ -1,20 +1,18 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::OutputArgs;
+use super::{duration_arg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
-use latlab_core::parse::{parse_duration, parse_rate, Rate};
+use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
+use latlab_net::calibrate::CalibrateConfig;
+use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
 use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-
-fn duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
 
 fn rate_arg(s: &str) -> Result<Rate, String> {
     parse_rate(s).map_err(|e| e.to_string())
@@ -124,6 +122,16 @@ and measures UDP round trips at 0 and at --delay (applied client to server only)
     Delay(super::net_delay::DelayArgs),
 }
 
+/// `--no-rt-throttle` of the commands whose threads may spin under `SCHED_FIFO`.
+#[derive(Debug, Args)]
+pub struct RtThrottleArgs {
+    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
+    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
+    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
+    #[arg(long)]
+    pub no_rt_throttle: bool,
+}
+
 /// Common options of the network functions.
 #[derive(Debug, Args)]
 pub struct NfArgs {
@@ -137,11 +145,8 @@ pub struct NfArgs {
     /// SCHED_FIFO priority of the NF threads (needs root or CAP_SYS_NICE).
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
-    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
-    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
-    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
-    #[arg(long)]
-    pub no_rt_throttle: bool,
+    #[command(flatten)]
+    pub rt: RtThrottleArgs,
     /// Added processing time per probe, busy-waited on the TSC: 10us, exp:10us,
     /// uniform:5us-15us.
     #[arg(long, default_value = "0", value_parser = delay_arg)]
@@ -294,11 +299,8 @@ pub struct ProbeArgs {
     /// SCHED_FIFO priority of the TX and RX threads.
     #[arg(long, value_name = "PRIO")]
     pub fifo: Option<i32>,
-    /// Switch real-time throttling off for this run (kernel.sched_rt_runtime_us = -1) and
-    /// restore it after: a SCHED_FIFO thread that spins is otherwise stopped ~50 ms every
-    /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
-    #[arg(long)]
-    pub no_rt_throttle: bool,
+    #[command(flatten)]
+    pub rt: RtThrottleArgs,
     /// Interval of the time series (interval log).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub interval: Nanos,
@@ -399,6 +401,16 @@ pub struct KillerUsArgs {
     pub quiet: bool,
 }
 
+/// Bytes of a default probe on the wire: a 64-byte frame and its 4-byte FCS (what a
+/// bit rate given to `--rate` is divided by).
+const PROBE_WIRE_BYTES: u64 = 68;
+
+/// `--rate` in thousandths of packets per second, for packets of `wire_bytes`.
+fn milli_pps(rate: &Rate, wire_bytes: u64) -> anyhow::Result<u64> {
+    rate.milli_pps(Some(wire_bytes))
+        .map_err(|e| usage(format!("--rate: {e}")))
+}
+
 impl From<IoArg> for IoMode {
     fn from(a: IoArg) -> IoMode {
         match a {
@@ -475,10 +487,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
             ModeArg::Open => Mode::OpenLoop,
             ModeArg::Pingpong => Mode::Pingpong,
         };
-        cfg.milli_pps = a
-            .rate
-            .milli_pps(Some(a.size as u64 + 4))
-            .map_err(|e| usage(format!("--rate: {e}")))?;
+        cfg.milli_pps = milli_pps(&a.rate, a.size as u64 + 4)?;
         cfg.arrivals = match a.arrivals {
             ArrivalsArg::Constant => Arrivals::Constant,
             ArrivalsArg::Poisson => Arrivals::Poisson,
@@ -512,6 +521,51 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         Ok(ProbeJob {
             nf,
             ..ProbeJob::new(cfg)
+        })
+    }
+}
+
+impl TryFrom<&CalibrateArgs> for CalibrateConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &CalibrateArgs) -> anyhow::Result<CalibrateConfig> {
+        Ok(CalibrateConfig {
+            delays: a.delays.clone(),
+            duration: a.duration,
+            warmup: a.warmup,
+            milli_pps: milli_pps(&a.rate, PROBE_WIRE_BYTES)?,
+            nf_io: a.io.into(),
+            loopback: a.loopback,
+            rounds: a.rounds,
+            quiet: a.quiet,
+        })
+    }
+}
+
+impl TryFrom<&KillerUsArgs> for KillerUsConfig {
+    type Error = anyhow::Error;
+
+    /// Resolves the options; without root the experiment runs on loopback, and the
+    /// configuration's notes say what that loses.
+    fn try_from(a: &KillerUsArgs) -> anyhow::Result<KillerUsConfig> {
+        let (duration, warmup) = if a.quick {
+            (Nanos::from_secs(5), Nanos::from_secs(1))
+        } else {
+            (Nanos::from_secs(60), Nanos::from_secs(10))
+        };
+        let mut loopback = a.loopback;
+        let mut notes = Vec::new();
+        if !loopback && !latlab_sys::netns::is_root() {
+            loopback = true;
+            notes.push("not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string());
+        }
+        Ok(KillerUsConfig {
+            duration: a.duration.unwrap_or(duration),
+            warmup,
+            milli_pps: milli_pps(&a.rate, PROBE_WIRE_BYTES)?,
+            loopback,
+            quiet: a.quiet,
+            notes,
         })
     }
 }

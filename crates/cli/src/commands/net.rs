@@ -4,6 +4,7 @@ use crate::args::net::{
     CalibrateArgs, ForwardArgs, KillerUsArgs, NetCommand, ProbeArgs, ReflectArgs, TestbedAction,
     TestbedArgs,
 };
+use crate::args::OutputArgs;
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
 use crate::table::{estimate, ns, Table};
@@ -11,7 +12,8 @@ use anyhow::Context as _;
 use latlab_core::child::ChildJob;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
-use latlab_core::units::Nanos;
+use latlab_net::calibrate::CalibrateConfig;
+use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::Role;
 use latlab_net::orchestrate;
 use latlab_net::probe::{self, ProbeError};
@@ -59,24 +61,12 @@ fn run_err(e: RunError) -> anyhow::Error {
 
 fn reflect(a: ReflectArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let job = a.nf.job(Role::Reflect { bind: a.bind });
-    serve(
-        &job,
-        a.nf.out.output.clone(),
-        a.nf.out.quiet,
-        a.nf.no_rt_throttle,
-        argv,
-    )
+    serve(&job, &a.nf.out, a.nf.rt.no_rt_throttle, argv)
 }
 
 fn forward(a: ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let job = a.nf.job(Role::try_from(&a)?);
-    serve(
-        &job,
-        a.nf.out.output.clone(),
-        a.nf.out.quiet,
-        a.nf.no_rt_throttle,
-        argv,
-    )
+    serve(&job, &a.nf.out, a.nf.rt.no_rt_throttle, argv)
 }
 
 /// `--no-rt-throttle`: real-time throttling off until the guard drops, said on stderr.
@@ -114,11 +104,11 @@ fn unthrottled_note(g: &Option<Unthrottled>) -> Option<String> {
 /// `net.nf` child of an orchestrator.
 fn serve(
     job: &NfJob,
-    output: Option<PathBuf>,
-    quiet: bool,
+    out: &OutputArgs,
     no_rt_throttle: bool,
     argv: Vec<String>,
 ) -> anyhow::Result<()> {
+    let quiet = out.quiet;
     let what = role_name(&job.nf.role);
     let started_utc = host::utc_now_rfc3339();
     let rt_guard = unthrottle(no_rt_throttle, quiet)?;
@@ -138,8 +128,10 @@ fn serve(
     })
     .map_err(run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
-    let path =
-        output.unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
+    let path = out
+        .output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
     r.save(&path).context("writing the result")?;
     if !quiet {
         let saved = ResultFile::load(&path)?;
@@ -156,7 +148,11 @@ fn serve(
 /// `latlab child` with job `net.nf`: the NF an orchestrator started.
 pub fn nf_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg: NfJob = job.config().map_err(|e| usage(e.to_string()))?;
-    serve(&cfg, job.output.clone(), job.quiet, false, argv)
+    let out = OutputArgs {
+        output: job.output.clone(),
+        quiet: job.quiet,
+    };
+    serve(&cfg, &out, false, argv)
 }
 
 /// `latlab child` with job `net.probe`: a probe an orchestrator (or `latlab net probe
@@ -207,7 +203,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         result: out_path,
         plot: plot_path,
     } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
-    let rt_guard = unthrottle(a.no_rt_throttle, a.out.quiet)?;
+    let rt_guard = unthrottle(a.rt.no_rt_throttle, a.out.quiet)?;
     job.warnings.extend(unthrottled_note(&rt_guard));
     let cfg = &job.probe;
     if !a.out.quiet && (cfg.warmup.get() + cfg.duration.get()) > 3_000_000_000 {
@@ -229,16 +225,11 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         println!("interval log: {}", hlog_path.display());
     }
     if let Some(p) = plot_path {
-        let series: Vec<String> = [
-            probe::series::USER_SCHED,
-            probe::series::USER_ACTUAL,
-            probe::series::KERNEL,
-            probe::series::HARDWARE,
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
-        .collect();
+        let series: Vec<String> = probe::series::SOURCES
+            .iter()
+            .map(|s| s.to_string())
+            .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
+            .collect();
         latlab_report::figures::plot_files(
             &[(out_path.clone(), saved)],
             &series,
@@ -339,7 +330,7 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
         }
         TestbedAction::Status => {
             let st = testbed::status().map_err(testbed_err)?;
-            if !testbed::is_root() && !st.namespaces.is_empty() {
+            if !latlab_sys::netns::is_root() && !st.namespaces.is_empty() {
                 println!(
                     "testbed namespaces present: {} (inspecting their interfaces needs root)",
                     st.namespaces.join(", ")
@@ -370,21 +361,8 @@ fn out_dir(given: Option<PathBuf>, name: &str) -> PathBuf {
 fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("finding the latlab executable")?;
     let dir = out_dir(a.output.clone(), "net-calibrate");
-    let milli_pps = a
-        .rate
-        .milli_pps(Some(68))
-        .map_err(|e| usage(format!("--rate: {e}")))?;
-    let cfg = latlab_net::calibrate::CalibrateConfig {
-        delays: a.delays.clone(),
-        duration: a.duration,
-        warmup: a.warmup,
-        milli_pps,
-        nf_io: a.io.into(),
-        loopback: a.loopback,
-        rounds: a.rounds,
-        quiet: a.quiet,
-    };
-    if !cfg.loopback && !testbed::is_root() {
+    let cfg = CalibrateConfig::try_from(&a)?;
+    if !cfg.loopback && !latlab_sys::netns::is_root() {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
     let rt_guard = unthrottle(a.no_rt_throttle, a.quiet)?;
@@ -406,35 +384,10 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
 pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let exe = std::env::current_exe().context("finding the latlab executable")?;
     let dir = out_dir(a.output.clone(), "killer-us");
-    let duration = a.duration.unwrap_or(if a.quick {
-        Nanos::from_secs(5)
-    } else {
-        Nanos::from_secs(60)
-    });
-    let milli_pps = a
-        .rate
-        .milli_pps(Some(68))
-        .map_err(|e| usage(format!("--rate: {e}")))?;
-    let mut loopback = a.loopback;
-    let mut notes = Vec::new();
-    if !loopback && !testbed::is_root() {
-        loopback = true;
-        let msg = "not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string();
-        eprintln!("latlab: warning: {msg}");
-        notes.push(msg);
+    let cfg = KillerUsConfig::try_from(&a)?;
+    for n in &cfg.notes {
+        eprintln!("latlab: warning: {n}");
     }
-    let cfg = latlab_net::experiment::KillerUsConfig {
-        duration,
-        warmup: if a.quick {
-            Nanos::from_secs(1)
-        } else {
-            Nanos::from_secs(10)
-        },
-        milli_pps,
-        loopback,
-        quiet: a.quiet,
-        notes,
-    };
     let summary = latlab_net::experiment::run(&cfg, &exe, &dir, argv).context("killer-us")?;
     let report = super::report::experiment_report(
         &dir,

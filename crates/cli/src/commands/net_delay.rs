@@ -7,7 +7,7 @@ use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, ThreadPlacement};
-use latlab_core::units::Nanos;
+use latlab_core::units::{format_signed_ns, Nanos, SignStyle};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::{report, testbed, DelaySpec};
 use latlab_sys::{host, sched, tsc::Clock};
@@ -58,7 +58,8 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     cfg.duration = a.duration;
     latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let (clock, timebase) = Clock::establish(Nanos(100_000_000));
-    let memory_locked = sched::lock_memory().is_ok();
+    let mut lock_warnings = Vec::new();
+    let memory_locked = sched::lock_memory_or_warn(&mut lock_warnings);
     let netns = a.netns.clone();
     let fifo = a.fifo;
     let (tx, rx) = std::sync::mpsc::channel::<()>();
@@ -96,18 +97,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .map_err(|_| anyhow::anyhow!("the forwarding thread panicked"))??;
     let provenance = host::provenance(
         timebase,
-        vec![ThreadPlacement {
-            role: "forwarder".into(),
-            pinned_cpu: cpu,
-            observed_cpus: cpu.into_iter().collect(),
-            policy: if fifo.is_some() {
-                "SCHED_FIFO"
-            } else {
-                "SCHED_OTHER"
-            }
-            .into(),
-            priority: fifo.unwrap_or(0),
-        }],
+        vec![placement("forwarder", cpu, fifo)],
         memory_locked,
         started_utc,
     );
@@ -116,6 +106,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let mut result = ResultFile::new(report::RUN_KIND, argv, config, provenance);
     result.duration_ns = rep.elapsed.get();
     report::fill_run(&mut result, &rep);
+    result.warnings.extend(lock_warnings);
     result.save(&out_path).context("writing the result")?;
     let saved = ResultFile::load(&out_path)?;
     if !quiet {
@@ -224,30 +215,8 @@ fn run_check(
     let provenance = host::provenance(
         timebase,
         vec![
-            ThreadPlacement {
-                role: "forwarder".into(),
-                pinned_cpu: cpu,
-                observed_cpus: cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
-            ThreadPlacement {
-                role: "client and server".into(),
-                pinned_cpu: endpoint_cpu,
-                observed_cpus: endpoint_cpu.into_iter().collect(),
-                policy: if a.fifo.is_some() {
-                    "SCHED_FIFO"
-                } else {
-                    "SCHED_OTHER"
-                }
-                .into(),
-                priority: a.fifo.unwrap_or(0),
-            },
+            placement("forwarder", cpu, a.fifo),
+            placement("client and server", endpoint_cpu, a.fifo),
         ],
         false,
         started_utc,
@@ -306,18 +275,22 @@ fn run_check(
         println!(
             "added {}: median shift {} (error {:+.2} us), p99 shift {} (error {:+.2} us)",
             ns(delay_ns),
-            signed(s.median_shift_ns),
+            format_signed_ns(s.median_shift_ns as f64, SignStyle::AsciiMinus),
             (s.median_shift_ns - delay_ns as i64) as f64 / 1e3,
-            signed(s.p99_shift_ns),
+            format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus),
             (s.p99_shift_ns - delay_ns as i64) as f64 / 1e3
         );
         println!(
             "base latency: {} per round trip through the element at 0 us (vs the direct link); the element's own user-space part {} (median)",
-            signed(s.base_latency_ns),
+            format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),
             ns(s.engine_excess_p50_ns)
         );
         if let (Some(m), Some(p)) = (s.netem_median_shift_ns, s.netem_p99_shift_ns) {
-            println!("netem: median shift {}, p99 shift {}", signed(m), signed(p));
+            println!(
+                "netem: median shift {}, p99 shift {}",
+                format_signed_ns(m as f64, SignStyle::AsciiMinus),
+                format_signed_ns(p as f64, SignStyle::AsciiMinus)
+            );
         }
         for w in &saved.warnings {
             println!("warning: {w}");
@@ -327,10 +300,19 @@ fn run_check(
     Ok(())
 }
 
-fn signed(v: i64) -> String {
-    if v < 0 {
-        format!("-{}", ns(v.unsigned_abs()))
-    } else {
-        ns(v as u64)
+/// How a thread of the injector was placed, for provenance: pinned to `cpu` (and seen
+/// there), under `SCHED_FIFO` at `fifo` or else `SCHED_OTHER`.
+fn placement(role: &str, cpu: Option<u32>, fifo: Option<i32>) -> ThreadPlacement {
+    ThreadPlacement {
+        role: role.into(),
+        pinned_cpu: cpu,
+        observed_cpus: cpu.into_iter().collect(),
+        policy: if fifo.is_some() {
+            "SCHED_FIFO"
+        } else {
+            "SCHED_OTHER"
+        }
+        .into(),
+        priority: fifo.unwrap_or(0),
     }
 }

@@ -81,8 +81,8 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         ..cfg.clone()
     };
     let cfg = &resolved;
-    let drops_before = crate::netinfo::softnet_dropped();
-    let udp_before = crate::netinfo::udp_rcvbuf_errors();
+    let drops_before = latlab_sys::netstat::softnet_dropped();
+    let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
 
     let (tx, rx) = setup::sockets(cfg, kernel_any)?;
 
@@ -124,8 +124,8 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         let (tx, receiver, rx_placement) =
             pingpong::run(cfg, sender, receiver, rx_batch, rx, start, &shared, clock)?;
         let mut o = finish(cfg, tx, receiver, rx_placement, warnings, interfaces);
-        o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
-        o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
+        o.backlog_drops = latlab_sys::netstat::softnet_dropped().saturating_sub(drops_before);
+        o.udp_rcvbuf_drops = latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before);
         return Ok(o);
     }
 
@@ -173,7 +173,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         warnings,
         interfaces,
     );
-    o.backlog_drops = crate::netinfo::softnet_dropped().saturating_sub(drops_before);
-    o.udp_rcvbuf_drops = crate::netinfo::udp_rcvbuf_errors().saturating_sub(udp_before);
+    o.backlog_drops = latlab_sys::netstat::softnet_dropped().saturating_sub(drops_before);
+    o.udp_rcvbuf_drops = latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)
 }

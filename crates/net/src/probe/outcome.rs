@@ -64,17 +64,7 @@ pub(super) fn finish(
     }
     if cfg.sources.kernel {
         hs.push((series::KERNEL.into(), h.kernel));
-        let names = [
-            series::SEG_TX_QDISC,
-            series::SEG_TX_DRIVER,
-            series::SEG_TX_STACK,
-            series::SEG_WIRE_NF,
-            series::SEG_WIRE,
-            series::SEG_NF,
-            series::SEG_RX_STACK,
-            series::SEG_E2E,
-        ];
-        for (n, hh) in names.iter().zip(h.seg) {
+        for (n, hh) in series::SEGMENTS.iter().zip(h.seg) {
             hs.push(((*n).into(), hh));
         }
     }

@@ -26,3 +26,18 @@ pub const SEG_NF: &str = "segment.nf_residence";
 pub const SEG_RX_STACK: &str = "segment.rx_stack";
 /// User → user on the realtime clock (the sum of the segments).
 pub const SEG_E2E: &str = "segment.end_to_end";
+
+/// The latency sources, in the order tables and plots show them.
+pub const SOURCES: [&str; 4] = [USER_SCHED, USER_ACTUAL, KERNEL, HARDWARE];
+
+/// The segments of a decomposed probe, in path order (the end-to-end sum last).
+pub const SEGMENTS: [&str; 8] = [
+    SEG_TX_QDISC,
+    SEG_TX_DRIVER,
+    SEG_TX_STACK,
+    SEG_WIRE_NF,
+    SEG_WIRE,
+    SEG_NF,
+    SEG_RX_STACK,
+    SEG_E2E,
+];
