@@ -271,3 +271,27 @@ impl RunningLoad for RunningTestbed {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_udp_flood_delivers_and_stops() {
+        let cpu = *sched::allowed_cpus().first().unwrap();
+        let running = UdpFlood { cpu }.start().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let d = running.stop(100_000_000).unwrap();
+        assert!(d.mbps > 0.0, "{d:?}");
+        assert_eq!((d.pps, d.lost), (0.0, 0));
+    }
+
+    #[test]
+    fn a_file_system_load_starts_and_is_taken_down() {
+        let running = FsLoad { processes: 1 }.start().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(running.stop(0).unwrap(), Delivered::default());
+        // dropped without stop (an error path): the processes are killed too
+        drop(FsLoad { processes: 1 }.start().unwrap());
+    }
+}

@@ -331,3 +331,38 @@ fn lat_lines(d: &SchedRunData, trace: &Trace) -> String {
         .map(|t| latlate_lines(trace, t.spec.id))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::stats;
+
+    #[test]
+    fn one_stats_formatter_in_two_lengths() {
+        let s = stats(&mut vec![1_000, 2_000, 3_000]);
+        let full = stats_line(&s, StatsLine::Full);
+        let short = stats_line(&s, StatsLine::Short);
+        assert!(
+            full.starts_with("n 3 min ") && full.contains(" p90 "),
+            "{full}"
+        );
+        assert!(
+            !short.contains(" p90 ") && short.contains(" p99 "),
+            "{short}"
+        );
+        assert_eq!(
+            full.replace(&format!(" p90 {}", format_ns(3_000.0)), ""),
+            short
+        );
+        let none = Stats::default();
+        assert_eq!(stats_line(&none, StatsLine::Full), "none seen");
+        assert_eq!(stats_line(&none, StatsLine::Short), "none");
+    }
+
+    #[test]
+    fn tables_align_the_first_column_left_and_the_rest_right() {
+        let mut t = Table::new(["a", "bb"]);
+        t.row(vec!["xyz".into(), "1".into()]);
+        assert_eq!(t.render(), "a    bb\nxyz   1\n");
+    }
+}

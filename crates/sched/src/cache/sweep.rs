@@ -173,3 +173,30 @@ pub fn sweep(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn validate_names_the_flag() {
+        let ok = CacheCostConfig {
+            sizes_kb: vec![4, 64],
+            trials: 2,
+            duration_ns: 100_000_000,
+            threads: 10,
+            cpu: *sched::allowed_cpus().first().unwrap(),
+        };
+        assert!(ok.validate().is_ok());
+        assert_eq!(ok.steps(), 4);
+        let bad = |f: &dyn Fn(&mut CacheCostConfig)| {
+            let mut c = ok.clone();
+            f(&mut c);
+            c.validate().unwrap_err().to_string()
+        };
+        assert!(bad(&|c| c.sizes_kb = vec![0]).starts_with("--sizes"));
+        assert!(bad(&|c| c.threads = 1).contains("--threads"));
+        assert!(bad(&|c| c.duration_ns = 1).starts_with("--duration"));
+        assert!(bad(&|c| c.cpu = 100_000).starts_with("--cpu 100000"));
+    }
+}

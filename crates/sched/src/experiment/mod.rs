@@ -176,3 +176,33 @@ pub fn run(cfg: &ExperimentConfig, argv: Vec<String>, draw: &dyn Draw) -> Result
         results,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(
+        duration_ns: u64,
+        cpu: Option<u32>,
+        only: &[&str],
+    ) -> Result<ExperimentConfig, Error> {
+        let only = only.iter().map(|s| s.to_string()).collect();
+        ExperimentConfig::new("x".into(), duration_ns, cpu, true, only, "latlab".into())
+    }
+
+    #[test]
+    fn the_config_names_the_flag_at_fault_and_defaults_to_the_last_cpu() {
+        let e = config(1_000_000_000, None, &["5.1", "9.9"]).unwrap_err();
+        assert!(
+            e.to_string().contains("--only: unknown scenario '9.9'"),
+            "{e}"
+        );
+        let e = config(1_000, None, &[]).unwrap_err();
+        assert!(e.to_string().starts_with("--duration"), "{e}");
+        let e = config(1_000_000_000, Some(100_000), &[]).unwrap_err();
+        assert!(e.to_string().starts_with("--cpu 100000"), "{e}");
+        let c = config(1_000_000_000, None, &["5.5"]).unwrap();
+        assert_eq!(Some(&c.cpu), sched::allowed_cpus().last());
+        assert!(c.wants("5.5") && !c.wants("5.1"));
+    }
+}

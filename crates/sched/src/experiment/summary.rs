@@ -71,3 +71,29 @@ pub fn summary_text(scenarios: &[ScenarioSummary]) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_reads_back_what_it_wrote_and_prints_each_scenario() {
+        let mut sc = ScenarioSummary::new("5.1", "Direct cost", "EEVDF");
+        sc.commands.push("latlab sched -n 10".into());
+        sc.findings.push("n 12".into());
+        sc.figures.push("5.1-cpu.svg".into());
+        let s = ExperimentSummary {
+            scenarios: vec![sc],
+        };
+        let v = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            v["scenarios"][0]["linux_note"], "EEVDF",
+            "the field names are the file's"
+        );
+        assert_eq!(serde_json::from_value::<ExperimentSummary>(v).unwrap(), s);
+        assert_eq!(
+            summary_text(&s.scenarios),
+            "== 5.1 Direct cost\n  $ latlab sched -n 10\n  - n 12\n  Linux 6.x: EEVDF\n  figures: 5.1-cpu.svg\n"
+        );
+    }
+}
