@@ -339,7 +339,7 @@ mod tests {
 
     #[test]
     fn one_stats_formatter_in_two_lengths() {
-        let s = stats(&mut vec![1_000, 2_000, 3_000]);
+        let s = stats(&mut [1_000, 2_000, 3_000]);
         let full = stats_line(&s, StatsLine::Full);
         let short = stats_line(&s, StatsLine::Short);
         assert!(
