@@ -57,6 +57,18 @@ pub fn timeline_rows(d: &SchedRunData, trace: &Trace, per_cpu: bool) -> Vec<Time
     rows
 }
 
+/// The points of an empirical CDF of `v` (ns): (value, fraction at or below it), values
+/// sorted and at least 1 (for a log axis). Pure.
+pub fn cdf_points(v: &[u64]) -> Vec<(f64, f64)> {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    let n = v.len() as f64;
+    v.iter()
+        .enumerate()
+        .map(|(i, &x)| (x.max(1) as f64, (i + 1) as f64 / n))
+        .collect()
+}
+
 /// The error a [`Draw`] implementation returns.
 pub type DrawError = Box<dyn std::error::Error + Send + Sync>;
 
@@ -76,7 +88,8 @@ pub trait Draw {
         width: u32,
     ) -> Result<(), DrawError>;
 
-    /// Empirical CDFs of the named samples (ns), titled `title`, into `path`.
+    /// Empirical CDFs of the named samples (ns; [`cdf_points`] gives the points), titled
+    /// `title`, into `path`.
     fn cdf(
         &self,
         title: &str,
@@ -91,4 +104,18 @@ pub trait Draw {
         threads: u32,
         path: &Path,
     ) -> Result<(), DrawError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cdf_points_are_sorted_fractions_and_never_zero() {
+        assert_eq!(
+            cdf_points(&[3, 0, 2, 2]),
+            vec![(1.0, 0.25), (2.0, 0.5), (2.0, 0.75), (3.0, 1.0)]
+        );
+        assert!(cdf_points(&[]).is_empty());
+    }
 }

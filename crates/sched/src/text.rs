@@ -332,6 +332,21 @@ fn lat_lines(d: &SchedRunData, trace: &Trace) -> String {
         .collect()
 }
 
+/// The table `latlab sched cache-cost` prints: per working-set size, the trials and the
+/// cost per switch with its 95% interval. Pure.
+pub fn cache_cost_table(rows: &[crate::cache::SizeRow]) -> String {
+    let mut t = Table::new(["working set", "trials", "cost per switch", "95% CI"]);
+    for row in rows {
+        t.row(vec![
+            format!("{} KB", row.size_kb),
+            row.n.to_string(),
+            format!("{:.2} us", row.mean_ns / 1e3),
+            format!("+/- {:.2} us", row.ci95_ns / 1e3),
+        ]);
+    }
+    t.render()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,7 +4,6 @@
 use crate::args::sched::{AnalyzeArgs, CacheCostArgs, RenderArgs, SchedArgs, SchedCommand};
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
-use crate::table::Table;
 use draw::Figures;
 use latlab_core::results::{write_atomically, ResultFile};
 use latlab_core::units::format_ns;
@@ -12,7 +11,7 @@ use latlab_sched::cache::CacheCostConfig;
 use latlab_sched::figures::Draw as _;
 use latlab_sched::result::{self as sresult, SchedRunData};
 use latlab_sched::run::RunError;
-use latlab_sched::text::{analysis_text, printed_trace, run_summary};
+use latlab_sched::text::{analysis_text, cache_cost_table, printed_trace, run_summary};
 use latlab_sched::trace::Trace;
 use latlab_sched::{session, Error};
 use latlab_sys::host;
@@ -198,16 +197,7 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if a.quiet {
         return Ok(());
     }
-    let mut t = Table::new(["working set", "trials", "cost per switch", "95% CI"]);
-    for row in &rows {
-        t.row(vec![
-            format!("{} KB", row.size_kb),
-            row.n.to_string(),
-            format!("{:.2} us", row.mean_ns / 1e3),
-            format!("+/- {:.2} us", row.ci95_ns / 1e3),
-        ]);
-    }
-    print!("{}", t.render());
+    print!("{}", cache_cost_table(&rows));
     println!("written: {}", out.display());
     Ok(())
 }

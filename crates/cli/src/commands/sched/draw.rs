@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use latlab_core::units::format_ns;
 use latlab_report::{Curve, PlotKind, PlotSpec};
 use latlab_sched::cache::{self, SizeRow};
-use latlab_sched::figures::{timeline_rows, Draw, DrawError};
+use latlab_sched::figures::{cdf_points, timeline_rows, Draw, DrawError};
 use latlab_sched::result::SchedRunData;
 use latlab_sched::trace::Trace;
 use std::path::Path;
@@ -47,18 +47,9 @@ impl Draw for Figures {
     ) -> Result<(), DrawError> {
         let curves: Vec<Curve> = samples
             .iter()
-            .map(|(label, v)| {
-                let mut v = v.clone();
-                v.sort_unstable();
-                let n = v.len() as f64;
-                Curve {
-                    label: label.clone(),
-                    points: v
-                        .iter()
-                        .enumerate()
-                        .map(|(i, &x)| (x.max(1) as f64, (i + 1) as f64 / n))
-                        .collect(),
-                }
+            .map(|(label, v)| Curve {
+                label: label.clone(),
+                points: cdf_points(v),
             })
             .collect();
         let spec = PlotSpec {
