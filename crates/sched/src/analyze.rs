@@ -21,6 +21,10 @@ use crate::trace::Trace;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
+/// Gap below which a gap is an interruption rather than a deschedule: the default of
+/// `latlab sched analyze --merge-gap`, so the report shows what the command prints.
+pub const MERGE_GAP_NS: u64 = 50_000;
+
 /// Order statistics of a sample, ns.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Stats {
@@ -240,7 +244,7 @@ pub struct Analysis {
 /// split into voluntary (the first block ended in a yield or sleep) and involuntary ones,
 /// in ns. Pure.
 pub fn switch_gaps(trace: &Trace) -> (Vec<u64>, Vec<u64>) {
-    let mut per_cpu: BTreeMap<u32, Vec<&crate::run::Block>> = BTreeMap::new();
+    let mut per_cpu: BTreeMap<u32, Vec<&crate::model::Block>> = BTreeMap::new();
     for b in &trace.blocks {
         per_cpu.entry(b.cpu).or_default().push(b);
     }
@@ -542,8 +546,8 @@ pub fn analyze(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Activation, Block};
     use crate::result::test_data;
-    use crate::run::{Activation, Block};
     use crate::spec::{Priority, ThreadSpec};
 
     fn blk(thread: u32, start_ns: u64, end_ns: u64, end: EndReason) -> Block {
@@ -629,21 +633,7 @@ mod tests {
     #[test]
     fn rta_beside_observation_flags_excess() {
         let ms = 1_000_000;
-        let mut t0 = ThreadSpec::new(0);
-        t0.priority = Priority::Rtmed;
-        t0.workload = Workload::Periodic {
-            amount_ns: 3 * ms,
-            period_ns: 8 * ms,
-        };
-        t0.cpu = Some(0);
-        let mut t1 = ThreadSpec::new(1);
-        t1.priority = Priority::Rtlow;
-        t1.workload = Workload::Periodic {
-            amount_ns: 17 * ms,
-            period_ns: 33 * ms,
-        };
-        t1.cpu = Some(0);
-        let d = test_data(vec![t0, t1], 66 * ms);
+        let d = test_data(crate::result::two_paper_tasks(), 66 * ms);
         let act = |index, release_ns, finish, deadline_ns| Activation {
             index,
             release_ns,

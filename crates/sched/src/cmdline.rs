@@ -354,6 +354,16 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
         }
         i += 1;
     }
+    // the run-wide settings, with the threads given
+    let spec_of = |threads: Vec<ThreadSpec>| RunSpec {
+        threads,
+        duration_ns,
+        records,
+        raw_cycles,
+        gap_ns,
+        timer_slack_ns,
+        dma_latency_us,
+    };
     if out.scenario.is_some() {
         if n.is_some() || !settings.is_empty() {
             return Err(err(
@@ -362,16 +372,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                  options",
             ));
         }
-        let spec = RunSpec {
-            threads: Vec::new(),
-            duration_ns,
-            records,
-            raw_cycles,
-            gap_ns,
-            timer_slack_ns,
-            dma_latency_us,
-        };
-        return Ok((spec, out));
+        return Ok((spec_of(Vec::new()), out));
     }
     let n = n.ok_or_else(|| err("-n", "the number of threads is required, e.g. -n 3"))?;
     let mut threads: Vec<ThreadSpec> = (0..n).map(ThreadSpec::new).collect();
@@ -402,15 +403,7 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             }
         }
     }
-    let spec = RunSpec {
-        threads,
-        duration_ns,
-        records,
-        raw_cycles,
-        gap_ns,
-        timer_slack_ns,
-        dma_latency_us,
-    };
+    let spec = spec_of(threads);
     validate(&spec)?;
     Ok((spec, out))
 }

@@ -91,8 +91,8 @@ pub fn export(d: &SchedRunData, trace: &Trace) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::{Activation, Block, ThreadRun};
     use crate::recorder::EndReason;
-    use crate::run::{Activation, Block, ThreadRun};
     use crate::spec::{RunSpec, ThreadSpec};
 
     #[test]

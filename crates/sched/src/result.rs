@@ -4,8 +4,8 @@
 //! ([`crate::trace`]). Also the pure functions that turn a loaded result into the tables a
 //! report needs ([`thread_rows`], [`deadline_lines`]).
 
+use crate::model::{RunOutcome, ThreadRun};
 use crate::recorder::{EndReason, LoopCalibration};
-use crate::run::{RunOutcome, ThreadRun};
 use crate::spec::{RunSpec, Workload};
 use crate::trace::Trace;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
@@ -39,18 +39,6 @@ pub struct SchedRunData {
     /// on the machine shows in every trace.
     #[serde(default)]
     pub loadavg: Option<(f64, f64)>,
-}
-
-/// The 1-minute load average from `/proc/loadavg` text. Pure.
-pub fn parse_loadavg(text: &str) -> Option<f64> {
-    text.split_whitespace().next()?.parse().ok()
-}
-
-/// The 1-minute load average now, if the kernel says.
-pub fn loadavg() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|t| parse_loadavg(&t))
 }
 
 /// The histogram names of thread `t`.
@@ -116,7 +104,7 @@ pub fn build(
                 .with_label("model", model)
         };
         let (mut gaps, mut blocks) = (hist(), hist());
-        let mut prev: Option<&crate::run::Block> = None;
+        let mut prev: Option<&crate::model::Block> = None;
         for b in trace.blocks_of(id) {
             blocks.record(Nanos(b.end_ns - b.start_ns));
             if let Some(p) = prev {
@@ -383,14 +371,24 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
     }
 }
 
+/// Test support: the paper's two periodic tasks (5.5) on CPU 0, 3 ms every 8 ms at RTMED
+/// and 17 ms every 33 ms at RTLOW.
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loadavg_parsed() {
-        assert_eq!(parse_loadavg("10.94 10.79 9.68 3/512 12345\n"), Some(10.94));
-        assert_eq!(parse_loadavg(""), None);
-        assert!(loadavg().is_some_and(|l| l >= 0.0));
-    }
+pub(crate) fn two_paper_tasks() -> Vec<crate::spec::ThreadSpec> {
+    use crate::spec::{Priority, ThreadSpec, Workload};
+    let ms = 1_000_000;
+    [(Priority::Rtmed, 3, 8), (Priority::Rtlow, 17, 33)]
+        .into_iter()
+        .zip(0..)
+        .map(|((priority, c, t), id)| {
+            let mut th = ThreadSpec::new(id);
+            th.priority = priority;
+            th.workload = Workload::Periodic {
+                amount_ns: c * ms,
+                period_ns: t * ms,
+            };
+            th.cpu = Some(0);
+            th
+        })
+        .collect()
 }

@@ -9,8 +9,8 @@
 //! A <thread> <index> <release_ns> <start_ns> <finish_ns|-> <deadline_ns> <cpu_ns> <waited 0|1> <frames>
 //! ```
 
+use crate::model::{Activation, Block};
 use crate::recorder::EndReason;
-use crate::run::{Activation, Block};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 

@@ -47,6 +47,18 @@ fn uname() -> Option<Uname> {
     })
 }
 
+/// The 1-minute load average from `/proc/loadavg` text. Pure.
+pub fn parse_loadavg(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// The 1-minute load average now (`/proc/loadavg`), if the kernel says.
+pub fn loadavg() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| parse_loadavg(&t))
+}
+
 /// The first `model name` in `/proc/cpuinfo` text (x86), else `Model`/`Hardware`/
 /// `cpu model` (other architectures). Pure.
 pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
@@ -238,6 +250,13 @@ pub fn provenance(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn loadavg_parsed() {
+        assert_eq!(parse_loadavg("10.94 10.79 9.68 3/512 12345\n"), Some(10.94));
+        assert_eq!(parse_loadavg(""), None);
+        assert!(loadavg().is_some_and(|l| l >= 0.0));
+    }
 
     #[test]
     fn rfc3339_known_dates() {

@@ -1,7 +1,5 @@
-//! The indirect cost of a context switch versus working-set size (paper, Section 5.2 and
-//! Figure 5): a thread scanning a working set alone for T, then N threads scanning
-//! working sets of the same size on the same CPU for T; the work lost per switch is
-//! C = ((W1 − W10)/W1)·(T/N10), with a 95% Student-t confidence interval over trials.
+//! The cost model: the paper's formula and ours, the trials and rows of a sweep, and
+//! the Figure 5 series.
 
 use serde::{Deserialize, Serialize};
 
@@ -210,9 +208,10 @@ mod tests {
         assert_eq!(t95(1), 12.706);
         assert_eq!(t95(1000), 1.96);
         assert!(mean_ci95(&[]).is_none());
-        let trials = vec![
-            Trial {
-                size_kb: 64,
+        let trials: Vec<Trial> = [(64, Some(1.0)), (4, Some(3.0)), (64, Some(3.0)), (64, None)]
+            .into_iter()
+            .map(|(size_kb, cost_ns)| Trial {
+                size_kb,
                 w1: 0,
                 wn: 0,
                 switches: 0,
@@ -221,45 +220,9 @@ mod tests {
                 cpu1_ns: 1,
                 cpun_ns: 1,
                 paper_cost_ns: None,
-                cost_ns: Some(1.0),
-            },
-            Trial {
-                size_kb: 4,
-                w1: 0,
-                wn: 0,
-                switches: 0,
-                kernel_involuntary: 0,
-                t_ns: 1,
-                cpu1_ns: 1,
-                cpun_ns: 1,
-                paper_cost_ns: None,
-                cost_ns: Some(3.0),
-            },
-            Trial {
-                size_kb: 64,
-                w1: 0,
-                wn: 0,
-                switches: 0,
-                kernel_involuntary: 0,
-                t_ns: 1,
-                cpu1_ns: 1,
-                cpun_ns: 1,
-                paper_cost_ns: None,
-                cost_ns: Some(3.0),
-            },
-            Trial {
-                size_kb: 64,
-                w1: 0,
-                wn: 0,
-                switches: 0,
-                kernel_involuntary: 0,
-                t_ns: 1,
-                cpu1_ns: 1,
-                cpun_ns: 1,
-                paper_cost_ns: None,
-                cost_ns: None,
-            },
-        ];
+                cost_ns,
+            })
+            .collect();
         let rows = summarize(&trials);
         assert_eq!(rows.len(), 2);
         assert_eq!((rows[0].size_kb, rows[0].n), (4, 1));

@@ -1,0 +1,139 @@
+//! The sections of a `sched.cache_cost` result ([`CacheCostSections`]).
+
+use crate::cache::{CacheCostData, KIND as CACHE_KIND};
+use latlab_core::units::format_ns;
+use latlab_report::html::{slug, Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
+use latlab_report::input::{stem, Input};
+
+/// Sections for `sched.cache_cost` results (paper, Figure 5).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CacheCostSections;
+
+impl SectionProvider for CacheCostSections {
+    fn handles(&self, kind: &str) -> bool {
+        kind == CACHE_KIND
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut out = Vec::new();
+        for input in inputs {
+            for (path, run) in &input.runs {
+                let d: CacheCostData = serde_json::from_value(run.data.clone()).map_err(|e| {
+                    format!(
+                        "{}: data is not a sched.cache_cost record: {e}",
+                        path.display()
+                    )
+                })?;
+                let label = if input.runs.len() > 1 {
+                    format!("{} / {}", input.label, stem(path))
+                } else {
+                    input.label.clone()
+                };
+                out.push(cache_section(&label, &d));
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn cache_section(label: &str, d: &CacheCostData) -> Section {
+    let mut s = Section::new(format!("Indirect context-switch cost: {label}"));
+    s.id = format!("sched-cache-cost-{}", slug(label));
+    s.push(Block::Paragraph(format!(
+        "Per working-set size: one CPU_SCAN thread alone, then {} of them, all on CPU {}. Cost per switch C = ((W1 − WN)/W1)·(T/N) with work rated per CPU-second received (on an idle CPU, the paper's formula); mean over trials with its 95% Student-t interval.",
+        d.threads, d.cpu
+    )));
+    let mut t = Table {
+        caption: "Cost per context switch versus working set".into(),
+        header: [
+            "working set",
+            "trials with switches",
+            "cost per switch",
+            "95% CI",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    for r in &d.rows {
+        t.rows.push(vec![
+            Cell::number(format!("{} KB", r.size_kb)),
+            Cell::number(r.n.to_string()),
+            Cell::number(format_ns(r.mean_ns)),
+            if r.ci95_ns.is_finite() {
+                Cell::number(format!("± {}", format_ns(r.ci95_ns)))
+            } else {
+                Cell::styled("one trial: no interval", CellStyle::Unsupported)
+            },
+        ]);
+    }
+    s.push(Block::Table(t));
+    let series = [latlab_report::ErrorSeries {
+        label: format!("{} threads on CPU {}", d.threads, d.cpu),
+        points: d
+            .rows
+            .iter()
+            .filter(|r| r.n > 1)
+            .map(|r| {
+                let (m, c) = (r.mean_ns / 1e3, r.ci95_ns / 1e3);
+                (r.size_kb as f64, m, m - c, m + c)
+            })
+            .collect(),
+    }];
+    let spec = latlab_report::ChartSpec {
+        title: "Indirect cost of a context switch (paper, Fig. 5)".into(),
+        x_desc: "working set per thread (KB)".into(),
+        y_desc: "cost per switch (µs), 95% CI".into(),
+        ..latlab_report::ChartSpec::default()
+    };
+    match latlab_report::charts::render_errorbars_svg_string(&series, &spec) {
+        Ok(svg) => {
+            s.push(Block::Figure(Figure::Svg {
+                title: format!("Cost per context switch versus working set: {label}"),
+                svg,
+            }));
+        }
+        Err(e) => {
+            s.push(Block::Paragraph(format!(
+                "The figure was not drawn: {e} (sizes with at least two trials are drawn)."
+            )));
+        }
+    }
+    let mut t = Table {
+        caption: "Every trial".into(),
+        header: [
+            "working set",
+            "W1 (lines)",
+            "WN (lines)",
+            "switches",
+            "kernel involuntary",
+            "CPU alone",
+            "CPU contended",
+            "cost (paper, wall time)",
+            "cost (CPU received)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: Vec::new(),
+    };
+    let cost = |c: Option<f64>| {
+        c.map_or(Cell::styled("no switch", CellStyle::Unsupported), |v| {
+            Cell::number(format_ns(v))
+        })
+    };
+    for tr in &d.trials {
+        t.rows.push(vec![
+            Cell::number(format!("{} KB", tr.size_kb)),
+            Cell::number(tr.w1.to_string()),
+            Cell::number(tr.wn.to_string()),
+            Cell::number(tr.switches.to_string()),
+            Cell::number(tr.kernel_involuntary.to_string()),
+            Cell::number(format_ns(tr.cpu1_ns as f64)),
+            Cell::number(format_ns(tr.cpun_ns as f64)),
+            cost(tr.paper_cost_ns),
+            cost(tr.cost_ns),
+        ]);
+    }
+    s.push(Block::Table(t));
+    s
+}
