@@ -127,6 +127,21 @@ pub fn assert_sections(html: &str, ids: &[&str]) {
     }
 }
 
+/// Asserts that `text` contains every needle.
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(
+            text.contains(n),
+            "'{n}' missing from: {}",
+            if text.len() > 4000 {
+                "(a long text)"
+            } else {
+                text
+            }
+        );
+    }
+}
+
 /// The text of the report section with `id`, up to the next section.
 pub fn section<'a>(html: &'a str, id: &str) -> &'a str {
     let start = html
