@@ -7,7 +7,9 @@
 //!
 //! Without Chromium the tests print a SKIP line and pass without checking (outside CI).
 
-use crate::util::{assert_sections, fixture, latlab, ok, skip, CLOCKS_REPORT_SECTIONS};
+use crate::util::{
+    assert_sections, fixture, latlab, ok, shared_turn, skip, CLOCKS_REPORT_SECTIONS,
+};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -62,6 +64,7 @@ fn chromium_and_report() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
 
 /// Runs headless Chromium on `url` with the flags a closed network needs, plus `extra`.
 fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[String]) -> Output {
+    let _shared = shared_turn();
     std::process::Command::new(bin)
         .args([
             "--headless",
