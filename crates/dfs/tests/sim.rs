@@ -59,22 +59,19 @@ fn killing_one_of_two_dde_replicas_does_not_stop_the_run() {
     let mut cfg = small(Mode::Dfs);
     cfg.dde_replicas = 2;
     let healthy = sim::run(&cfg).unwrap().data;
-    // kill replica 0 in the middle of the run
-    cfg.dde_faults.push(DdeFault {
-        replica: 0,
+    let mid_run_kill = |replica| DdeFault {
+        replica,
         kill_ns: (healthy.duration_ms * 1e6 / 2.0) as i64,
         restart_ns: None,
-    });
+    };
+    // kill replica 0 in the middle of the run
+    cfg.dde_faults.push(mid_run_kill(0));
     let d = sim::run(&cfg).unwrap().data;
     assert!(d.complete);
     assert_eq!(d.ie.fallbacks, 0, "the surviving replica kept proposing");
     assert_eq!(d.ie.proposals_used, healthy.ie.proposals_used);
     // with both replicas dead the inputs keep going on the fallback rule
-    cfg.dde_faults.push(DdeFault {
-        replica: 1,
-        kill_ns: (healthy.duration_ms * 1e6 / 2.0) as i64,
-        restart_ns: None,
-    });
+    cfg.dde_faults.push(mid_run_kill(1));
     let d = sim::run(&cfg).unwrap().data;
     assert!(d.complete);
     assert!(d.ie.fallbacks > 0);

@@ -10,7 +10,7 @@ use latlab_net::delay::DelaySpec;
 use latlab_sys::tsc::Clock;
 use latlab_testutil::require_root;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 // One testbed at a time (they share interface names inside private namespaces, but the
 // CPUs are shared too).
@@ -62,17 +62,24 @@ fn ping(tb: &Testbed, clock: &Clock) -> PingOutcome {
     testbed::udp_ping(tb, &cfg, clock).unwrap()
 }
 
+/// One test's turn, the clock, a testbed tagged `tag` and the injector's configuration
+/// between its two delay-namespace interfaces, adding `delay_ns`.
+fn setup(tag: &str, delay_ns: u64) -> (MutexGuard<'static, ()>, Clock, Testbed, EngineConfig) {
+    let turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (clock, _) = Clock::establish(Nanos(50_000_000));
+    let tb = Testbed::build(tag, false).unwrap();
+    let cfg = EngineConfig::new(
+        testbed::DELAY_IF_CLIENT,
+        testbed::DELAY_IF_SERVER,
+        DelaySpec::Constant { ns: delay_ns },
+    );
+    (turn, clock, tb, cfg)
+}
+
 #[test]
 fn added_delay_is_applied_exactly_in_one_direction() {
     require_root!("network namespaces and AF_PACKET sockets");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (clock, _) = Clock::establish(Nanos(50_000_000));
-    let tb = Testbed::build("dt", false).unwrap();
-    let mut cfg = EngineConfig::new(
-        testbed::DELAY_IF_CLIENT,
-        testbed::DELAY_IF_SERVER,
-        DelaySpec::Constant { ns: 0 },
-    );
+    let (_turn, clock, tb, mut cfg) = setup("dt", 0);
     cfg.direction = Direction::AToB;
     let (zero, rep0) = with_engine(&tb, &cfg, &clock, || ping(&tb, &clock));
     cfg.delay = DelaySpec::Constant { ns: 20_000 };
@@ -134,14 +141,7 @@ fn added_delay_is_applied_exactly_in_one_direction() {
 #[test]
 fn overflow_is_counted_and_the_run_ends_cleanly() {
     require_root!("network namespaces and AF_PACKET sockets");
-    let _g = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let (clock, _) = Clock::establish(Nanos(50_000_000));
-    let tb = Testbed::build("do", false).unwrap();
-    let mut cfg = EngineConfig::new(
-        testbed::DELAY_IF_CLIENT,
-        testbed::DELAY_IF_SERVER,
-        DelaySpec::Constant { ns: 2_000_000 },
-    );
+    let (_turn, clock, tb, mut cfg) = setup("do", 2_000_000);
     cfg.capacity = 16;
     let n = 5_000u64;
     let (sent, rep) = with_engine(&tb, &cfg, &clock, || {

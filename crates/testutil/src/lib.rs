@@ -21,7 +21,8 @@ pub fn is_root() -> bool {
 /// captures (and shows only for failing tests): a skip must be visible in every run.
 pub fn print_skip(test: &str, why: &str) {
     use std::io::Write as _;
-    let _ = writeln!(std::io::stderr().lock(), "SKIP {test}: {why}");
+    // One write, so that the line is not split by the harness's own output.
+    let _ = std::io::stderr().write_all(format!("SKIP {test}: {why}\n").as_bytes());
 }
 
 /// The path of the function it is used in, without the crate name (`module::test_name`).

@@ -7,7 +7,9 @@
 //!
 //! Without Chromium the tests print a SKIP line and pass without checking (outside CI).
 
-use crate::util::{assert_sections, fixture, latlab, ok, skip, CLOCKS_REPORT_SECTIONS};
+use crate::util::{
+    assert_sections, fixture, latlab, ok, shared_turn, skip, CLOCKS_REPORT_SECTIONS,
+};
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -52,8 +54,17 @@ fn render_report(dir: &Path) -> PathBuf {
     out_path
 }
 
+/// Chromium, a scratch directory and the report rendered in it; `None` without Chromium.
+fn chromium_and_report() -> Option<(PathBuf, tempfile::TempDir, PathBuf)> {
+    let bin = chromium()?;
+    let dir = tempfile::tempdir().unwrap();
+    let report = render_report(dir.path());
+    Some((bin, dir, report))
+}
+
 /// Runs headless Chromium on `url` with the flags a closed network needs, plus `extra`.
 fn run_chromium(bin: &Path, profile: &Path, url: &str, extra: &[String]) -> Output {
+    let _shared = shared_turn();
     std::process::Command::new(bin)
         .args([
             "--headless",
@@ -86,11 +97,9 @@ fn console_messages(stderr: &str) -> Vec<String> {
 
 #[test]
 fn report_renders_in_chromium_without_errors() {
-    let Some(bin) = chromium() else {
+    let Some((bin, dir, report)) = chromium_and_report() else {
         skip!("chromium not installed (make test installs Debian's chromium)");
     };
-    let dir = tempfile::tempdir().unwrap();
-    let report = render_report(dir.path());
     let url = format!("file://{}#selftest", report.display());
 
     let out = run_chromium(&bin, &dir.path().join("p1"), &url, &["--dump-dom".into()]);
@@ -163,11 +172,9 @@ fn page_requests(netlog: &Path) -> Vec<String> {
 
 #[test]
 fn report_makes_no_network_request() {
-    let Some(bin) = chromium() else {
+    let Some((bin, dir, report)) = chromium_and_report() else {
         skip!("chromium not installed (make test installs Debian's chromium)");
     };
-    let dir = tempfile::tempdir().unwrap();
-    let report = render_report(dir.path());
 
     // The detector must see a request when there is one: a control page with a remote image.
     let control = dir.path().join("control.html");

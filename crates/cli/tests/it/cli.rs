@@ -2,7 +2,8 @@
 //! back, plots, CSV, merging, and every bad-input path with its exit code.
 
 use crate::util::{
-    assert_one_line_error, assert_usage_error, latlab, latlab_line, system_turn, text,
+    assert_contains, assert_one_line_error, assert_usage_error, latlab, latlab_line, run_ok,
+    system_turn, text,
 };
 use latlab_core::results::ResultFile;
 use std::path::{Path, PathBuf};
@@ -24,17 +25,18 @@ fn help_lists_every_subcommand_and_examples() {
     let out = latlab().arg("--help").output().unwrap();
     assert!(out.status.success());
     let s = String::from_utf8(out.stdout).unwrap();
-    for sub in [
-        "host",
-        "plot",
-        "show",
-        "report",
-        "compare",
-        "check",
-        "Exit codes",
-    ] {
-        assert!(s.contains(sub), "{sub} missing from --help");
-    }
+    assert_contains(
+        &s,
+        &[
+            "host",
+            "plot",
+            "show",
+            "report",
+            "compare",
+            "check",
+            "Exit codes",
+        ],
+    );
     for args in [
         &["host", "clocks", "--help"][..],
         &["plot", "--help"],
@@ -158,14 +160,8 @@ fn reloading_and_replotting_gives_identical_numbers() {
     let dir = tempfile::tempdir().unwrap();
     let (path, stdout) = clocks_run(dir.path(), "r.json", &["--sources", "monotonic,realtime"]);
     // `show` recomputes from the file: its p50 equals the one the run printed
-    let show = latlab()
-        .arg("show")
-        .arg(&path)
-        .args(["--csv", "-"])
-        .output()
-        .unwrap();
-    assert!(show.status.success());
-    let csv = String::from_utf8(show.stdout).unwrap();
+    let show_csv = || run_ok(latlab().arg("show").arg(&path).args(["--csv", "-"]));
+    let csv = show_csv();
     let r = ResultFile::load(&path).unwrap();
     for name in ["monotonic", "realtime"] {
         let h = r.histogram(name).unwrap().unwrap();
@@ -185,13 +181,7 @@ fn reloading_and_replotting_gives_identical_numbers() {
         );
     }
     // the same file gives the same CSV and the same figure, byte for byte
-    let again = latlab()
-        .arg("show")
-        .arg(&path)
-        .args(["--csv", "-"])
-        .output()
-        .unwrap();
-    assert_eq!(String::from_utf8(again.stdout).unwrap(), csv);
+    assert_eq!(show_csv(), csv);
     let (a, b) = (dir.path().join("a.svg"), dir.path().join("b.svg"));
     for p in [&a, &b] {
         latlab()

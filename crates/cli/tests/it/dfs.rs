@@ -1,7 +1,7 @@
 //! End-to-end tests of `latlab dfs`: the simulator through the binary, and the MPI runtime
 //! under `mpirun` (skipped with a SKIP line when mpirun or MPI support is missing).
 
-use crate::util::{assert_usage_error, latlab_line, mpi_ready, mpirun, skip, text};
+use crate::util::{assert_usage_error, latlab_line, mpi_ready, mpirun, run_ok, skip, text};
 use latlab_core::results::ResultFile;
 use std::path::Path;
 
@@ -13,13 +13,9 @@ fn data(path: &Path) -> serde_json::Value {
 fn sim_writes_both_modes_and_prints_ratios() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.json");
-    let o = latlab_line("dfs sim --nodes 8 --time-slices 400 --ts-per-interval 40")
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout} {}", text(&o.stderr));
+    let stdout = run_ok(
+        latlab_line("dfs sim --nodes 8 --time-slices 400 --ts-per-interval 40 -o").arg(&out),
+    );
     assert!(stdout.contains("best effort / DFS"), "{stdout}");
     for m in ["best-effort", "dfs"] {
         let p = dir.path().join(format!("s-{m}.json"));
@@ -153,12 +149,7 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
 fn experiment_writes_results_figures_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp");
-    let o = latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 -q --out-dir")
-        .arg(&out)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout} {}", text(&o.stderr));
+    let stdout = run_ok(latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 -q --out-dir").arg(&out));
     for f in [
         "sim-4-best-effort.json",
         "sim-8-dfs.json",

@@ -2,7 +2,10 @@
 //! DFS with a bandwidth drop) and, where mpirun works, short MPI runs of both modes and a
 //! short MPI micro-benchmark. The report must build and carry the dfs sections and figures.
 
-use crate::util::{latlab_line, mpi_ready, mpirun, report_html, run_ok, skip, text};
+use crate::util::{
+    assert_contains, assert_sections, latlab_line, mpi_ready, mpirun, report_html, run_ok, skip,
+    text,
+};
 use std::path::Path;
 
 /// Runs `latlab report` on `inputs`, returns the HTML and the figure files written.
@@ -27,27 +30,29 @@ fn report_on_a_simulated_best_effort_and_dfs_pair() {
     let be = dir.path().join("s-best-effort.json");
     let dfs = dir.path().join("s-dfs.json");
     let (html, figs) = report(dir.path(), "r", &[&be, &dfs]);
-    for id in [
-        "dfs-simulation-configuration",
-        "dfs-simulation-completion-accounting",
-        "dfs-simulation-time-slice-completion-duration",
-        "dfs-simulation-aggregate-bandwidth",
-        "dfs-simulation-best-effort-against-dfs",
-        "dfs-simulation-proposed-and-actual-interval-durations",
-        "dfs-simulation-compute-buffer-fill",
-        "distributions",
-        "percentiles",
-    ] {
-        assert!(html.contains(&format!("id=\"{id}\"")), "no section {id}");
-    }
-    for t in [
-        "complete, all verified",
-        "8 nodes: the model gives a median completion ratio best effort / DFS of ",
-        "Interval durations (Fig. 8)",
-        "bandwidth drop",
-    ] {
-        assert!(html.contains(t), "report lacks '{t}'");
-    }
+    assert_sections(
+        &html,
+        &[
+            "dfs-simulation-configuration",
+            "dfs-simulation-completion-accounting",
+            "dfs-simulation-time-slice-completion-duration",
+            "dfs-simulation-aggregate-bandwidth",
+            "dfs-simulation-best-effort-against-dfs",
+            "dfs-simulation-proposed-and-actual-interval-durations",
+            "dfs-simulation-compute-buffer-fill",
+            "distributions",
+            "percentiles",
+        ],
+    );
+    assert_contains(
+        &html,
+        &[
+            "complete, all verified",
+            "8 nodes: the model gives a median completion ratio best effort / DFS of ",
+            "Interval durations (Fig. 8)",
+            "bandwidth drop",
+        ],
+    );
     for f in [
         "completion-duration-box-plot.svg",
         "interval-durations-s-dfs.svg",
@@ -99,15 +104,16 @@ fn report_on_mpi_runs_of_both_modes() {
         outs.push(out);
     }
     let (html, figs) = report(dir.path(), "r", &[&outs[0], &outs[1]]);
-    for id in [
-        "dfs-over-mpi-completion-accounting",
-        "dfs-over-mpi-time-slice-completion-duration",
-        "dfs-over-mpi-best-effort-against-dfs",
-        "dfs-over-mpi-proposed-and-actual-interval-durations",
-        "dfs-over-mpi-compute-buffer-fill",
-    ] {
-        assert!(html.contains(&format!("id=\"{id}\"")), "no section {id}");
-    }
+    assert_sections(
+        &html,
+        &[
+            "dfs-over-mpi-completion-accounting",
+            "dfs-over-mpi-time-slice-completion-duration",
+            "dfs-over-mpi-best-effort-against-dfs",
+            "dfs-over-mpi-proposed-and-actual-interval-durations",
+            "dfs-over-mpi-compute-buffer-fill",
+        ],
+    );
     assert!(html.contains("1000 of 1000") && html.contains("complete, all verified"));
     assert!(html.contains("4 nodes: this run gives a median completion ratio"));
     assert!(

@@ -7,15 +7,31 @@ use crate::util::{
 };
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{Child, ExitStatus, Output, Stdio};
 
-/// The first line a spawned latlab prints (its "ready").
-fn first_line(child: &mut std::process::Child) -> String {
+/// Starts the network function `cmd` writing its result to `out` (it runs until its stdin
+/// closes) and returns it with the first line it prints (its "ready").
+fn spawn_nf(cmd: &mut std::process::Command, out: &Path) -> (Child, String) {
+    let mut nf = cmd
+        .arg(out)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
+    BufReader::new(nf.stdout.take().unwrap())
         .read_line(&mut line)
         .unwrap();
-    line
+    (nf, line)
+}
+
+/// Runs the probe `latlab LINE OUT` against the running `nf`, then closes the NF's stdin:
+/// the probe's output and the NF's exit status.
+fn probe_beside(mut nf: Child, line: &str, out: &Path) -> (Output, ExitStatus) {
+    let probe = latlab_line(line).arg(out).output().unwrap();
+    drop(nf.stdin.take());
+    (probe, nf.wait().unwrap())
 }
 
 /// The network namespaces that exist now.
@@ -39,28 +55,22 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
     let out = latlab().args(["net", "testbed", "up"]).output().unwrap();
     assert!(text(&out.stdout).contains("already up"));
 
-    let exe = latlab_bin();
     let nf_path = dir.path().join("nf.json");
-    let mut nf = std::process::Command::new("ip")
-        .args(["netns", "exec", "latlab-nf"])
-        .arg(&exe)
-        .args("net forward --testbed --io busy --until-stdin-closes -q -o".split_whitespace())
-        .arg(&nf_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    assert_eq!(first_line(&mut nf).trim(), "ready");
+    let (nf, ready) = spawn_nf(
+        std::process::Command::new("ip")
+            .args(["netns", "exec", "latlab-nf"])
+            .arg(latlab_bin())
+            .args("net forward --testbed --io busy --until-stdin-closes -q -o".split_whitespace()),
+        &nf_path,
+    );
+    assert_eq!(ready.trim(), "ready");
 
     let probe_path = dir.path().join("probe.json");
-    let out = latlab_line(
+    let (out, nf_status) = probe_beside(
+        nf,
         "net probe --testbed --rate 5kpps --duration 1s --warmup 200ms --timestamps all -q -o",
-    )
-    .arg(&probe_path)
-    .output()
-    .unwrap();
-    drop(nf.stdin.take());
-    let nf_status = nf.wait().unwrap();
+        &probe_path,
+    );
     ok(&out);
     assert!(nf_status.success());
 
@@ -111,24 +121,18 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
 fn pingpong_on_loopback_writes_a_result() {
     let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let exe = latlab_bin();
-    let mut nf = std::process::Command::new(&exe)
-        .args("net reflect --bind 127.0.0.1:7301 --until-stdin-closes -q -o".split_whitespace())
-        .arg(dir.path().join("nf.json"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    first_line(&mut nf);
+    let (nf, _) = spawn_nf(
+        std::process::Command::new(latlab_bin()).args(
+            "net reflect --bind 127.0.0.1:7301 --until-stdin-closes -q -o".split_whitespace(),
+        ),
+        &dir.path().join("nf.json"),
+    );
     let p = dir.path().join("pp.json");
-    let out = latlab_line(
+    let (out, _) = probe_beside(
+        nf,
         "net probe --to 127.0.0.1:7301 --mode pingpong --duration 300ms --warmup 50ms -o",
-    )
-    .arg(&p)
-    .output()
-    .unwrap();
-    drop(nf.stdin.take());
-    nf.wait().unwrap();
+        &p,
+    );
     let stdout = ok(&out);
     assert!(stdout.contains("user.actual"), "{stdout}");
     let r = ResultFile::load(&p).unwrap();

@@ -2,7 +2,9 @@
 //! deadlines, execution timeline inline as SVG, inference), the missing-sidecar path, and
 //! the report `latlab experiment hourglass` writes over its result files.
 
-use crate::util::{latlab_line, ok, report_html, require_root, section, system_turn};
+use crate::util::{
+    assert_contains, latlab_line, ok, report_html, require_root, section, system_turn,
+};
 use std::path::Path;
 
 fn report(result: &Path, html: &Path) -> String {
@@ -22,16 +24,17 @@ fn report_on_a_sched_run_has_its_sections_and_an_inline_timeline() {
     );
     let html = report(&run, &dir.path().join("r.html"));
     let s = section(&html, "sched-run-run");
-    for needle in [
-        "Thread set as run",
-        "PERIODIC",
-        "Loop iteration time",
-        "2 × median",
-        "Buffers: what fitted",
-        "Deadlines per periodic thread",
-    ] {
-        assert!(s.contains(needle), "'{needle}' missing from {s}");
-    }
+    assert_contains(
+        s,
+        &[
+            "Thread set as run",
+            "PERIODIC",
+            "Loop iteration time",
+            "2 × median",
+            "Buffers: what fitted",
+            "Deadlines per periodic thread",
+        ],
+    );
     let t = section(&html, "sched-timeline-run");
     assert!(t.contains("Execution timeline of run"), "{t}");
     assert!(

@@ -14,11 +14,9 @@ pub use latlab_testutil::{is_root, require_root, skip};
 /// The `latlab` binary under test, holding a shared turn while it runs (see
 /// [`system_turn`]).
 pub fn latlab() -> Latlab {
-    let shared =
-        (!EXCLUSIVE.with(Cell::get)).then(|| TURN.read().unwrap_or_else(|e| e.into_inner()));
     Latlab {
         cmd: Command::cargo_bin("latlab").unwrap(),
-        _shared: shared,
+        _shared: shared_turn(),
     }
 }
 
@@ -53,11 +51,11 @@ pub fn text(b: &[u8]) -> String {
 }
 
 /// Asserts that the command succeeded (showing its stderr and stdout otherwise) and returns
-/// its stdout.
+/// its stdout, which must be UTF-8.
 pub fn ok(out: &Output) -> String {
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "{}\n{stdout}", text(&out.stderr));
-    stdout
+    String::from_utf8(out.stdout.clone()).expect("stdout is UTF-8")
 }
 
 /// Asserts a failure with exit `code` and exactly one line on stderr containing every
@@ -127,6 +125,21 @@ pub fn assert_sections(html: &str, ids: &[&str]) {
     }
 }
 
+/// Asserts that `text` contains every needle.
+pub fn assert_contains(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(
+            text.contains(n),
+            "'{n}' missing from: {}",
+            if text.len() > 4000 {
+                "(a long text)"
+            } else {
+                text
+            }
+        );
+    }
+}
+
 /// The text of the report section with `id`, up to the next section.
 pub fn section<'a>(html: &'a str, id: &str) -> &'a str {
     let start = html
@@ -152,6 +165,7 @@ pub fn mpi_ready() -> Result<(), String> {
 
 /// Runs `latlab ARGS` on `ranks` MPI ranks (as root too, oversubscribed).
 pub fn mpirun(ranks: u32, args: &[&str], out: &Path) -> Output {
+    let _shared = shared_turn();
     std::process::Command::new("mpirun")
         .args(["--allow-run-as-root", "--oversubscribe", "-n"])
         .arg(ranks.to_string())
@@ -171,13 +185,19 @@ pub fn mpirun(ranks: u32, args: &[&str], out: &Path) -> Output {
 /// neighbours would skew (a latency breakdown compares medians, a ping-pong counts losses).
 ///
 /// When these tests lived in separate test binaries, cargo ran each binary after the other.
-/// In one binary, such a test holds this turn for its whole run, and every `latlab` process
-/// of the other tests holds a shared turn while it runs ([`latlab`]), so no other latlab
-/// process runs beside it while the light tests still run in parallel with each other.
+/// In one binary, such a test holds this turn for its whole run, and every process the other
+/// tests start (`latlab`, `mpirun`, Chromium) holds a [`shared_turn`] while it runs, so
+/// nothing else runs beside it, while the light tests still run in parallel with each other.
 pub fn system_turn() -> SystemTurn {
     let guard = TURN.write().unwrap_or_else(|e| e.into_inner());
     EXCLUSIVE.with(|e| e.set(true));
     SystemTurn(guard)
+}
+
+/// A shared turn, held while a process of a test that does not hold the [`system_turn`]
+/// runs (`latlab`, `mpirun`, Chromium); `None` in the test that holds it.
+pub fn shared_turn() -> Option<RwLockReadGuard<'static, ()>> {
+    (!EXCLUSIVE.with(Cell::get)).then(|| TURN.read().unwrap_or_else(|e| e.into_inner()))
 }
 
 static TURN: RwLock<()> = RwLock::new(());
