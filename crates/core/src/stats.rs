@@ -282,6 +282,78 @@ pub fn ccdf(h: &LatencyHistogram) -> Vec<Point> {
     out
 }
 
+/// Five-number summary plus count (box plots: min, p10, median, p90, max). The one
+/// five-number type: results store it (`dfs.sim`), figures draw it
+/// ([`crate::doc::BoxStat`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct FiveNum {
+    /// Samples.
+    pub count: u64,
+    /// Minimum.
+    pub min: f64,
+    /// 10th percentile.
+    pub p10: f64,
+    /// Median.
+    pub median: f64,
+    /// 90th percentile.
+    pub p90: f64,
+    /// Maximum.
+    pub max: f64,
+}
+
+impl FiveNum {
+    /// From a histogram, values converted from ns by dividing by `unit`.
+    pub fn from_hist(h: &crate::hist::LatencyHistogram, unit: f64) -> FiveNum {
+        use crate::parse::Percentile;
+        if h.count() == 0 {
+            return FiveNum::default();
+        }
+        let at = |n, d| h.value_at(Percentile::from_fraction(n, d).expect("valid")) as f64 / unit;
+        FiveNum {
+            count: h.count(),
+            min: h.min() as f64 / unit,
+            p10: at(1, 10),
+            median: at(1, 2),
+            p90: at(9, 10),
+            max: h.max() as f64 / unit,
+        }
+    }
+
+    /// From counts per integer value `v` (index), values scaled by `scale`.
+    pub fn from_counts(counts: &[u64], scale: f64) -> FiveNum {
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return FiveNum::default();
+        }
+        let q = |p: f64| {
+            let rank = ((p * n as f64).ceil() as u64).clamp(1, n);
+            let mut acc = 0;
+            for (v, &c) in counts.iter().enumerate() {
+                acc += c;
+                if acc >= rank {
+                    return v as f64 * scale;
+                }
+            }
+            (counts.len() - 1) as f64 * scale
+        };
+        let min = counts.iter().position(|&c| c > 0).unwrap_or(0) as f64 * scale;
+        let max = counts.iter().rposition(|&c| c > 0).unwrap_or(0) as f64 * scale;
+        FiveNum {
+            count: n,
+            min,
+            p10: q(0.1),
+            median: q(0.5),
+            p90: q(0.9),
+            max,
+        }
+    }
+
+    /// `[min, p10, median, p90, max]`.
+    pub fn values(&self) -> [f64; 5] {
+        [self.min, self.p10, self.median, self.p90, self.max]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

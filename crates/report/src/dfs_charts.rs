@@ -40,7 +40,7 @@ pub fn render_boxplot_svg_string(
 ) -> Result<String, PlotError> {
     let usable: Vec<&BoxStat> = boxes
         .iter()
-        .filter(|b| b.values().iter().all(|v| v.is_finite()) && (!log_y || b.max > 0.0))
+        .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
         .collect();
     if usable.is_empty() {
         return Err(PlotError::NoData);
@@ -54,6 +54,29 @@ pub fn render_boxplot_svg_string(
         root.present().map_err(draw_err)?;
     }
     Ok(out)
+}
+
+/// Draws box plots as a PNG image (the bytes of the file).
+///
+/// # Errors
+/// As [`render_boxplot_svg_string`].
+pub fn render_boxplot_png(
+    boxes: &[BoxStat],
+    spec: &ChartSpec,
+    log_y: bool,
+) -> Result<Vec<u8>, PlotError> {
+    let usable: Vec<&BoxStat> = boxes
+        .iter()
+        .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
+        .collect();
+    if usable.is_empty() {
+        return Err(PlotError::NoData);
+    }
+    check_size(spec)?;
+    ensure_font()?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_boxes(root, &usable, spec, log_y)
+    })
 }
 
 fn check_size(spec: &ChartSpec) -> Result<(), PlotError> {
@@ -335,12 +358,7 @@ fn nice_step(span: f64) -> f64 {
 /// [`PlotError::NoData`] without a drawable point; [`PlotError::NoFont`];
 /// [`PlotError::Draw`].
 pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<String, PlotError> {
-    let ok = |p: &(f64, f64)| {
-        p.0.is_finite()
-            && p.1.is_finite()
-            && (!chart.log_x || p.0 > 0.0)
-            && (!chart.log_y || p.1 > 0.0)
-    };
+    let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
     if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
         return Err(PlotError::NoData);
     }
@@ -353,6 +371,22 @@ pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<St
         root.present().map_err(draw_err)?;
     }
     Ok(out)
+}
+
+/// Draws a line chart as a PNG image (the bytes of the file).
+///
+/// # Errors
+/// As [`render_lines_svg_string`].
+pub fn render_lines_png(chart: &LineChart, spec: &ChartSpec) -> Result<Vec<u8>, PlotError> {
+    let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
+    if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
+        return Err(PlotError::NoData);
+    }
+    check_size(spec)?;
+    ensure_font()?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_lines(root, chart, spec, &ok)
+    })
 }
 
 fn ticks(s: &Scale) -> Vec<f64> {
@@ -490,11 +524,14 @@ mod tests {
         BoxStat {
             category: cat.into(),
             series: series.into(),
-            min: v[0],
-            p10: v[1],
-            median: v[2],
-            p90: v[3],
-            max: v[4],
+            five: latlab_core::stats::FiveNum {
+                count: 1,
+                min: v[0],
+                p10: v[1],
+                median: v[2],
+                p90: v[3],
+                max: v[4],
+            },
         }
     }
 

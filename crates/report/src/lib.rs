@@ -48,4 +48,4 @@ pub use plot::{
     choose_unit, render, render_interactive, render_panels, render_svg_string, Curve, ImageFormat,
     InteractiveFigure, PixelSeries, PlotError, PlotKind, PlotSpec, TimeUnit,
 };
-pub use spec::{figure_svg, write_figure};
+pub use spec::{figure_svg, write_figure, FileFigures};

@@ -5,7 +5,9 @@
 use crate::charts::{
     render_errorbars, render_errorbars_svg_string, render_stacked, render_stacked_svg_string,
 };
-use crate::dfs_charts::{render_boxplot_svg_string, render_lines_svg_string};
+use crate::dfs_charts::{
+    render_boxplot_png, render_boxplot_svg_string, render_lines_png, render_lines_svg_string,
+};
 use crate::plot::{render, render_svg_string, ImageFormat, PlotError, PlotSpec};
 use crate::timeline::{render_timeline, render_timeline_svg_string};
 use crate::xy::{render_xy, render_xy_svg_string};
@@ -44,8 +46,18 @@ pub fn figure_svg(f: &Figure) -> Result<String, PlotError> {
     }
 }
 
-/// Draws the figure into `path`, SVG or PNG by extension (box plots, line charts and
-/// finished SVG documents: SVG only).
+/// The [`latlab_core::doc::FigureSink`] that draws into files with [`write_figure`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FileFigures;
+
+impl latlab_core::doc::FigureSink for FileFigures {
+    fn draw(&self, figure: &Figure, path: &Path) -> Result<(), latlab_core::doc::DrawError> {
+        write_figure(figure, path).map_err(|e| format!("drawing {}: {e}", path.display()).into())
+    }
+}
+
+/// Draws the figure into `path`, SVG or PNG by extension (a finished SVG document: SVG
+/// only).
 ///
 /// # Errors
 /// [`PlotError::UnknownFormat`] for another extension, [`PlotError::Draw`] for PNG where
@@ -70,10 +82,22 @@ pub fn write_figure(f: &Figure, path: &Path) -> Result<(), PlotError> {
         Figure::ErrorBars { spec, series, .. } => render_errorbars(series, spec, path),
         Figure::Xy { spec, series, .. } => render_xy(series, spec, path),
         Figure::Timeline { spec, rows, .. } => render_timeline(rows, spec, path),
-        Figure::Boxes { .. } | Figure::Lines { .. } | Figure::Svg { .. } => match format {
+        Figure::Boxes {
+            spec, boxes, log_y, ..
+        } => match format {
             ImageFormat::Svg => crate::plot::write_image(path, figure_svg(f)?.as_bytes()),
+            ImageFormat::Png => {
+                crate::plot::write_image(path, &render_boxplot_png(boxes, spec, *log_y)?)
+            }
+        },
+        Figure::Lines { spec, chart, .. } => match format {
+            ImageFormat::Svg => crate::plot::write_image(path, figure_svg(f)?.as_bytes()),
+            ImageFormat::Png => crate::plot::write_image(path, &render_lines_png(chart, spec)?),
+        },
+        Figure::Svg { svg, .. } => match format {
+            ImageFormat::Svg => crate::plot::write_image(path, svg.as_bytes()),
             ImageFormat::Png => Err(PlotError::Draw(format!(
-                "{}: this figure type is drawn as SVG only; use a file name ending in .svg",
+                "{}: a finished SVG document is written as SVG only; use a file name ending in .svg",
                 path.display()
             ))),
         },

@@ -84,7 +84,7 @@ fn height(rows: usize, spec: &TimelineSpec) -> u32 {
 }
 
 fn check(rows: &[TimelineRow], spec: &TimelineSpec) -> Result<(), PlotError> {
-    if rows.is_empty() || spec.window.1 <= spec.window.0 {
+    if !latlab_core::doc::figure::timeline_drawable(rows, spec) {
         return Err(PlotError::NoData);
     }
     if !(160..=16384).contains(&spec.width) {

@@ -1,10 +1,12 @@
-//! From a run to figures: the rows of the execution timeline (the paper's Figure 3), for
-//! [`latlab_report::timeline`].
+//! From a run to figure specifications: the execution timeline (the paper's Figure 3),
+//! CDFs of gaps and the cache-cost figure, drawn by whatever [`FigureSink`] the caller
+//! passes.
 
 use crate::result::SchedRunData;
 use crate::spec::Workload;
 use crate::trace::Trace;
-use latlab_report::timeline::TimelineRow;
+use latlab_core::doc::{Curve, Figure, FigureSink, PlotKind, TimelineRow, TimelineSpec};
+use latlab_core::units::format_ns;
 use std::path::Path;
 
 /// One row per thread (label: number, model, policy), deadline misses marked, then, when
@@ -69,15 +71,65 @@ pub fn cdf_points(v: &[u64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The error a [`Draw`] implementation returns.
-pub type DrawError = Box<dyn std::error::Error + Send + Sync>;
+pub use latlab_core::doc::DrawError;
 
-/// Draws the figures of runs and of the experiment. This crate measures and says what to
-/// draw; the caller (the CLI, through `latlab-report`) draws, so that plotting stays out
-/// of the measuring crate.
+/// The execution timeline of a run over `window` (ns from its start), with a row per CPU
+/// too when `cpus`, `width` pixels wide. Pure.
+pub fn timeline_figure(
+    d: &SchedRunData,
+    trace: &Trace,
+    (from, to): (u64, u64),
+    cpus: bool,
+    width: u32,
+) -> Figure {
+    let spec = TimelineSpec {
+        title: format!(
+            "latlab sched: {} thread(s), {} to {}",
+            d.threads.len(),
+            format_ns(from as f64),
+            format_ns(to as f64)
+        ),
+        width,
+        window: (from as f64, to as f64),
+        ..Default::default()
+    };
+    Figure::Timeline {
+        title: spec.title.clone(),
+        spec,
+        rows: timeline_rows(d, trace, cpus),
+    }
+}
+
+/// Empirical CDFs of the named samples (ns), titled `title`. Pure.
+pub fn cdf_figure(title: &str, samples: &[(String, Vec<u64>)]) -> Figure {
+    Figure::Distribution {
+        title: title.into(),
+        kind: PlotKind::Cdf,
+        curves: samples
+            .iter()
+            .map(|(label, v)| Curve {
+                label: label.clone(),
+                points: cdf_points(v),
+            })
+            .collect(),
+    }
+}
+
+/// The cost of a context switch against working set (paper, Figure 5). Pure.
+pub fn cache_cost_figure(rows: &[crate::cache::SizeRow], threads: u32) -> Figure {
+    let spec = crate::cache::figure_spec(threads);
+    Figure::Xy {
+        title: spec.title.clone(),
+        spec,
+        series: vec![crate::cache::figure_series(rows)],
+    }
+}
+
+/// The figures of runs and of the experiment, drawn through whatever [`FigureSink`] the
+/// caller passes (the CLI passes `latlab-report`'s): this crate says what to draw, never
+/// draws.
 pub trait Draw {
-    /// The execution timeline of a run over `window` (ns from its start), with a row per
-    /// CPU too when `cpus`, `width` pixels wide, into `path` (format from its extension).
+    /// [`timeline_figure`] into `path`.
     fn timeline(
         &self,
         d: &SchedRunData,
@@ -88,8 +140,7 @@ pub trait Draw {
         width: u32,
     ) -> Result<(), DrawError>;
 
-    /// Empirical CDFs of the named samples (ns; [`cdf_points`] gives the points), titled
-    /// `title`, into `path`.
+    /// [`cdf_figure`] into `path`.
     fn cdf(
         &self,
         title: &str,
@@ -97,13 +148,45 @@ pub trait Draw {
         path: &Path,
     ) -> Result<(), DrawError>;
 
-    /// The cost of a context switch against working set (paper, Figure 5), into `path`.
+    /// [`cache_cost_figure`] into `path`.
     fn cache_cost(
         &self,
         rows: &[crate::cache::SizeRow],
         threads: u32,
         path: &Path,
     ) -> Result<(), DrawError>;
+}
+
+impl<S: FigureSink + ?Sized> Draw for S {
+    fn timeline(
+        &self,
+        d: &SchedRunData,
+        trace: &Trace,
+        path: &Path,
+        window: (u64, u64),
+        cpus: bool,
+        width: u32,
+    ) -> Result<(), DrawError> {
+        self.draw(&timeline_figure(d, trace, window, cpus, width), path)
+    }
+
+    fn cdf(
+        &self,
+        title: &str,
+        samples: &[(String, Vec<u64>)],
+        path: &Path,
+    ) -> Result<(), DrawError> {
+        self.draw(&cdf_figure(title, samples), path)
+    }
+
+    fn cache_cost(
+        &self,
+        rows: &[crate::cache::SizeRow],
+        threads: u32,
+        path: &Path,
+    ) -> Result<(), DrawError> {
+        self.draw(&cache_cost_figure(rows, threads), path)
+    }
 }
 
 #[cfg(test)]

@@ -4,9 +4,9 @@
 use crate::args::sched::{AnalyzeArgs, CacheCostArgs, RenderArgs, SchedArgs, SchedCommand};
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
-use draw::Figures;
 use latlab_core::results::{write_atomically, ResultFile};
 use latlab_core::units::format_ns;
+use latlab_report::FileFigures as Figures;
 use latlab_sched::cache::CacheCostConfig;
 use latlab_sched::figures::Draw as _;
 use latlab_sched::result::{self as sresult, SchedRunData};
@@ -19,7 +19,6 @@ use latlab_sys::rt::RtError;
 use latlab_sys::sched::SchedError;
 use std::path::Path;
 
-mod draw;
 pub mod experiment;
 
 pub fn run(a: SchedArgs, argv: Vec<String>) -> anyhow::Result<()> {

@@ -186,29 +186,21 @@ impl Default for TimelineSpec {
 
 // Five-number box plots.
 
-/// One box of a box plot: a five-number summary.
+/// One box of a box plot: a five-number summary in a category and a series.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BoxStat {
     /// The x category it belongs to (e.g. "128 nodes"); categories keep first-seen order.
     pub category: String,
     /// The series (colour and legend entry, e.g. "DFS"); series keep first-seen order.
     pub series: String,
-    /// Minimum (lower whisker).
-    pub min: f64,
-    /// 10th percentile (bottom of the box).
-    pub p10: f64,
-    /// Median (bar in the box).
-    pub median: f64,
-    /// 90th percentile (top of the box).
-    pub p90: f64,
-    /// Maximum (upper whisker).
-    pub max: f64,
+    /// Whiskers at min and max, the box from p10 to p90, a bar at the median.
+    pub five: crate::stats::FiveNum,
 }
 
 impl BoxStat {
     /// `[min, p10, median, p90, max]`.
     pub fn values(&self) -> [f64; 5] {
-        [self.min, self.p10, self.median, self.p90, self.max]
+        self.five.values()
     }
 }
 
@@ -300,4 +292,40 @@ pub fn errorbars_drawable(series: &[ErrorSeries]) -> bool {
     series
         .iter()
         .any(|s| s.points.iter().any(errorbar_point_drawable))
+}
+
+/// Whether a timeline has rows and a non-empty window.
+pub fn timeline_drawable(rows: &[TimelineRow], spec: &TimelineSpec) -> bool {
+    !rows.is_empty() && spec.window.1 > spec.window.0
+}
+
+/// Whether a box can be drawn: every value finite, and a positive maximum on a log axis.
+pub fn box_drawable(b: &BoxStat, log_y: bool) -> bool {
+    b.values().iter().all(|v| v.is_finite()) && (!log_y || b.five.max > 0.0)
+}
+
+/// Whether a line-chart point can be drawn: finite, and positive on a log axis.
+pub fn line_point_drawable(chart: &LineChart, p: &(f64, f64)) -> bool {
+    p.0.is_finite() && p.1.is_finite() && (!chart.log_x || p.0 > 0.0) && (!chart.log_y || p.1 > 0.0)
+}
+
+impl super::Figure {
+    /// Whether the figure has something to draw (the renderers refuse the rest with
+    /// `NoData`); a provider leaves out, or reports, a figure that has not.
+    pub fn drawable(&self) -> bool {
+        use super::Figure as F;
+        match self {
+            F::Distribution { curves, .. } => curves.iter().any(|c| !c.points.is_empty()),
+            F::Stacked { bars, .. } => stacked_drawable(bars),
+            F::ErrorBars { series, .. } => errorbars_drawable(series),
+            F::Xy { series, .. } => series.iter().any(|s| !s.points.is_empty()),
+            F::Timeline { rows, spec, .. } => timeline_drawable(rows, spec),
+            F::Boxes { boxes, log_y, .. } => boxes.iter().any(|b| box_drawable(b, *log_y)),
+            F::Lines { chart, .. } => chart
+                .lines
+                .iter()
+                .any(|l| l.points.iter().any(|p| line_point_drawable(chart, p))),
+            F::Svg { svg, .. } => svg.contains("<svg"),
+        }
+    }
 }

@@ -20,6 +20,20 @@ pub use figure::{
 pub use input::{stem, Input};
 pub use model::{slug, Block, Cell, CellStyle, Figure, Report, Section, Severity, Table, Warning};
 
+/// Why a [`FigureSink`] could not draw a figure.
+pub type DrawError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Draws figure specifications into files (SVG or PNG by the path's extension). The
+/// measuring crates say what to draw and where (an experiment's figure files); the CLI
+/// passes `latlab-report`'s implementation, so no measuring crate links a plotting library.
+pub trait FigureSink {
+    /// Draws `figure` into `path`.
+    ///
+    /// # Errors
+    /// Why it could not be drawn or written.
+    fn draw(&self, figure: &Figure, path: &std::path::Path) -> Result<(), DrawError>;
+}
+
 /// Contributes the sections one kind of result needs (e.g. a `sched.run`'s timeline and
 /// deadline table). Implemented by the crate that owns the kind.
 pub trait SectionProvider {

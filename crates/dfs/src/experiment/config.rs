@@ -78,7 +78,7 @@ pub enum ExperimentError {
     },
     /// A figure could not be drawn.
     #[error("drawing {0}: {1}")]
-    Figure(&'static str, latlab_report::PlotError),
+    Figure(&'static str, latlab_core::doc::DrawError),
 }
 
 impl ExperimentConfig {

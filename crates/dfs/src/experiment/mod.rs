@@ -39,6 +39,8 @@ pub struct Context<'a> {
     pub provenance: &'a dyn Fn() -> Provenance,
     /// Progress lines (the caller decides whether to show them).
     pub progress: &'a dyn Fn(&str),
+    /// Draws the figure files (the CLI passes `latlab-report`'s; this crate never draws).
+    pub figures: &'a dyn latlab_core::doc::FigureSink,
 }
 
 /// What the experiment wrote and found.
@@ -179,7 +181,7 @@ pub fn run(
         &dropd,
         cfg.drop_nodes,
     );
-    figures::draw(figs, dir, cfg.format, &mut files)?;
+    figures::draw(cx.figures, figs, dir, cfg.format, &mut files)?;
 
     let mut rows = Vec::new();
     if let (Some((rb, rd, _)), Some(c)) = (&mpi_rows, &mpi_cmp) {

@@ -8,8 +8,8 @@ use crate::paper::{
     FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
 };
 use crate::report::view::{f, ms, runs, table};
-use latlab_report::html::{Block, Cell, CellStyle, Section, SectionProvider};
-use latlab_report::input::Input;
+use latlab_core::doc::Input;
+use latlab_core::doc::{Block, Cell, CellStyle, Section, SectionProvider};
 
 /// Sections for `dfs.experiment` results.
 #[derive(Clone, Copy, Debug, Default)]

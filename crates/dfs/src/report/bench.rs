@@ -2,10 +2,10 @@
 
 use super::view::{bytes, f, runs, svg_figure, table};
 use crate::mpibench::{BenchData, RESULT_KIND as BENCH_KIND};
-use latlab_report::charts::ChartSpec;
-use latlab_report::dfs_charts::{render_lines_svg_string, Corner, Line, LineChart, LineStyle};
-use latlab_report::html::{Block, Cell, Section, SectionProvider};
-use latlab_report::input::Input;
+use latlab_core::doc::ChartSpec;
+use latlab_core::doc::Input;
+use latlab_core::doc::{Block, Cell, Section, SectionProvider};
+use latlab_core::doc::{Corner, Figure, Line, LineChart, LineStyle};
 
 /// Sections for `dfs.bench` results (`latlab dfs bench` under mpirun).
 #[derive(Clone, Copy, Debug, Default)]
@@ -144,10 +144,11 @@ fn bench_section(label: &str, d: &BenchData) -> Result<Section, String> {
                 y_desc: y_desc.into(),
                 ..ChartSpec::default()
             };
-            s.push(svg_figure(
-                format!("{title}: {label}"),
-                render_lines_svg_string(&chart, &spec),
-            )?);
+            s.push(svg_figure(Figure::Lines {
+                title: format!("{title}: {label}"),
+                spec,
+                chart,
+            })?);
         }
     }
     Ok(s)

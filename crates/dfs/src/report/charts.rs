@@ -5,11 +5,9 @@ use super::data::interval_series;
 use super::view::{f, mode_name, ms, svg_figure, table, Runtime, View};
 use crate::params::Mode;
 use crate::sim::IntervalRow;
-use latlab_report::charts::ChartSpec;
-use latlab_report::dfs_charts::{
-    render_boxplot_svg_string, render_lines_svg_string, BoxStat, Corner, Line, LineChart, LineStyle,
-};
-use latlab_report::html::{Block, Cell, CellStyle, Section};
+use latlab_core::doc::ChartSpec;
+use latlab_core::doc::{Block, Cell, CellStyle, Section};
+use latlab_core::doc::{BoxStat, Corner, Figure, Line, LineChart, LineStyle};
 
 pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
     let p = rt.prefix();
@@ -56,16 +54,15 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
                 v.label.to_string()
             },
             series: mode_name(v.mode).to_string(),
-            min: v.completion.min,
-            p10: v.completion.p10,
-            median: v.completion.median,
-            p90: v.completion.p90,
-            max: v.completion.max,
+            five: v.completion,
         })
         .collect();
     if !boxes.is_empty() {
-        let lo = boxes.iter().map(|b| b.min).fold(f64::INFINITY, f64::min);
-        let hi = boxes.iter().map(|b| b.max).fold(0.0, f64::max);
+        let lo = boxes
+            .iter()
+            .map(|b| b.five.min)
+            .fold(f64::INFINITY, f64::min);
+        let hi = boxes.iter().map(|b| b.five.max).fold(0.0, f64::max);
         let log = lo > 0.0 && hi / lo > 20.0;
         let spec = ChartSpec {
             title: "Time-slice completion duration (Fig. 6)".into(),
@@ -76,10 +73,12 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
             ),
             ..ChartSpec::default()
         };
-        s.push(svg_figure(
-            format!("{p}: completion duration box plot"),
-            render_boxplot_svg_string(&boxes, &spec, log),
-        )?);
+        s.push(svg_figure(Figure::Boxes {
+            title: format!("{p}: completion duration box plot"),
+            spec,
+            boxes,
+            log_y: log,
+        })?);
     }
     Ok(s)
 }
@@ -153,10 +152,11 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
             y_desc: "aggregate bandwidth (GB/s)".into(),
             ..ChartSpec::default()
         };
-        s.push(svg_figure(
-            format!("{p}: bandwidth against node count"),
-            render_lines_svg_string(&chart, &spec),
-        )?);
+        s.push(svg_figure(Figure::Lines {
+            title: format!("{p}: bandwidth against node count"),
+            spec,
+            chart,
+        })?);
     }
     Ok(s)
 }
@@ -270,10 +270,11 @@ pub(crate) fn interval_block(v: &View<'_>, s: &mut Section) -> Result<(), String
         y_desc: "duration (ms)".into(),
         ..ChartSpec::default()
     };
-    s.push(svg_figure(
-        format!("interval durations: {}", v.label),
-        render_lines_svg_string(&chart, &spec),
-    )?);
+    s.push(svg_figure(Figure::Lines {
+        title: format!("interval durations: {}", v.label),
+        spec,
+        chart,
+    })?);
     Ok(())
 }
 
@@ -367,10 +368,11 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
             y_desc: "fill over connections (% of slots)".into(),
             ..ChartSpec::default()
         };
-        s.push(svg_figure(
-            format!("buffer fill over time: {}", v.label),
-            render_lines_svg_string(&chart, &spec),
-        )?);
+        s.push(svg_figure(Figure::Lines {
+            title: format!("buffer fill over time: {}", v.label),
+            spec,
+            chart,
+        })?);
         if !v.fill_by_rank.is_empty() {
             let boxes: Vec<BoxStat> = v
                 .fill_by_rank
@@ -380,11 +382,7 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
                 .map(|(r, b)| BoxStat {
                     category: (r + 1).to_string(),
                     series: String::new(),
-                    min: b.min,
-                    p10: b.p10,
-                    median: b.median,
-                    p90: b.p90,
-                    max: b.max,
+                    five: *b,
                 })
                 .collect();
             if !boxes.is_empty() {
@@ -394,10 +392,12 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
                     y_desc: "fill (% of slots)".into(),
                     ..ChartSpec::default()
                 };
-                s.push(svg_figure(
-                    format!("buffer fill by rank: {}", v.label),
-                    render_boxplot_svg_string(&boxes, &spec, false),
-                )?);
+                s.push(svg_figure(Figure::Boxes {
+                    title: format!("buffer fill by rank: {}", v.label),
+                    spec,
+                    boxes,
+                    log_y: false,
+                })?);
             }
         }
     }

@@ -4,7 +4,7 @@
 //!   report needs (summary rows, the best-effort/DFS comparison, the drop summary).
 //! - `view`: what the `dfs.sim` and `dfs.run` sections need of one result, whichever
 //!   runtime wrote it, and the formats the sections share.
-//! - the sections, through [`latlab_report::html::SectionProvider`]:
+//! - the sections, through [`latlab_core::doc::SectionProvider`]:
 //!   - `dfs.sim` ([`SimSections`]) and `dfs.run` ([`RunSections`], feature `mpi`): the
 //!     configuration, completion accounting (time-slices completed, checksums verified,
 //!     contributions lost or duplicated), the time-slice completion duration (min, p10,

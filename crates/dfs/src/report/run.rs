@@ -4,9 +4,9 @@
 use super::summary::build;
 use super::view::{runs, Accounting, Runtime, View};
 use crate::mpirun::{RunData, RESULT_KIND as RUN_KIND};
+use latlab_core::doc::Input;
+use latlab_core::doc::{Section, SectionProvider};
 use latlab_core::results::ResultFile;
-use latlab_report::html::{Section, SectionProvider};
-use latlab_report::input::Input;
 
 /// Sections for `dfs.run` results (`latlab dfs run` under mpirun).
 #[derive(Clone, Copy, Debug, Default)]

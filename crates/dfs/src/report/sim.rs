@@ -5,8 +5,8 @@ use super::summary::build;
 use super::view::{ms, runs, Accounting, Runtime, View};
 use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::SimData;
-use latlab_report::html::{Section, SectionProvider};
-use latlab_report::input::Input;
+use latlab_core::doc::Input;
+use latlab_core::doc::{Section, SectionProvider};
 
 /// Sections for `dfs.sim` results (`latlab dfs sim`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -5,7 +5,7 @@ use super::charts::{bandwidth, completion, fill, interval_block};
 use super::view::{bytes, count_cell, f, mode_name, ms, pairs, ratios, table, Runtime, View};
 use crate::paper::{PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO};
 use crate::params::Mode;
-use latlab_report::html::{Block, Cell, CellStyle, Section};
+use latlab_core::doc::{Block, Cell, CellStyle, Section};
 
 /// All sections for the `dfs.sim` or `dfs.run` views.
 pub(crate) fn build(rt: Runtime, views: &[View<'_>]) -> Result<Vec<Section>, String> {

@@ -7,9 +7,9 @@ use crate::sim::result::test_provenance;
 use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
 use crate::sim::{IntervalRow, SimData};
+use latlab_core::doc::Input;
+use latlab_core::doc::{Block, Figure, Section, SectionProvider, Table};
 use latlab_core::results::ResultFile;
-use latlab_report::html::{Block, Figure, Section, SectionProvider, Table};
-use latlab_report::input::Input;
 use std::path::PathBuf;
 
 /// A small real simulation (`inputs` × `inputs` nodes, 400 time-slices, intervals of 20)

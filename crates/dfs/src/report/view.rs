@@ -7,9 +7,9 @@ use crate::dde::DdeCounters;
 use crate::ie::IeCounters;
 use crate::params::{DfsParams, Mode, Topology};
 use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
+use latlab_core::doc::Input;
+use latlab_core::doc::{Block, Cell, CellStyle, Figure, Table};
 use latlab_core::results::ResultFile;
-use latlab_report::html::{Block, Cell, CellStyle, Figure, Table};
-use latlab_report::input::Input;
 use std::path::Path;
 
 /// Every run of every input, labelled (`input` or `input / file` when merged).
@@ -191,10 +191,12 @@ pub(crate) fn table(caption: &str, header: &[&str]) -> Table {
     }
 }
 
-pub(crate) fn svg_figure(
-    title: String,
-    svg: Result<String, latlab_report::PlotError>,
-) -> Result<Block, String> {
-    let svg = svg.map_err(|e| format!("figure '{title}': {e}"))?;
-    Ok(Block::Figure(Figure::Svg { title, svg }))
+/// The figure as a block; a figure with nothing to draw is an error naming it (the
+/// report would otherwise show an empty frame).
+pub(crate) fn svg_figure(f: Figure) -> Result<Block, String> {
+    if f.drawable() {
+        Ok(Block::Figure(f))
+    } else {
+        Err(format!("figure '{}': nothing to plot", f.title()))
+    }
 }

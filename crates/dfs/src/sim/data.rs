@@ -8,70 +8,7 @@ use crate::ie::IeCounters;
 use latlab_core::hist::LatencyHistogram;
 use serde::{Deserialize, Serialize};
 
-/// Five-number summary plus count (the paper's box plots: min, p10, median, p90, max).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct FiveNum {
-    /// Samples.
-    pub count: u64,
-    /// Minimum.
-    pub min: f64,
-    /// 10th percentile.
-    pub p10: f64,
-    /// Median.
-    pub median: f64,
-    /// 90th percentile.
-    pub p90: f64,
-    /// Maximum.
-    pub max: f64,
-}
-
-impl FiveNum {
-    /// From a histogram, values converted from ns by dividing by `unit`.
-    pub fn from_hist(h: &LatencyHistogram, unit: f64) -> FiveNum {
-        use latlab_core::parse::Percentile;
-        if h.count() == 0 {
-            return FiveNum::default();
-        }
-        let at = |n, d| h.value_at(Percentile::from_fraction(n, d).expect("valid")) as f64 / unit;
-        FiveNum {
-            count: h.count(),
-            min: h.min() as f64 / unit,
-            p10: at(1, 10),
-            median: at(1, 2),
-            p90: at(9, 10),
-            max: h.max() as f64 / unit,
-        }
-    }
-
-    /// From counts per integer value `v` (index), values scaled by `scale`.
-    pub fn from_counts(counts: &[u64], scale: f64) -> FiveNum {
-        let n: u64 = counts.iter().sum();
-        if n == 0 {
-            return FiveNum::default();
-        }
-        let q = |p: f64| {
-            let rank = ((p * n as f64).ceil() as u64).clamp(1, n);
-            let mut acc = 0;
-            for (v, &c) in counts.iter().enumerate() {
-                acc += c;
-                if acc >= rank {
-                    return v as f64 * scale;
-                }
-            }
-            (counts.len() - 1) as f64 * scale
-        };
-        let min = counts.iter().position(|&c| c > 0).unwrap_or(0) as f64 * scale;
-        let max = counts.iter().rposition(|&c| c > 0).unwrap_or(0) as f64 * scale;
-        FiveNum {
-            count: n,
-            min,
-            p10: q(0.1),
-            median: q(0.5),
-            p90: q(0.9),
-            max,
-        }
-    }
-}
+pub use latlab_core::stats::FiveNum;
 
 /// One interval as the inputs saw it (medians over inputs) and as the first live DDE
 /// proposed it.

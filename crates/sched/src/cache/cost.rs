@@ -150,8 +150,8 @@ pub fn switches_on(trace: &crate::trace::Trace, cpu: u32) -> u64 {
 
 /// The Figure 5 series: mean cost per switch (µs) versus working set (KB), with 95%
 /// intervals. Pure.
-pub fn figure_series(rows: &[SizeRow]) -> latlab_report::xy::XySeries {
-    latlab_report::xy::XySeries {
+pub fn figure_series(rows: &[SizeRow]) -> latlab_core::doc::XySeries {
+    latlab_core::doc::XySeries {
         label: "cost per context switch (95% CI)".into(),
         points: rows
             .iter()
@@ -161,8 +161,8 @@ pub fn figure_series(rows: &[SizeRow]) -> latlab_report::xy::XySeries {
 }
 
 /// The Figure 5 axes. Pure.
-pub fn figure_spec(threads: u32) -> latlab_report::xy::XySpec {
-    latlab_report::xy::XySpec {
+pub fn figure_spec(threads: u32) -> latlab_core::doc::XySpec {
+    latlab_core::doc::XySpec {
         title: format!(
             "Working set vs. performance lost per context switch ({threads} threads, one CPU)"
         ),

@@ -1,8 +1,8 @@
 //! The sections of the `latlab experiment hourglass` summary ([`ExperimentSections`]).
 
 use super::summary::{ExperimentSummary, KIND as EXPERIMENT_KIND};
-use latlab_report::html::{slug, Block, Cell, Figure, Section, SectionProvider, Table};
-use latlab_report::input::{stem, Input};
+use latlab_core::doc::{slug, Block, Cell, Figure, Section, SectionProvider, Table};
+use latlab_core::doc::{stem, Input};
 use std::path::Path;
 
 /// Sections for the summary of `latlab experiment hourglass`.

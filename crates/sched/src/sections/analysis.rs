@@ -3,8 +3,8 @@
 
 use super::cells::{ns, stats_cells, stats_header};
 use crate::analyze::Analysis;
+use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
 use latlab_core::units::format_ns;
-use latlab_report::html::{Block, Cell, CellStyle, Section, Table};
 
 pub(super) fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Analysis) -> Section {
     let mut s = Section::new(format!("Scheduling inference: {label}"));

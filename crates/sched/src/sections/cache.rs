@@ -1,9 +1,9 @@
 //! The sections of a `sched.cache_cost` result ([`CacheCostSections`]).
 
 use crate::cache::{CacheCostData, KIND as CACHE_KIND};
+use latlab_core::doc::{slug, Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
+use latlab_core::doc::{stem, Input};
 use latlab_core::units::format_ns;
-use latlab_report::html::{slug, Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_report::input::{stem, Input};
 
 /// Sections for `sched.cache_cost` results (paper, Figure 5).
 #[derive(Clone, Copy, Debug, Default)]
@@ -68,7 +68,7 @@ fn cache_section(label: &str, d: &CacheCostData) -> Section {
         ]);
     }
     s.push(Block::Table(t));
-    let series = [latlab_report::ErrorSeries {
+    let series = [latlab_core::doc::ErrorSeries {
         label: format!("{} threads on CPU {}", d.threads, d.cpu),
         points: d
             .rows
@@ -80,24 +80,22 @@ fn cache_section(label: &str, d: &CacheCostData) -> Section {
             })
             .collect(),
     }];
-    let spec = latlab_report::ChartSpec {
+    let spec = latlab_core::doc::ChartSpec {
         title: "Indirect cost of a context switch (paper, Fig. 5)".into(),
         x_desc: "working set per thread (KB)".into(),
         y_desc: "cost per switch (µs), 95% CI".into(),
-        ..latlab_report::ChartSpec::default()
+        ..latlab_core::doc::ChartSpec::default()
     };
-    match latlab_report::charts::render_errorbars_svg_string(&series, &spec) {
-        Ok(svg) => {
-            s.push(Block::Figure(Figure::Svg {
-                title: format!("Cost per context switch versus working set: {label}"),
-                svg,
-            }));
-        }
-        Err(e) => {
-            s.push(Block::Paragraph(format!(
-                "The figure was not drawn: {e} (sizes with at least two trials are drawn)."
-            )));
-        }
+    if latlab_core::doc::figure::errorbars_drawable(&series) {
+        s.push(Block::Figure(Figure::ErrorBars {
+            title: format!("Cost per context switch versus working set: {label}"),
+            spec,
+            series: series.to_vec(),
+        }));
+    } else {
+        s.push(Block::Paragraph(
+            "The figure was not drawn: no working-set size has two trials (sizes with at least two trials are drawn).".into(),
+        ));
     }
     let mut t = Table {
         caption: "Every trial".into(),

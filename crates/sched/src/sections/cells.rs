@@ -1,8 +1,8 @@
 //! Table cells shared by the run and analysis sections.
 
 use crate::analyze::Stats;
+use latlab_core::doc::{Cell, CellStyle};
 use latlab_core::units::format_ns;
-use latlab_report::html::{Cell, CellStyle};
 
 pub(super) fn ns(v: u64) -> Cell {
     Cell::number(format_ns(v as f64))

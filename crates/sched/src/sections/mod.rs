@@ -1,5 +1,5 @@
 //! The report sections of `latlab sched` results, through
-//! [`latlab_report::html::SectionProvider`]:
+//! [`latlab_core::doc::SectionProvider`]:
 //!
 //! - [`RunSections`] for `sched.run`: the thread set as run, the gap calibration evidence,
 //!   what was dropped, per-thread deadline accounting and dispatch latency, the inference

@@ -9,12 +9,12 @@ use crate::analyze::{analyze, Analysis, Stats};
 use crate::result::{deadline_counts, load, thread_rows, DataError, SchedRunData, KIND};
 use crate::spec::Workload;
 use crate::trace::{Trace, TraceError};
-use latlab_core::results::ResultFile;
-use latlab_core::units::format_ns;
-use latlab_report::html::{
+use latlab_core::doc::Input;
+use latlab_core::doc::{
     slug, Block, Cell, CellStyle, Section, SectionProvider, Severity, Table, Warning,
 };
-use latlab_report::input::Input;
+use latlab_core::results::ResultFile;
+use latlab_core::units::format_ns;
 use std::path::Path;
 
 /// Sections for `sched.run` results.

@@ -3,9 +3,9 @@
 use crate::figures::timeline_rows;
 use crate::result::SchedRunData;
 use crate::trace::Trace;
+use latlab_core::doc::figure::timeline_drawable;
+use latlab_core::doc::{Block, Figure, Section, TimelineRow, TimelineSpec};
 use latlab_core::units::format_ns;
-use latlab_report::html::{Block, Figure, Section};
-use latlab_report::timeline::{render_timeline_svg_string, TimelineRow, TimelineSpec};
 
 /// Length of the timeline window drawn in a report.
 pub const TIMELINE_WINDOW_NS: u64 = 100_000_000;
@@ -73,18 +73,16 @@ pub(super) fn timeline_section(label: &str, key: &str, d: &SchedRunData, trace: 
         window: (from as f64, to as f64),
         ..TimelineSpec::default()
     };
-    match render_timeline_svg_string(&rows, &spec) {
-        Ok(svg) => {
-            s.push(Block::Figure(Figure::Svg {
-                title: format!("Execution timeline of {label}"),
-                svg,
-            }));
-        }
-        Err(e) => {
-            s.push(Block::Paragraph(format!(
-                "The timeline was not drawn: {e}."
-            )));
-        }
+    if timeline_drawable(&rows, &spec) {
+        s.push(Block::Figure(Figure::Timeline {
+            title: format!("Execution timeline of {label}"),
+            spec,
+            rows,
+        }));
+    } else {
+        s.push(Block::Paragraph(
+            "The timeline was not drawn: no thread ran in the window.".into(),
+        ));
     }
     s
 }

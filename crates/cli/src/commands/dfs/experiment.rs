@@ -41,6 +41,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         argv,
         provenance: &provenance,
         progress: &progress,
+        figures: &latlab_report::FileFigures,
     };
     let dir = &a.out_dir;
     let out = experiment::run(&ExperimentConfig::from(&a), dir, &cx).map_err(|e| match e {

@@ -1,8 +1,9 @@
 //! `latlab experiment hourglass`: the Hourglass paper's Section 5 scenarios
 //! ([`latlab_sched::experiment`]), then the experiment's report.
 
-use super::{draw::Figures, sched_error};
+use super::sched_error;
 use crate::args::sched::HourglassExperimentArgs;
+use latlab_report::FileFigures as Figures;
 use latlab_sched::experiment::{self, ExperimentConfig};
 
 /// Runs `latlab experiment hourglass`.
