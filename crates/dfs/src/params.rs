@@ -36,13 +36,13 @@ impl Default for Topology {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParamError {
-    /// A count or size that must be positive is zero.
+    /// A count or size that must be positive is zero (named by its flag).
     #[error("{0} must be at least 1")]
     Zero(&'static str),
     /// A percentage outside its range.
     #[error("{name} must be in {lo}..={hi} (got {value})")]
     Range {
-        /// Parameter name.
+        /// The flag that sets it.
         name: &'static str,
         /// Value given.
         value: f64,
@@ -57,16 +57,16 @@ impl Topology {
     /// Checks that every count is positive.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.inputs == 0 {
-            return Err(ParamError::Zero("inputs"));
+            return Err(ParamError::Zero("--inputs"));
         }
         if self.computes == 0 {
-            return Err(ParamError::Zero("computes"));
+            return Err(ParamError::Zero("--computes"));
         }
         if self.mts_bytes == 0 {
-            return Err(ParamError::Zero("mts size"));
+            return Err(ParamError::Zero("--mts-size"));
         }
         if self.slots_per_input == 0 {
-            return Err(ParamError::Zero("buffer slots per input"));
+            return Err(ParamError::Zero("--slots"));
         }
         Ok(())
     }
@@ -120,10 +120,10 @@ impl DfsParams {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), ParamError> {
         if self.ts_per_intvl == 0 {
-            return Err(ParamError::Zero("ts-per-interval"));
+            return Err(ParamError::Zero("--ts-per-interval"));
         }
         if self.hist_cnt == 0 {
-            return Err(ParamError::Zero("hist-cnt"));
+            return Err(ParamError::Zero("--hist-cnt"));
         }
         let pct = |name, value: f64, lo, hi| {
             if value.is_finite() && value >= lo && value <= hi {
@@ -137,9 +137,9 @@ impl DfsParams {
                 })
             }
         };
-        pct("ssu-th", self.ssu_th, 0.0, 1e6)?;
-        pct("ssu-pct", self.ssu_pct, 0.0, 99.0)?;
-        pct("theta", self.theta_pct, 0.0, 100.0)?;
+        pct("--ssu-th", self.ssu_th, 0.0, 1e6)?;
+        pct("--ssu-pct", self.ssu_pct, 0.0, 99.0)?;
+        pct("--theta", self.theta_pct, 0.0, 100.0)?;
         Ok(())
     }
 
@@ -196,7 +196,7 @@ mod tests {
             computes: 0,
             ..Topology::default()
         };
-        assert_eq!(t.validate(), Err(ParamError::Zero("computes")));
+        assert_eq!(t.validate(), Err(ParamError::Zero("--computes")));
         let p = DfsParams {
             theta_pct: 101.0,
             ..DfsParams::default()
