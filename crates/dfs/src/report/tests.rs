@@ -8,7 +8,7 @@ use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
 use crate::sim::{IntervalRow, SimData};
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Figure, Section, SectionProvider, Table};
+use latlab_core::doc::{Block, Section, SectionProvider, Table};
 use latlab_core::results::ResultFile;
 use std::path::PathBuf;
 
@@ -67,11 +67,13 @@ fn tables(s: &Section) -> Vec<&Table> {
         .collect()
 }
 
-fn svgs(s: &Section) -> Vec<(&str, &str)> {
+/// The section's figures, each as its title and its specification spelled out (every
+/// label, category and series name the renderer will draw), drawn or not.
+fn figures(s: &Section) -> Vec<(&str, String)> {
     s.blocks
         .iter()
         .filter_map(|b| match b {
-            Block::Figure(Figure::Svg { title, svg }) => Some((title.as_str(), svg.as_str())),
+            Block::Figure(f) => Some((f.title(), format!("{f:?}"))),
             _ => None,
         })
         .collect()
@@ -150,7 +152,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
         assert_eq!(r[col(t, "p90")], ms(d.completion_ms.p90));
         assert_eq!(r[col(t, "samples")], d.completion_ms.count.to_string());
     }
-    let fig = svgs(comp);
+    let fig = figures(comp);
     assert_eq!(fig.len(), 1);
     assert!(fig[0].1.contains("best effort") && fig[0].1.contains("4 nodes"));
 
@@ -203,13 +205,13 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
     let conf = section(&secs, "dfs-simulation-configuration");
     assert!(conf.blocks.iter().any(|b| matches!(b, Block::KeyValues(kv)
         if kv.iter().any(|(k, v)| k == "bandwidth drops" && v == "intervals 5–7 at 75 % bandwidth"))));
-    let f = svgs(iv);
+    let f = figures(iv);
     assert_eq!(f.len(), 1, "only the DFS input has intervals");
     assert!(f[0].1.contains("bandwidth drop") && f[0].1.contains("proposed"));
 
     // Fill over time and by connection rank, for each input.
     let fill = section(&secs, "dfs-simulation-compute-buffer-fill");
-    assert_eq!(svgs(fill).len(), 4);
+    assert_eq!(figures(fill).len(), 4);
     let t = tables(fill)[0];
     assert_eq!(
         row(t, "dfs")[col(t, "samples")],
@@ -228,7 +230,7 @@ fn unpaired_inputs_say_how_to_get_ratios_and_draw_bandwidth_by_nodes() {
     assert!(tables(cmp).is_empty());
     assert!(paragraphs(cmp).contains("--mode both"));
     let bw = section(&secs, "dfs-simulation-aggregate-bandwidth");
-    let f = svgs(bw);
+    let f = figures(bw);
     assert_eq!(f.len(), 1, "two node counts give the Fig. 7 line chart");
     assert!(f[0].1.contains("DFS") && f[0].1.contains("best effort"));
 }
@@ -417,7 +419,7 @@ fn bench_sections_tabulate_and_draw_sizes() {
     assert_eq!(r[col(t, "GB/s per sender")].text, "3.200");
     assert_eq!(r[col(t, "aggregate GB/s")].text, "12.80");
     assert_eq!(r[col(t, "median")].text, "40.0 µs");
-    let f = svgs(s);
+    let f = figures(s);
     assert_eq!(f.len(), 2);
     assert!(f
         .iter()
