@@ -60,35 +60,39 @@ pub enum ArrivalOutcome {
     Misrouted,
 }
 
-/// Counters a compute node keeps; every dropped or corrupt contribution is counted here.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ComputeCounters {
-    /// Contributions stored.
-    pub stored: u64,
-    /// Contributions whose carried and computed checksums differ (still stored).
-    pub checksum_failures: u64,
-    /// Duplicates dropped.
-    pub duplicates: u64,
-    /// Overruns dropped.
-    pub overruns: u64,
-    /// Misrouted contributions dropped.
-    pub misrouted: u64,
-    /// Time-slices completed.
-    pub completed: u64,
-    /// Time-slices released (slots freed).
-    pub released: u64,
+counters! {
+    /// Counters a compute node keeps; every dropped or corrupt contribution is counted here.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+    pub struct ComputeCounters {
+        /// Contributions stored.
+        pub stored: u64,
+        /// Contributions whose carried and computed checksums differ (still stored).
+        pub checksum_failures: u64,
+        /// Duplicates dropped.
+        pub duplicates: u64,
+        /// Overruns dropped.
+        pub overruns: u64,
+        /// Misrouted contributions dropped.
+        pub misrouted: u64,
+        /// Time-slices completed.
+        pub completed: u64,
+        /// Time-slices released (slots freed).
+        pub released: u64,
+    }
 }
 
-impl std::ops::AddAssign for ComputeCounters {
-    /// Field-wise sum (counters of several nodes or replicas).
-    fn add_assign(&mut self, o: ComputeCounters) {
-        self.stored += o.stored;
-        self.checksum_failures += o.checksum_failures;
-        self.duplicates += o.duplicates;
-        self.overruns += o.overruns;
-        self.misrouted += o.misrouted;
-        self.completed += o.completed;
-        self.released += o.released;
+impl ComputeCounters {
+    /// The counters both runtimes publish in a result file's `counters`, under their
+    /// names there.
+    pub fn result_counters(&self) -> [(&'static str, u64); 6] {
+        [
+            ("contributions_stored", self.stored),
+            ("checksum_failures", self.checksum_failures),
+            ("duplicates", self.duplicates),
+            ("overruns", self.overruns),
+            ("misrouted", self.misrouted),
+            ("completed", self.completed),
+        ]
     }
 }
 

@@ -276,32 +276,22 @@ struct Partial {
     count: usize,
 }
 
-/// Counters of one replica.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DdeCounters {
-    /// Reports received.
-    pub reports: u64,
-    /// Duplicate reports (same input, same interval) ignored.
-    pub duplicate_reports: u64,
-    /// Intervals unified.
-    pub unified: u64,
-    /// Proposals computed.
-    pub proposals: u64,
-    /// Proposals sent to inputs.
-    pub sent: u64,
-    /// Intervals with a speed-up.
-    pub speedups: u64,
-}
-
-impl std::ops::AddAssign for DdeCounters {
-    /// Field-wise sum (counters of several nodes or replicas).
-    fn add_assign(&mut self, o: DdeCounters) {
-        self.reports += o.reports;
-        self.duplicate_reports += o.duplicate_reports;
-        self.unified += o.unified;
-        self.proposals += o.proposals;
-        self.sent += o.sent;
-        self.speedups += o.speedups;
+counters! {
+    /// Counters of one replica.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct DdeCounters {
+        /// Reports received.
+        pub reports: u64,
+        /// Duplicate reports (same input, same interval) ignored.
+        pub duplicate_reports: u64,
+        /// Intervals unified.
+        pub unified: u64,
+        /// Proposals computed.
+        pub proposals: u64,
+        /// Proposals sent to inputs.
+        pub sent: u64,
+        /// Intervals with a speed-up.
+        pub speedups: u64,
     }
 }
 

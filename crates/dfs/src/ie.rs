@@ -119,35 +119,24 @@ struct Pending {
     latencies: Vec<Dur>,
 }
 
-/// Counters of one Input Engine.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IeCounters {
-    /// Proposals used.
-    pub proposals_used: u64,
-    /// Later copies of a proposal already held (other replicas): ignored.
-    pub proposals_ignored: u64,
-    /// Proposals that arrived after their interval had started: ignored.
-    pub proposals_late: u64,
-    /// Intervals started on the fallback rule (no proposal arrived in time).
-    pub fallbacks: u64,
-    /// Intervals sent fully best effort (no proposal ever).
-    pub best_effort_intervals: u64,
-    /// Contributions sent unpaced because the proposed end had passed.
-    pub catch_up_sends: u64,
-    /// Acknowledgements for unknown or already acknowledged contributions.
-    pub stray_acks: u64,
-}
-
-impl std::ops::AddAssign for IeCounters {
-    /// Field-wise sum (counters of several nodes or replicas).
-    fn add_assign(&mut self, o: IeCounters) {
-        self.proposals_used += o.proposals_used;
-        self.proposals_ignored += o.proposals_ignored;
-        self.proposals_late += o.proposals_late;
-        self.fallbacks += o.fallbacks;
-        self.best_effort_intervals += o.best_effort_intervals;
-        self.catch_up_sends += o.catch_up_sends;
-        self.stray_acks += o.stray_acks;
+counters! {
+    /// Counters of one Input Engine.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub struct IeCounters {
+        /// Proposals used.
+        pub proposals_used: u64,
+        /// Later copies of a proposal already held (other replicas): ignored.
+        pub proposals_ignored: u64,
+        /// Proposals that arrived after their interval had started: ignored.
+        pub proposals_late: u64,
+        /// Intervals started on the fallback rule (no proposal arrived in time).
+        pub fallbacks: u64,
+        /// Intervals sent fully best effort (no proposal ever).
+        pub best_effort_intervals: u64,
+        /// Contributions sent unpaced because the proposed end had passed.
+        pub catch_up_sends: u64,
+        /// Acknowledgements for unknown or already acknowledged contributions.
+        pub stray_acks: u64,
     }
 }
 

@@ -27,6 +27,9 @@
 //! reads a clock.
 #![deny(unsafe_code)]
 
+#[macro_use]
+mod counters;
+
 pub mod compute;
 pub mod dde;
 pub mod experiment;

@@ -194,13 +194,10 @@ pub(super) fn assemble(
     c.insert("time_slices".into(), total);
     c.insert("contributions_expected".into(), expected);
     c.insert("contributions_sent".into(), sent);
-    c.insert("contributions_stored".into(), compute.stored);
+    for (name, v) in compute.result_counters() {
+        c.insert(name.into(), v);
+    }
     c.insert("contributions_lost".into(), lost);
-    c.insert("checksum_failures".into(), compute.checksum_failures);
-    c.insert("duplicates".into(), compute.duplicates);
-    c.insert("overruns".into(), compute.overruns);
-    c.insert("misrouted".into(), compute.misrouted);
-    c.insert("completed".into(), compute.completed);
     c.insert("incomplete".into(), incomplete);
     c.insert("proposals_used".into(), ie.proposals_used);
     c.insert("fallback_intervals".into(), ie.fallbacks);

@@ -53,12 +53,9 @@ pub fn to_result(o: &SimOutcome, argv: Vec<String>, provenance: Provenance) -> R
     let c = &mut r.counters;
     c.insert("time_slices".into(), d.time_slices);
     c.insert("contributions_sent".into(), d.sent);
-    c.insert("contributions_stored".into(), d.compute.stored);
-    c.insert("checksum_failures".into(), d.compute.checksum_failures);
-    c.insert("duplicates".into(), d.compute.duplicates);
-    c.insert("overruns".into(), d.compute.overruns);
-    c.insert("misrouted".into(), d.compute.misrouted);
-    c.insert("completed".into(), d.compute.completed);
+    for (name, v) in d.compute.result_counters() {
+        c.insert(name.into(), v);
+    }
     c.insert("released".into(), d.compute.released);
     c.insert("proposals_used".into(), d.ie.proposals_used);
     c.insert("proposals_ignored".into(), d.ie.proposals_ignored);
