@@ -127,37 +127,9 @@ pub fn cache_cost_figure(rows: &[crate::cache::SizeRow], threads: u32) -> Figure
 
 /// The figures of runs and of the experiment, drawn through whatever [`FigureSink`] the
 /// caller passes (the CLI passes `latlab-report`'s): this crate says what to draw, never
-/// draws.
-pub trait Draw {
+/// draws. Every sink is a [`Draw`]; each method hands its figure to [`FigureSink::draw`].
+pub trait Draw: FigureSink {
     /// [`timeline_figure`] into `path`.
-    fn timeline(
-        &self,
-        d: &SchedRunData,
-        trace: &Trace,
-        path: &Path,
-        window: (u64, u64),
-        cpus: bool,
-        width: u32,
-    ) -> Result<(), DrawError>;
-
-    /// [`cdf_figure`] into `path`.
-    fn cdf(
-        &self,
-        title: &str,
-        samples: &[(String, Vec<u64>)],
-        path: &Path,
-    ) -> Result<(), DrawError>;
-
-    /// [`cache_cost_figure`] into `path`.
-    fn cache_cost(
-        &self,
-        rows: &[crate::cache::SizeRow],
-        threads: u32,
-        path: &Path,
-    ) -> Result<(), DrawError>;
-}
-
-impl<S: FigureSink + ?Sized> Draw for S {
     fn timeline(
         &self,
         d: &SchedRunData,
@@ -170,6 +142,7 @@ impl<S: FigureSink + ?Sized> Draw for S {
         self.draw(&timeline_figure(d, trace, window, cpus, width), path)
     }
 
+    /// [`cdf_figure`] into `path`.
     fn cdf(
         &self,
         title: &str,
@@ -179,6 +152,7 @@ impl<S: FigureSink + ?Sized> Draw for S {
         self.draw(&cdf_figure(title, samples), path)
     }
 
+    /// [`cache_cost_figure`] into `path`.
     fn cache_cost(
         &self,
         rows: &[crate::cache::SizeRow],
@@ -188,6 +162,8 @@ impl<S: FigureSink + ?Sized> Draw for S {
         self.draw(&cache_cost_figure(rows, threads), path)
     }
 }
+
+impl<S: FigureSink + ?Sized> Draw for S {}
 
 #[cfg(test)]
 mod tests {
