@@ -53,3 +53,26 @@ pub trait SectionProvider {
         true
     }
 }
+
+/// A [`SectionProvider`] for results of exactly one kind: it names the kind and builds the
+/// sections; [`SectionProvider::handles`] is `kind == KIND` for it.
+pub trait KindSections {
+    /// The kind covered (e.g. `"sched.run"`).
+    const KIND: &'static str;
+
+    /// Sections for `inputs`, all of kind [`Self::KIND`], in the order given.
+    ///
+    /// # Errors
+    /// A description of what could not be read from the inputs.
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String>;
+}
+
+impl<T: KindSections> SectionProvider for T {
+    fn handles(&self, kind: &str) -> bool {
+        kind == T::KIND
+    }
+
+    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        self.kind_sections(inputs)
+    }
+}
