@@ -7,30 +7,21 @@ use super::data::{findings, ExperimentData, RESULT_KIND};
 use crate::paper::{
     FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
 };
-use crate::report::view::{f, ms, runs, table};
+use crate::report::view::{decoded, f, ms, table};
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Cell, CellStyle, Section, SectionProvider};
+use latlab_core::doc::{Block, Cell, CellStyle, KindSections, Section};
 
 /// Sections for `dfs.experiment` results.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExperimentSections;
 
-impl SectionProvider for ExperimentSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == RESULT_KIND
-    }
+impl KindSections for ExperimentSections {
+    const KIND: &'static str = RESULT_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
-        let mut datas = Vec::new();
-        for (label, path, run) in runs(inputs) {
-            let d = ExperimentData::from_result(run).map_err(|e| {
-                format!(
-                    "{label} ({}): not a dfs.experiment record: {e}",
-                    path.display()
-                )
-            })?;
-            datas.push((label, d));
-        }
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let datas = decoded(inputs, |r| {
+            ExperimentData::from_result(r).map_err(|e| format!("not a dfs.experiment record: {e}"))
+        })?;
         Ok(vec![
             findings_section(&datas),
             ratios_section(&datas),

@@ -1,37 +1,34 @@
 //! The sections of `dfs.bench` results (`latlab dfs bench` under mpirun; feature `mpi`).
 
-use super::view::{bytes, f, runs, svg_figure, table};
+use super::view::{bytes, decoded, f, svg_figure, table};
 use crate::mpibench::{BenchData, RESULT_KIND as BENCH_KIND};
 use latlab_core::doc::ChartSpec;
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Cell, Section, SectionProvider};
+use latlab_core::doc::{Block, Cell, KindSections, Section};
 use latlab_core::doc::{Corner, Figure, Line, LineChart, LineStyle};
 
 /// Sections for `dfs.bench` results (`latlab dfs bench` under mpirun).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BenchSections;
 
-impl SectionProvider for BenchSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == BENCH_KIND
-    }
+impl KindSections for BenchSections {
+    const KIND: &'static str = BENCH_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
-        let mut out = Vec::new();
-        for (label, path, run) in runs(inputs) {
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let datas = decoded(inputs, |run| {
             if run.kind != BENCH_KIND {
                 return Err(format!(
-                    "{label} ({}): result kind is '{}', expected '{BENCH_KIND}'",
-                    path.display(),
+                    "result kind is '{}', expected '{BENCH_KIND}'",
                     run.kind
                 ));
             }
-            let d: BenchData = serde_json::from_value(run.data.clone()).map_err(|e| {
-                format!("{label} ({}): not a dfs.bench record: {e}", path.display())
-            })?;
-            out.push(bench_section(&label, &d)?);
-        }
-        Ok(out)
+            serde_json::from_value::<BenchData>(run.data.clone())
+                .map_err(|e| format!("not a dfs.bench record: {e}"))
+        })?;
+        datas
+            .iter()
+            .map(|(label, d)| bench_section(label, d))
+            .collect()
     }
 }
 

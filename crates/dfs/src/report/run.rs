@@ -2,10 +2,10 @@
 //! same sections as `dfs.sim`, from the MPI runtime's data.
 
 use super::summary::build;
-use super::view::{runs, Accounting, Runtime, View};
+use super::view::{decoded, Accounting, Runtime, View};
 use crate::mpirun::{RunData, RESULT_KIND as RUN_KIND};
 use latlab_core::doc::Input;
-use latlab_core::doc::{Section, SectionProvider};
+use latlab_core::doc::{KindSections, Section};
 use latlab_core::results::ResultFile;
 
 /// Sections for `dfs.run` results (`latlab dfs run` under mpirun).
@@ -86,18 +86,13 @@ fn run_data(r: &ResultFile) -> Result<RunData, String> {
     serde_json::from_value(r.data.clone()).map_err(|e| e.to_string())
 }
 
-impl SectionProvider for RunSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == RUN_KIND
-    }
+impl KindSections for RunSections {
+    const KIND: &'static str = RUN_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
-        let mut datas = Vec::new();
-        for (label, path, run) in runs(inputs) {
-            let d = run_data(run)
-                .map_err(|e| format!("{label} ({}): not a dfs.run record: {e}", path.display()))?;
-            datas.push((label, d));
-        }
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let datas = decoded(inputs, |r| {
+            run_data(r).map_err(|e| format!("not a dfs.run record: {e}"))
+        })?;
         let views: Vec<View<'_>> = datas.iter().map(|(l, d)| View::of_run(l, d)).collect();
         build(Runtime::Mpi, &views)
     }

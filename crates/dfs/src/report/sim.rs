@@ -2,28 +2,23 @@
 
 use super::data::{fill_series, sim_data, sim_summary};
 use super::summary::build;
-use super::view::{ms, runs, Accounting, Runtime, View};
+use super::view::{decoded, ms, Accounting, Runtime, View};
 use crate::sim::result::RESULT_KIND as SIM_KIND;
 use crate::sim::SimData;
 use latlab_core::doc::Input;
-use latlab_core::doc::{Section, SectionProvider};
+use latlab_core::doc::{KindSections, Section};
 
 /// Sections for `dfs.sim` results (`latlab dfs sim`).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SimSections;
 
-impl SectionProvider for SimSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == SIM_KIND
-    }
+impl KindSections for SimSections {
+    const KIND: &'static str = SIM_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
-        let mut datas = Vec::new();
-        for (label, path, run) in runs(inputs) {
-            let d = sim_data(run)
-                .map_err(|e| format!("{label} ({}): not a dfs.sim record: {e}", path.display()))?;
-            datas.push((label, d));
-        }
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let datas = decoded(inputs, |r| {
+            sim_data(r).map_err(|e| format!("not a dfs.sim record: {e}"))
+        })?;
         let views: Vec<View<'_>> = datas.iter().map(|(l, d)| View::of_sim(l, d)).collect();
         build(Runtime::Sim, &views)
     }

@@ -10,10 +10,13 @@ use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
 use latlab_core::doc::Input;
 use latlab_core::doc::{Block, Cell, CellStyle, Figure, Table};
 use latlab_core::results::ResultFile;
-use std::path::Path;
 
-/// Every run of every input, labelled (`input` or `input / file` when merged).
-pub(crate) fn runs<'a>(inputs: &[&'a Input]) -> Vec<(String, &'a Path, &'a ResultFile)> {
+/// Every run of every input, labelled (`input` or `input / file` when merged), with its
+/// data as `decode` reads it; an error names the run and its file.
+pub(crate) fn decoded<'a, T>(
+    inputs: &[&'a Input],
+    decode: impl Fn(&'a ResultFile) -> Result<T, String>,
+) -> Result<Vec<(String, T)>, String> {
     let mut out = Vec::new();
     for i in inputs {
         for (path, run) in &i.runs {
@@ -22,10 +25,11 @@ pub(crate) fn runs<'a>(inputs: &[&'a Input]) -> Vec<(String, &'a Path, &'a Resul
             } else {
                 i.label.clone()
             };
-            out.push((label, path.as_path(), run));
+            let d = decode(run).map_err(|e| format!("{label} ({}): {e}", path.display()))?;
+            out.push((label, d));
         }
     }
-    out
+    Ok(out)
 }
 
 /// Which runtime produced the results (section titles, wording).
