@@ -240,6 +240,17 @@ pub enum DataError {
     Trace(#[from] crate::trace::TraceError),
 }
 
+/// A result's data read as a `T`; the error names the file and `what` the data is not
+/// (e.g. "a sched.run record").
+pub(crate) fn data_of<T: serde::de::DeserializeOwned>(
+    r: &ResultFile,
+    path: &std::path::Path,
+    what: &str,
+) -> Result<T, String> {
+    serde_json::from_value(r.data.clone())
+        .map_err(|e| format!("{}: data is not {what}: {e}", path.display()))
+}
+
 /// The sched data of a loaded result, and its trace read from beside `path`.
 pub fn load(r: &ResultFile, path: &std::path::Path) -> Result<(SchedRunData, Trace), DataError> {
     if r.kind != KIND {

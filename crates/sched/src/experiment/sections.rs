@@ -1,7 +1,8 @@
 //! The sections of the `latlab experiment hourglass` summary ([`ExperimentSections`]).
 
 use super::summary::{ExperimentSummary, KIND as EXPERIMENT_KIND};
-use latlab_core::doc::{slug, Block, Cell, Figure, Section, SectionProvider, Table};
+use crate::result::data_of;
+use latlab_core::doc::{slug, Block, Cell, Figure, KindSections, Section, Table};
 use latlab_core::doc::{stem, Input};
 use std::path::Path;
 
@@ -9,25 +10,15 @@ use std::path::Path;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ExperimentSections;
 
-impl SectionProvider for ExperimentSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == EXPERIMENT_KIND
-    }
+impl KindSections for ExperimentSections {
+    const KIND: &'static str = EXPERIMENT_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
         let mut out = Vec::new();
-        for input in inputs {
-            for (path, run) in &input.runs {
-                let d: ExperimentSummary =
-                    serde_json::from_value(run.data.clone()).map_err(|e| {
-                        format!(
-                            "{}: data is not a latlab experiment hourglass summary: {e}",
-                            path.display()
-                        )
-                    })?;
-                let dir = path.parent().unwrap_or(Path::new("."));
-                out.extend(experiment_sections(dir, &d));
-            }
+        for (path, run) in inputs.iter().flat_map(|i| &i.runs) {
+            let d: ExperimentSummary = data_of(run, path, "a latlab experiment hourglass summary")?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            out.extend(experiment_sections(dir, &d));
         }
         Ok(out)
     }

@@ -1,36 +1,23 @@
 //! The sections of a `sched.cache_cost` result ([`CacheCostSections`]).
 
 use crate::cache::{CacheCostData, KIND as CACHE_KIND};
-use latlab_core::doc::{slug, Block, Cell, CellStyle, Figure, Section, SectionProvider, Table};
-use latlab_core::doc::{stem, Input};
+use crate::result::data_of;
+use latlab_core::doc::Input;
+use latlab_core::doc::{slug, Block, Cell, CellStyle, Figure, KindSections, Section, Table};
 use latlab_core::units::format_ns;
 
 /// Sections for `sched.cache_cost` results (paper, Figure 5).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CacheCostSections;
 
-impl SectionProvider for CacheCostSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == CACHE_KIND
-    }
+impl KindSections for CacheCostSections {
+    const KIND: &'static str = CACHE_KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
         let mut out = Vec::new();
-        for input in inputs {
-            for (path, run) in &input.runs {
-                let d: CacheCostData = serde_json::from_value(run.data.clone()).map_err(|e| {
-                    format!(
-                        "{}: data is not a sched.cache_cost record: {e}",
-                        path.display()
-                    )
-                })?;
-                let label = if input.runs.len() > 1 {
-                    format!("{} / {}", input.label, stem(path))
-                } else {
-                    input.label.clone()
-                };
-                out.push(cache_section(&label, &d));
-            }
+        for (label, path, run) in inputs.iter().flat_map(|i| i.labelled_runs()) {
+            let d: CacheCostData = data_of(run, path, "a sched.cache_cost record")?;
+            out.push(cache_section(&label, &d));
         }
         Ok(out)
     }

@@ -6,12 +6,12 @@ use super::cells::{ns, stats_cells, stats_header};
 use super::timeline::timeline_section;
 use crate::analyze::MERGE_GAP_NS;
 use crate::analyze::{analyze, Analysis, Stats};
-use crate::result::{deadline_counts, load, thread_rows, DataError, SchedRunData, KIND};
+use crate::result::{data_of, deadline_counts, load, thread_rows, DataError, SchedRunData, KIND};
 use crate::spec::Workload;
 use crate::trace::{Trace, TraceError};
 use latlab_core::doc::Input;
 use latlab_core::doc::{
-    slug, Block, Cell, CellStyle, Section, SectionProvider, Severity, Table, Warning,
+    slug, Block, Cell, CellStyle, KindSections, Section, Severity, Table, Warning,
 };
 use latlab_core::results::ResultFile;
 use latlab_core::units::format_ns;
@@ -21,17 +21,13 @@ use std::path::Path;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RunSections;
 
-impl SectionProvider for RunSections {
-    fn handles(&self, kind: &str) -> bool {
-        kind == KIND
-    }
+impl KindSections for RunSections {
+    const KIND: &'static str = KIND;
 
-    fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+    fn kind_sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
         let mut out = Vec::new();
-        for input in inputs {
-            for (label, path, run) in input.labelled_runs() {
-                out.extend(run_sections(&label, path, run)?);
-            }
+        for (label, path, run) in inputs.iter().flat_map(|i| i.labelled_runs()) {
+            out.extend(run_sections(&label, path, run)?);
         }
         Ok(out)
     }
@@ -42,8 +38,7 @@ fn load_run(path: &Path, r: &ResultFile) -> Result<(SchedRunData, Result<Trace, 
     match load(r, path) {
         Ok((d, t)) => Ok((d, Ok(t))),
         Err(DataError::Trace(e)) => {
-            let d: SchedRunData = serde_json::from_value(r.data.clone())
-                .map_err(|e| format!("{}: data is not a sched.run record: {e}", path.display()))?;
+            let d: SchedRunData = data_of(r, path, "a sched.run record")?;
             let why = match &e {
                 TraceError::Io { path, source }
                     if source.kind() == std::io::ErrorKind::NotFound =>
