@@ -178,6 +178,17 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Table {
+    /// An empty table with `caption` and the column names `header`.
+    pub fn new(caption: impl Into<String>, header: &[&str]) -> Table {
+        Table {
+            caption: caption.into(),
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
 /// A figure, as a specification: what it shows, never how it is drawn. `latlab-report`
 /// draws each kind with one function (a latency distribution interactively: hover shows
 /// the value at a percentile; the legend toggles series).
