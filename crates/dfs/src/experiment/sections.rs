@@ -7,9 +7,9 @@ use super::data::{findings, ExperimentData, RESULT_KIND};
 use crate::paper::{
     FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
 };
-use crate::report::view::{decoded, f, ms, table};
+use crate::report::view::{decoded, f, ms};
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Cell, CellStyle, KindSections, Section};
+use latlab_core::doc::{Block, Cell, CellStyle, KindSections, Section, Table};
 
 /// Sections for `dfs.experiment` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -54,7 +54,7 @@ fn ratios_section(datas: &[(String, ExperimentData)]) -> Section {
     s.push(Block::Paragraph(
         "Per node count: completion duration (last − first arrival, after warm-up) best effort / DFS at the median, at p90 and in variance, and aggregate bandwidth DFS / best effort. A median ratio reaching the paper's is marked good; a bandwidth ratio above 1 is a gain.".into(),
     ));
-    let mut t = table(
+    let mut t = Table::new(
         "Ratios, best effort / DFS (completion) and DFS / best effort (bandwidth)",
         &[
             "input",

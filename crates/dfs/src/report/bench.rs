@@ -1,10 +1,10 @@
 //! The sections of `dfs.bench` results (`latlab dfs bench` under mpirun; feature `mpi`).
 
-use super::view::{bytes, decoded, f, svg_figure, table};
+use super::view::{bytes, decoded, f, svg_figure};
 use crate::mpibench::{BenchData, RESULT_KIND as BENCH_KIND};
 use latlab_core::doc::ChartSpec;
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Cell, KindSections, Section};
+use latlab_core::doc::{Block, Cell, KindSections, Section, Table};
 use latlab_core::doc::{Corner, Figure, Line, LineChart, LineStyle};
 
 /// Sections for `dfs.bench` results (`latlab dfs bench` under mpirun).
@@ -54,7 +54,7 @@ fn bench_section(label: &str, d: &BenchData) -> Result<Section, String> {
         ),
         ("at least rounds".into(), d.config.min_rounds.to_string()),
     ]));
-    let mut t = table(
+    let mut t = Table::new(
         "Round duration and bandwidth per message size",
         &[
             "size",

@@ -2,11 +2,11 @@
 //! aggregate bandwidth (Fig. 7), interval durations (Fig. 8), buffer fill (Fig. 9).
 
 use super::data::interval_series;
-use super::view::{f, mode_name, ms, svg_figure, table, Runtime, View};
+use super::view::{f, mode_name, ms, svg_figure, Runtime, View};
 use crate::params::Mode;
 use crate::sim::IntervalRow;
 use latlab_core::doc::ChartSpec;
-use latlab_core::doc::{Block, Cell, CellStyle, Section};
+use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
 use latlab_core::doc::{BoxStat, Corner, Figure, Line, LineChart, LineStyle};
 
 pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
@@ -15,7 +15,7 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
     s.push(Block::Paragraph(
         "Completion duration of a time-slice: arrival of its last contribution minus arrival of its first, at its compute node, after the warm-up time-slices (the paper's Fig. 6: min, 10th percentile, median, 90th percentile, max). Percentiles from the full histogram `completion`.".into(),
     ));
-    let mut t = table(
+    let mut t = Table::new(
         "Completion duration after warm-up",
         &[
             "input", "mode", "nodes", "samples", "min", "p10", "median", "p90", "max",
@@ -90,7 +90,7 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
         Runtime::Sim => "Aggregate bandwidth into the compute nodes. The comparison uses the bandwidth after warm-up; the reference is the nominal injection bandwidth of all inputs, the model's counterpart of the micro-benchmark (Fig. 7 relates it to the measured one).".into(),
         Runtime::Mpi => "Aggregate bandwidth into the compute nodes from the first send to the last arrival. Compare it with `latlab dfs bench` (aggregate bandwidth of the MPI_Put micro-benchmark) on the same machine.".into(),
     }));
-    let mut t = table(
+    let mut t = Table::new(
         "Aggregate bandwidth",
         &[
             "input",
@@ -301,7 +301,7 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
             ""
         }
     )));
-    let mut t = table(
+    let mut t = Table::new(
         "Buffer fill over the run",
         &[
             "input",

@@ -2,10 +2,10 @@
 //! best-effort/DFS comparison) and [`build`], which puts every section in order.
 
 use super::charts::{bandwidth, completion, fill, interval_block};
-use super::view::{bytes, count_cell, f, mode_name, ms, pairs, ratios, table, Runtime, View};
+use super::view::{bytes, count_cell, f, mode_name, ms, pairs, ratios, Runtime, View};
 use crate::paper::{PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO};
 use crate::params::Mode;
-use latlab_core::doc::{Block, Cell, CellStyle, Section};
+use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
 
 /// All sections for the `dfs.sim` or `dfs.run` views.
 pub(crate) fn build(rt: Runtime, views: &[View<'_>]) -> Result<Vec<Section>, String> {
@@ -38,7 +38,7 @@ pub(crate) fn configuration(rt: Runtime, views: &[View<'_>]) -> Section {
         Runtime::Sim => "Deterministic discrete-event simulation of the FLESnet time-slice building state machines (best effort, or DFS's Input Engines and Distributed Deterministic Engine) on a modelled network; every time is simulated.".into(),
         Runtime::Mpi => "The same state machines over MPI: micro-time-slices written one-sided into the compute nodes' RMA windows (MPI_Put), control messages two-sided.".into(),
     }));
-    let mut t = table(
+    let mut t = Table::new(
         "Configuration",
         &[
             "input",
@@ -96,7 +96,7 @@ pub(crate) fn accounting(rt: Runtime, views: &[View<'_>]) -> Section {
     s.push(Block::Paragraph(
         "Every contribution carries a checksum the compute node verifies. A time-slice is complete when the contributions of all inputs have arrived; lost = expected − stored; duplicates, overruns (no free slot) and misrouted contributions are dropped and counted.".into(),
     ));
-    let mut t = table(
+    let mut t = Table::new(
         "Time-slices and contributions",
         &[
             "input",
@@ -152,7 +152,7 @@ pub(crate) fn accounting(rt: Runtime, views: &[View<'_>]) -> Section {
     }
     s.push(Block::Table(t));
     if views.iter().any(|v| v.mode == Mode::Dfs) {
-        let mut t = table(
+        let mut t = Table::new(
             "DFS engines",
             &[
                 "input",
@@ -200,7 +200,7 @@ pub(crate) fn comparison(rt: Runtime, views: &[View<'_>]) -> Section {
         "The paper reports DFS shortening the time-slice completion duration at least {PAPER_COMPLETION_RATIO:.0}× (§V-B2, Fig. 6) and raising aggregate bandwidth by up to {:.0} % (×{PAPER_BANDWIDTH_RATIO}; 80 % against 53 % of the benchmark at 128 nodes, Fig. 7).",
         (PAPER_BANDWIDTH_RATIO - 1.0) * 100.0
     )));
-    let mut t = table(
+    let mut t = Table::new(
         "Ratios, best effort / DFS (completion) and DFS / best effort (bandwidth)",
         &[
             "nodes",

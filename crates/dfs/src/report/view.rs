@@ -8,7 +8,7 @@ use crate::ie::IeCounters;
 use crate::params::{DfsParams, Mode, Topology};
 use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
 use latlab_core::doc::Input;
-use latlab_core::doc::{Block, Cell, CellStyle, Figure, Table};
+use latlab_core::doc::{Block, Cell, CellStyle, Figure};
 use latlab_core::results::ResultFile;
 
 /// Every run of every input, labelled (`input` or `input / file` when merged), with its
@@ -184,14 +184,6 @@ pub(crate) fn count_cell(v: u64, bad_if_nonzero: bool) -> Cell {
         Cell::styled(v.to_string(), CellStyle::Bad)
     } else {
         Cell::number(v.to_string())
-    }
-}
-
-pub(crate) fn table(caption: &str, header: &[&str]) -> Table {
-    Table {
-        caption: caption.into(),
-        header: header.iter().map(|s| s.to_string()).collect(),
-        rows: Vec::new(),
     }
 }
 
