@@ -33,13 +33,10 @@ pub fn experiment_sections(dir: &Path, d: &ExperimentSummary) -> Vec<Section> {
     s.push(Block::Paragraph(
         "The scenarios of Section 5 of Regehr's Hourglass paper (USENIX 2002), adapted to this machine and Linux 6.x: each scenario's commands, what they found, and where Linux 6.x behaves differently from the paper's 2002 kernels and why. Each run's own sections (thread set, deadlines, timeline, inference) follow the scenarios.".into(),
     ));
-    let mut t = Table {
-        caption: "Scenarios".into(),
-        header: ["section", "scenario", "runs", "first finding"]
-            .map(String::from)
-            .to_vec(),
-        rows: Vec::new(),
-    };
+    let mut t = Table::new(
+        "Scenarios",
+        &["section", "scenario", "runs", "first finding"],
+    );
     for sc in &d.scenarios {
         t.rows.push(vec![
             Cell::text(&sc.id),

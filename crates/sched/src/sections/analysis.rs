@@ -93,11 +93,9 @@ pub(super) fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Anal
         s.push(Block::Table(t));
     }
     if !a.rta.is_empty() {
-        let mut t = Table {
-            caption:
-                "Response-time analysis (fixed priorities, one CPU) beside the observed worst case"
-                    .into(),
-            header: [
+        let mut t = Table::new(
+            "Response-time analysis (fixed priorities, one CPU) beside the observed worst case",
+            &[
                 "thread",
                 "C",
                 "T = D",
@@ -106,11 +104,8 @@ pub(super) fn analysis_section(label: &str, key: &str, a: &Analysis, bare: &Anal
                 "bound with overheads",
                 "observed worst",
                 "verdict",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
+            ],
+        );
         let bound = |b: Option<u64>, exceeded: bool| match b {
             None => Cell::styled("unbounded", CellStyle::Bad),
             Some(v) if exceeded => Cell::styled(format_ns(v as f64), CellStyle::Bad),

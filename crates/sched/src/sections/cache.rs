@@ -30,18 +30,15 @@ fn cache_section(label: &str, d: &CacheCostData) -> Section {
         "Per working-set size: one CPU_SCAN thread alone, then {} of them, all on CPU {}. Cost per switch C = ((W1 − WN)/W1)·(T/N) with work rated per CPU-second received (on an idle CPU, the paper's formula); mean over trials with its 95% Student-t interval.",
         d.threads, d.cpu
     )));
-    let mut t = Table {
-        caption: "Cost per context switch versus working set".into(),
-        header: [
+    let mut t = Table::new(
+        "Cost per context switch versus working set",
+        &[
             "working set",
             "trials with switches",
             "cost per switch",
             "95% CI",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for r in &d.rows {
         t.rows.push(vec![
             Cell::number(format!("{} KB", r.size_kb)),
@@ -84,9 +81,9 @@ fn cache_section(label: &str, d: &CacheCostData) -> Section {
             "The figure was not drawn: no working-set size has two trials (sizes with at least two trials are drawn).".into(),
         ));
     }
-    let mut t = Table {
-        caption: "Every trial".into(),
-        header: [
+    let mut t = Table::new(
+        "Every trial",
+        &[
             "working set",
             "W1 (lines)",
             "WN (lines)",
@@ -96,11 +93,8 @@ fn cache_section(label: &str, d: &CacheCostData) -> Section {
             "CPU contended",
             "cost (paper, wall time)",
             "cost (CPU received)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let cost = |c: Option<f64>| {
         c.map_or(Cell::styled("no switch", CellStyle::Unsupported), |v| {
             Cell::number(format_ns(v))

@@ -151,9 +151,9 @@ pub fn run_sections(label: &str, path: &Path, run: &ResultFile) -> Result<Vec<Se
 fn thread_table(d: &SchedRunData, run: &ResultFile, trace: Option<&Trace>) -> Table {
     let empty = Trace::default();
     let rows = thread_rows(d, trace.unwrap_or(&empty));
-    let mut t = Table {
-        caption: "Thread set as run".into(),
-        header: [
+    let mut t = Table::new(
+        "Thread set as run",
+        &[
             "thread",
             "model",
             "policy asked",
@@ -167,11 +167,8 @@ fn thread_table(d: &SchedRunData, run: &ResultFile, trace: Option<&Trace>) -> Ta
             "CPU share",
             "blocks",
             "migrations",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for (r, th) in rows.iter().zip(&d.threads) {
         let blocks = if trace.is_some() {
             r.blocks
@@ -216,9 +213,9 @@ fn counter(run: &ResultFile, name: &str, thread: u32) -> Option<u64> {
 }
 
 fn calibration_table(d: &SchedRunData) -> Table {
-    let mut t = Table {
-        caption: "Loop iteration time (the smallest detectable gap) and the gap threshold".into(),
-        header: [
+    let mut t = Table::new(
+        "Loop iteration time (the smallest detectable gap) and the gap threshold",
+        &[
             "loop",
             "iterations",
             "min",
@@ -229,11 +226,8 @@ fn calibration_table(d: &SchedRunData) -> Table {
             "GAP",
             "GAP from",
             "above GAP",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for c in &d.calibrations {
         t.rows.push(vec![
             Cell::text(&c.loop_kind),
@@ -252,20 +246,17 @@ fn calibration_table(d: &SchedRunData) -> Table {
 }
 
 fn drop_table(d: &SchedRunData, run: &ResultFile) -> (Table, bool) {
-    let mut t = Table {
-        caption: "Buffers: what fitted and what was dropped".into(),
-        header: [
+    let mut t = Table::new(
+        "Buffers: what fitted and what was dropped",
+        &[
             "thread",
             "trace capacity",
             "blocks recorded",
             "blocks dropped",
             "activations dropped",
             "timerfd expirations",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let bad = |v: u64| {
         if v > 0 {
             Cell::styled(v.to_string(), CellStyle::Bad)
@@ -299,13 +290,10 @@ fn miss_cell(m: u64) -> Cell {
 
 /// Deadline counts from the result's counters alone (no trace).
 fn deadline_counter_table(d: &SchedRunData, run: &ResultFile) -> Option<Table> {
-    let mut t = Table {
-        caption: "Deadlines (from the result's counters)".into(),
-        header: ["thread", "model", "hits", "misses"]
-            .map(String::from)
-            .to_vec(),
-        rows: Vec::new(),
-    };
+    let mut t = Table::new(
+        "Deadlines (from the result's counters)",
+        &["thread", "model", "hits", "misses"],
+    );
     for th in &d.threads {
         let id = th.spec.id;
         if let (Some(h), Some(m)) = (
@@ -336,9 +324,9 @@ fn med_max(s: &Stats) -> Cell {
 }
 
 fn deadline_table(d: &SchedRunData, trace: &Trace, a: &Analysis) -> Option<Table> {
-    let mut t = Table {
-        caption: "Deadlines per periodic thread (median, with max and count below)".into(),
-        header: [
+    let mut t = Table::new(
+        "Deadlines per periodic thread (median, with max and count below)",
+        &[
             "thread",
             "model",
             "activations",
@@ -349,11 +337,8 @@ fn deadline_table(d: &SchedRunData, trace: &Trace, a: &Analysis) -> Option<Table
             "lateness of misses",
             "CPU delivered per period",
             "dispatch latency",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for dl in &a.deadlines {
         let Some(th) = d.threads.iter().find(|t| t.spec.id == dl.thread) else {
             continue;
