@@ -56,19 +56,20 @@ pub enum ParamError {
 impl Topology {
     /// Checks that every count is positive.
     pub fn validate(&self) -> Result<(), ParamError> {
-        if self.inputs == 0 {
-            return Err(ParamError::Zero("--inputs"));
-        }
-        if self.computes == 0 {
-            return Err(ParamError::Zero("--computes"));
-        }
-        if self.mts_bytes == 0 {
-            return Err(ParamError::Zero("--mts-size"));
-        }
-        if self.slots_per_input == 0 {
-            return Err(ParamError::Zero("--slots"));
-        }
-        Ok(())
+        positive(&[
+            ("--inputs", self.inputs as u64),
+            ("--computes", self.computes as u64),
+            ("--mts-size", self.mts_bytes),
+            ("--slots", self.slots_per_input.into()),
+        ])
+    }
+}
+
+/// [`ParamError::Zero`] naming the first flag whose count is 0.
+fn positive(counts: &[(&'static str, u64)]) -> Result<(), ParamError> {
+    match counts.iter().find(|(_, n)| *n == 0) {
+        Some((flag, _)) => Err(ParamError::Zero(flag)),
+        None => Ok(()),
     }
 }
 
@@ -119,12 +120,10 @@ impl Default for DfsParams {
 impl DfsParams {
     /// Checks ranges.
     pub fn validate(&self) -> Result<(), ParamError> {
-        if self.ts_per_intvl == 0 {
-            return Err(ParamError::Zero("--ts-per-interval"));
-        }
-        if self.hist_cnt == 0 {
-            return Err(ParamError::Zero("--hist-cnt"));
-        }
+        positive(&[
+            ("--ts-per-interval", self.ts_per_intvl),
+            ("--hist-cnt", self.hist_cnt as u64),
+        ])?;
         let pct = |name, value: f64, lo, hi| {
             if value.is_finite() && value >= lo && value <= hi {
                 Ok(())
