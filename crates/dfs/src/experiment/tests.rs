@@ -1,5 +1,5 @@
 use super::*;
-use crate::sim::result::test_provenance;
+use crate::sim::result::{test_input, test_provenance};
 use latlab_core::doc::{Block, DrawError, Figure, FigureSink, Input, SectionProvider};
 
 /// Writes each figure's title where the figure file goes: what the library asked to draw,
@@ -185,14 +185,7 @@ fn another_kind_is_refused_naming_the_input() {
         ExperimentData::from_result(&r),
         Err(ReportError::Kind(..))
     ));
-    let mut r = ResultFile::new(
-        RESULT_KIND,
-        vec![],
-        serde_json::Value::Null,
-        test_provenance(),
-    );
-    r.data = serde_json::json!({"sim": 1});
-    let i = Input::single(PathBuf::from("odd.json"), r);
+    let i = test_input(RESULT_KIND, &serde_json::json!({"sim": 1}), "odd.json");
     let e = ExperimentSections.sections(&[&i]).unwrap_err();
     assert!(
         e.contains("odd.json") && e.contains("dfs.experiment"),

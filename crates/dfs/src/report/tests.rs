@@ -3,13 +3,12 @@ use super::data::compare;
 use super::view::{bytes, ms, pairs, ratios, View};
 use super::*;
 use crate::params::Mode;
-use crate::sim::result::test_provenance;
 use crate::sim::result::RESULT_KIND as SIM_KIND;
+use crate::sim::result::{test_input, test_provenance};
 use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
 use crate::sim::{IntervalRow, SimData};
 use latlab_core::doc::Input;
 use latlab_core::doc::{Block, Section, SectionProvider, Table};
-use latlab_core::results::ResultFile;
 use std::path::PathBuf;
 
 /// A small real simulation (`inputs` × `inputs` nodes, 400 time-slices, intervals of 20)
@@ -250,13 +249,7 @@ fn view_ratios_match_the_crates_comparison() {
 
 #[test]
 fn foreign_data_is_an_error_naming_the_input() {
-    let r = ResultFile::new(
-        SIM_KIND,
-        vec![],
-        serde_json::json!({"x": 1}),
-        test_provenance(),
-    );
-    let i = Input::single(PathBuf::from("odd.json"), r);
+    let i = test_input(SIM_KIND, &serde_json::json!({"x": 1}), "odd.json");
     let e = SimSections.sections(&[&i]).unwrap_err();
     assert!(e.contains("odd.json") && e.contains("dfs.sim"), "{e}");
 }
@@ -315,14 +308,7 @@ fn run_input(name: &str, d: &SimData) -> Input {
         lost: 0,
         verified: true,
     };
-    let mut r = ResultFile::new(
-        RESULT_KIND,
-        vec![],
-        serde_json::Value::Null,
-        test_provenance(),
-    );
-    r.data = serde_json::to_value(&data).unwrap();
-    Input::single(PathBuf::from(format!("{name}.json")), r)
+    test_input(RESULT_KIND, &data, &format!("{name}.json"))
 }
 
 #[cfg(feature = "mpi")]
@@ -399,14 +385,7 @@ fn bench_sections_tabulate_and_draw_sizes() {
         receivers: 4,
         rows,
     };
-    let mut r = ResultFile::new(
-        RESULT_KIND,
-        vec![],
-        serde_json::Value::Null,
-        test_provenance(),
-    );
-    r.data = serde_json::to_value(&data).unwrap();
-    let i = Input::single(PathBuf::from("bench.json"), r);
+    let i = test_input(RESULT_KIND, &data, "bench.json");
     assert!(BenchSections.handles("dfs.bench"));
     let Some(secs) = sections_or_skip(&BenchSections, &[&i]) else {
         return;

@@ -24,6 +24,18 @@ pub(crate) fn test_provenance() -> Provenance {
     }
 }
 
+/// A report input named `file` holding one result of `kind` with `data` (tests).
+#[cfg(test)]
+pub(crate) fn test_input(
+    kind: &str,
+    data: &impl serde::Serialize,
+    file: &str,
+) -> latlab_core::doc::Input {
+    let mut r = ResultFile::new(kind, vec![], serde_json::Value::Null, test_provenance());
+    r.data = serde_json::to_value(data).unwrap();
+    latlab_core::doc::Input::single(file.into(), r)
+}
+
 /// Builds the result file of a simulation: configuration, both completion histograms
 /// (after warm-up: `completion`; all time-slices: `completion_all`), every counter,
 /// warnings for anything lost, duplicated or incomplete, and [`SimData`](super::SimData) in
