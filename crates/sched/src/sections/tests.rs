@@ -18,15 +18,17 @@ use std::path::PathBuf;
 
 const MS: u64 = 1_000_000;
 
+/// A result of `kind` carrying `data`, with `argv` and a default provenance.
+fn result_with(kind: &str, argv: Vec<String>, data: serde_json::Value) -> ResultFile {
+    let mut r = ResultFile::new(kind, argv, serde_json::Value::Null, Provenance::default());
+    r.data = data;
+    r
+}
+
 fn result_of(d: &SchedRunData) -> ResultFile {
-    let mut r = ResultFile::new(
-        KIND,
-        vec!["latlab".into(), "sched".into()],
-        serde_json::Value::Null,
-        Provenance::default(),
-    );
+    let argv = vec!["latlab".into(), "sched".into()];
+    let mut r = result_with(KIND, argv, serde_json::to_value(d).unwrap());
     r.duration_ns = d.spec.duration_ns;
-    r.data = serde_json::to_value(d).unwrap();
     r
 }
 
@@ -292,13 +294,7 @@ fn experiment_summary_sections_inline_their_own_figures() {
         "figures": ["5.1-cpu.svg", "5.1-switch-cdf.svg", "5.1-gone.svg"],
         "findings": ["involuntary switches (CPU): n 12 min 1.20us"],
         "linux_note": "EEVDF, not 2.4's 60 ms quanta"}]});
-    let mut r = ResultFile::new(
-        EXPERIMENT_KIND,
-        vec![],
-        serde_json::Value::Null,
-        Provenance::default(),
-    );
-    r.data = data;
+    let mut r = result_with(EXPERIMENT_KIND, vec![], data);
     let path = dir.path().join("experiment.json");
     let secs = ExperimentSections
         .sections(&[&Input::single(path.clone(), r.clone())])
@@ -338,13 +334,7 @@ fn cache_cost_table_has_the_mean_and_interval() {
             "kernel_involuntary": 52, "t_ns": 100000000, "cpu1_ns": 100000000,
             "cpun_ns": 100000000, "paper_cost_ns": 200000.0, "cost_ns": 200000.0}],
         "rows": [{"size_kb": 64, "n": 3, "mean_ns": 2500.0, "ci95_ns": 400.0}]});
-    let mut r = ResultFile::new(
-        CACHE_KIND,
-        vec![],
-        serde_json::Value::Null,
-        Provenance::default(),
-    );
-    r.data = data;
+    let mut r = result_with(CACHE_KIND, vec![], data);
     let path = PathBuf::from("cc.json");
     let secs = CacheCostSections
         .sections(&[&Input::single(path.clone(), r.clone())])
