@@ -240,10 +240,7 @@ mod tests {
 
     #[test]
     fn namespaces_are_created_and_removed() {
-        if !is_root() {
-            eprintln!("skipped: needs root to create network namespaces");
-            return;
-        }
+        latlab_testutil::require_root!("creates network namespaces");
         let a = unique_name("t-ns");
         {
             let ns = Namespaces::create(std::slice::from_ref(&a)).unwrap();

@@ -391,7 +391,7 @@ mod tests {
         let mut v = vec![0u64; 4096];
         match lock_slice(&mut v) {
             Ok(()) => {}
-            Err(RtError::Refused { .. }) => eprintln!("skipping: mlock not permitted here"),
+            Err(RtError::Refused { .. }) => latlab_testutil::skip!("mlock not permitted here"),
             Err(e) => panic!("{e}"),
         }
     }
