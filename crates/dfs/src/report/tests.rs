@@ -35,17 +35,6 @@ fn sim_input(name: &str, inputs: usize, mode: Mode, drop: bool) -> (Input, SimDa
     )
 }
 
-/// The sections, or `None` (test skipped) when no font is installed for the figures.
-fn sections_or_skip(p: &dyn SectionProvider, inputs: &[&Input]) -> Option<Vec<Section>> {
-    match p.sections(inputs) {
-        Err(e) if e.contains("no TrueType font") => {
-            eprintln!("skipped: {e}");
-            None
-        }
-        r => Some(r.unwrap()),
-    }
-}
-
 fn section<'a>(secs: &'a [Section], id: &str) -> &'a Section {
     secs.iter()
         .find(|s| s.id == id)
@@ -109,9 +98,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
     let (be, be_d) = sim_input("be", 2, Mode::BestEffort, false);
     let (dfs, dfs_d) = sim_input("dfs", 2, Mode::Dfs, true);
     assert!(SimSections.handles("dfs.sim") && !SimSections.handles("net.probe"));
-    let Some(secs) = sections_or_skip(&SimSections, &[&be, &dfs]) else {
-        return;
-    };
+    let secs = SimSections.sections(&[&be, &dfs]).unwrap();
     assert_eq!(
         ids(&secs),
         [
@@ -222,9 +209,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
 fn unpaired_inputs_say_how_to_get_ratios_and_draw_bandwidth_by_nodes() {
     let (be, _) = sim_input("be4", 2, Mode::BestEffort, false);
     let (dfs, _) = sim_input("dfs8", 4, Mode::Dfs, false);
-    let Some(secs) = sections_or_skip(&SimSections, &[&be, &dfs]) else {
-        return;
-    };
+    let secs = SimSections.sections(&[&be, &dfs]).unwrap();
     let cmp = section(&secs, "dfs-simulation-best-effort-against-dfs");
     assert!(tables(cmp).is_empty());
     assert!(paragraphs(cmp).contains("--mode both"));
@@ -318,9 +303,7 @@ fn run_sections_use_the_mpi_data() {
     let (_, dfs_d) = sim_input("dfs", 2, Mode::Dfs, false);
     let (be, dfs) = (run_input("run-be", &be_d), run_input("run-dfs", &dfs_d));
     assert!(RunSections.handles("dfs.run") && !RunSections.handles("dfs.sim"));
-    let Some(secs) = sections_or_skip(&RunSections, &[&be, &dfs]) else {
-        return;
-    };
+    let secs = RunSections.sections(&[&be, &dfs]).unwrap();
     let acc = tables(section(&secs, "dfs-over-mpi-completion-accounting"));
     assert_eq!(
         row(acc[0], "run-dfs")[col(acc[0], "verdict")],
@@ -387,9 +370,7 @@ fn bench_sections_tabulate_and_draw_sizes() {
     };
     let i = test_input(RESULT_KIND, &data, "bench.json");
     assert!(BenchSections.handles("dfs.bench"));
-    let Some(secs) = sections_or_skip(&BenchSections, &[&i]) else {
-        return;
-    };
+    let secs = BenchSections.sections(&[&i]).unwrap();
     let s = section(&secs, "mpi-put-micro-benchmark-bench");
     let t = tables(s)[0];
     assert_eq!(t.rows.len(), 4);
