@@ -1,8 +1,7 @@
 //! The sections of `dfs.bench` results (`latlab dfs bench` under mpirun; feature `mpi`).
 
-use super::view::{bytes, decoded, f, svg_figure};
+use super::view::{axes, bytes, decoded, f, svg_figure};
 use crate::mpibench::{BenchData, RESULT_KIND as BENCH_KIND};
-use latlab_core::doc::ChartSpec;
 use latlab_core::doc::Input;
 use latlab_core::doc::{Block, Cell, KindSections, Section, Table};
 use latlab_core::doc::{Corner, Figure, Line, LineChart, LineStyle};
@@ -135,12 +134,7 @@ fn bench_section(label: &str, d: &BenchData) -> Result<Section, String> {
                 },
                 ..LineChart::default()
             };
-            let spec = ChartSpec {
-                title: title.into(),
-                x_desc: "message size".into(),
-                y_desc: y_desc.into(),
-                ..ChartSpec::default()
-            };
+            let spec = axes(title, "message size", y_desc);
             s.push(svg_figure(Figure::Lines {
                 title: format!("{title}: {label}"),
                 spec,

@@ -2,10 +2,9 @@
 //! aggregate bandwidth (Fig. 7), interval durations (Fig. 8), buffer fill (Fig. 9).
 
 use super::data::interval_series;
-use super::view::{f, mode_name, ms, svg_figure, Runtime, View};
+use super::view::{axes, f, mode_name, ms, svg_figure, Runtime, View};
 use crate::params::Mode;
 use crate::sim::IntervalRow;
-use latlab_core::doc::ChartSpec;
 use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
 use latlab_core::doc::{BoxStat, Corner, Figure, Line, LineChart, LineStyle};
 
@@ -64,15 +63,14 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
             .fold(f64::INFINITY, f64::min);
         let hi = boxes.iter().map(|b| b.five.max).fold(0.0, f64::max);
         let log = lo > 0.0 && hi / lo > 20.0;
-        let spec = ChartSpec {
-            title: "Time-slice completion duration (Fig. 6)".into(),
-            x_desc: if unique { "nodes" } else { "input" }.into(),
-            y_desc: format!(
+        let spec = axes(
+            "Time-slice completion duration (Fig. 6)",
+            if unique { "nodes" } else { "input" },
+            format!(
                 "last − first arrival (ms{})",
                 if log { ", log scale" } else { "" }
             ),
-            ..ChartSpec::default()
-        };
+        );
         s.push(svg_figure(Figure::Boxes {
             title: format!("{p}: completion duration box plot"),
             spec,
@@ -146,12 +144,11 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
             legend: Corner::LowerRight,
             ..LineChart::default()
         };
-        let spec = ChartSpec {
-            title: "Aggregate bandwidth against node count (Fig. 7)".into(),
-            x_desc: "nodes".into(),
-            y_desc: "aggregate bandwidth (GB/s)".into(),
-            ..ChartSpec::default()
-        };
+        let spec = axes(
+            "Aggregate bandwidth against node count (Fig. 7)",
+            "nodes",
+            "aggregate bandwidth (GB/s)",
+        );
         s.push(svg_figure(Figure::Lines {
             title: format!("{p}: bandwidth against node count"),
             spec,
@@ -264,12 +261,11 @@ pub(crate) fn interval_block(v: &View<'_>, s: &mut Section) -> Result<(), String
         shaded_label: "bandwidth drop".into(),
         ..LineChart::default()
     };
-    let spec = ChartSpec {
-        title: format!("Interval durations (Fig. 8): {}", v.label),
-        x_desc: "interval".into(),
-        y_desc: "duration (ms)".into(),
-        ..ChartSpec::default()
-    };
+    let spec = axes(
+        format!("Interval durations (Fig. 8): {}", v.label),
+        "interval",
+        "duration (ms)",
+    );
     s.push(svg_figure(Figure::Lines {
         title: format!("interval durations: {}", v.label),
         spec,
@@ -358,16 +354,15 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
             lines: vec![line("mean", 0), line("median", 1), line("max", 2)],
             ..LineChart::default()
         };
-        let spec = ChartSpec {
-            title: format!(
+        let spec = axes(
+            format!(
                 "Compute-buffer fill over time: {} ({})",
                 v.label,
                 mode_name(v.mode)
             ),
-            x_desc: "time (ms)".into(),
-            y_desc: "fill over connections (% of slots)".into(),
-            ..ChartSpec::default()
-        };
+            "time (ms)",
+            "fill over connections (% of slots)",
+        );
         s.push(svg_figure(Figure::Lines {
             title: format!("buffer fill over time: {}", v.label),
             spec,
@@ -386,12 +381,11 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
                 })
                 .collect();
             if !boxes.is_empty() {
-                let spec = ChartSpec {
-                    title: format!("Buffer fill by connection rank (Fig. 9): {}", v.label),
-                    x_desc: "connection rank at its compute node (1 = fullest)".into(),
-                    y_desc: "fill (% of slots)".into(),
-                    ..ChartSpec::default()
-                };
+                let spec = axes(
+                    format!("Buffer fill by connection rank (Fig. 9): {}", v.label),
+                    "connection rank at its compute node (1 = fullest)",
+                    "fill (% of slots)",
+                );
                 s.push(svg_figure(Figure::Boxes {
                     title: format!("buffer fill by rank: {}", v.label),
                     spec,

@@ -7,8 +7,8 @@ use crate::dde::DdeCounters;
 use crate::ie::IeCounters;
 use crate::params::{DfsParams, Mode, Topology};
 use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
-use latlab_core::doc::Input;
 use latlab_core::doc::{Block, Cell, CellStyle, Figure};
+use latlab_core::doc::{ChartSpec, Input};
 use latlab_core::results::ResultFile;
 
 /// Every run of every input, labelled (`input` or `input / file` when merged), with its
@@ -184,6 +184,20 @@ pub(crate) fn count_cell(v: u64, bad_if_nonzero: bool) -> Cell {
         Cell::styled(v.to_string(), CellStyle::Bad)
     } else {
         Cell::number(v.to_string())
+    }
+}
+
+/// A chart's title and axis descriptions, everything else as [`ChartSpec::default`].
+pub(crate) fn axes(
+    title: impl Into<String>,
+    x_desc: impl Into<String>,
+    y_desc: impl Into<String>,
+) -> ChartSpec {
+    ChartSpec {
+        title: title.into(),
+        x_desc: x_desc.into(),
+        y_desc: y_desc.into(),
+        ..ChartSpec::default()
     }
 }
 
