@@ -22,12 +22,10 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
     );
     for v in views {
         let c = &v.completion;
-        let mut row = vec![
-            Cell::text(v.label),
-            Cell::text(mode_name(v.mode)),
+        let mut row = v.row([
             Cell::number(v.nodes().to_string()),
             Cell::number(c.count.to_string()),
-        ];
+        ]);
         if c.count == 0 {
             row.push(Cell::styled("no samples", CellStyle::Unsupported));
         } else {
@@ -102,9 +100,7 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
         ],
     );
     for v in views {
-        t.rows.push(vec![
-            Cell::text(v.label),
-            Cell::text(mode_name(v.mode)),
+        t.rows.push(v.row([
             Cell::number(v.nodes().to_string()),
             Cell::number(f(v.bandwidth_gbs, 2)),
             Cell::number(f(v.bandwidth_all_gbs, 2)),
@@ -117,7 +113,7 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
                 _ => Cell::styled("—", CellStyle::Unsupported),
             },
             Cell::number(ms(v.duration_ms)),
-        ]);
+        ]));
     }
     s.push(Block::Table(t));
     // Fig. 7: bandwidth against node count, one line per mode, when there are several.
@@ -312,11 +308,8 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
     for v in views {
         let n = v.fill_samples.len();
         if n == 0 {
-            t.rows.push(vec![
-                Cell::text(v.label),
-                Cell::text(mode_name(v.mode)),
-                Cell::styled("no samples", CellStyle::Unsupported),
-            ]);
+            t.rows
+                .push(v.row([Cell::styled("no samples", CellStyle::Unsupported)]));
             continue;
         }
         let mean = v.fill_samples.iter().map(|x| x.mean).sum::<f64>() / n as f64;
@@ -332,15 +325,13 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
             .iter()
             .map(|x| x.fill.max)
             .fold(0.0, f64::max);
-        t.rows.push(vec![
-            Cell::text(v.label),
-            Cell::text(mode_name(v.mode)),
+        t.rows.push(v.row([
             Cell::number(n.to_string()),
             Cell::number(format!("{} %", f(mean, 1))),
             Cell::number(format!("{} %", f(meds[n / 2], 1))),
             Cell::number(format!("{} %", f(p90, 1))),
             Cell::number(format!("{} %", f(max, 1))),
-        ]);
+        ]));
     }
     s.push(Block::Table(t));
     for v in views.iter().filter(|v| !v.fill.is_empty()) {

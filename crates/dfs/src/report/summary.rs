@@ -2,7 +2,7 @@
 //! best-effort/DFS comparison) and [`build`], which puts every section in order.
 
 use super::charts::{bandwidth, completion, fill, interval_block};
-use super::view::{bytes, count_cell, f, mode_name, ms, pairs, ratios, Runtime, View};
+use super::view::{bytes, count_cell, f, ms, pairs, ratios, Runtime, View};
 use crate::paper::{PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO};
 use crate::params::Mode;
 use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
@@ -53,9 +53,7 @@ pub(crate) fn configuration(rt: Runtime, views: &[View<'_>]) -> Section {
         ],
     );
     for v in views {
-        t.rows.push(vec![
-            Cell::text(v.label),
-            Cell::text(mode_name(v.mode)),
+        t.rows.push(v.row([
             Cell::number(v.topology.inputs.to_string()),
             Cell::number(v.topology.computes.to_string()),
             Cell::number(bytes(v.topology.mts_bytes)),
@@ -67,7 +65,7 @@ pub(crate) fn configuration(rt: Runtime, views: &[View<'_>]) -> Section {
             },
             Cell::number(v.acc.time_slices.to_string()),
             Cell::number(v.warmup_ts.to_string()),
-        ]);
+        ]));
     }
     s.push(Block::Table(t));
     if views.iter().any(|v| v.mode == Mode::Dfs) {
@@ -117,9 +115,7 @@ pub(crate) fn accounting(rt: Runtime, views: &[View<'_>]) -> Section {
         let a = &v.acc;
         let c = &a.counters;
         let ok_sums = c.stored - c.checksum_failures.min(c.stored);
-        t.rows.push(vec![
-            Cell::text(v.label),
-            Cell::text(mode_name(v.mode)),
+        t.rows.push(v.row([
             Cell::styled(
                 format!("{} of {}", c.completed, a.time_slices),
                 if c.completed == a.time_slices {
@@ -148,7 +144,7 @@ pub(crate) fn accounting(rt: Runtime, views: &[View<'_>]) -> Section {
             } else {
                 Cell::styled("incomplete or corrupted", CellStyle::Bad)
             },
-        ]);
+        ]));
     }
     s.push(Block::Table(t));
     if views.iter().any(|v| v.mode == Mode::Dfs) {

@@ -106,6 +106,14 @@ pub(crate) struct View<'a> {
 }
 
 impl View<'_> {
+    /// A table row of this result: its label and mode, then `cells`.
+    pub(crate) fn row(&self, cells: impl IntoIterator<Item = Cell>) -> Vec<Cell> {
+        [Cell::text(self.label), Cell::text(mode_name(self.mode))]
+            .into_iter()
+            .chain(cells)
+            .collect()
+    }
+
     pub(crate) fn nodes(&self) -> usize {
         self.topology.inputs + self.topology.computes
     }
