@@ -545,30 +545,18 @@ mod tests {
             hist_cnt: 4,
             ..DfsParams::default()
         };
-        // deviations 2 %, 4 %, 2 %, 4 % -> mu 3, VAR 1 <= 10: speed up by 5 %
-        let w = [
-            (102, Some(100)),
-            (96, Some(100)),
-            (98, Some(100)),
-            (104, Some(100)),
-        ];
-        let d = eq1_ssu(&w, 1000, &p);
-        assert_eq!(
-            (d.mu, d.var, d.speedup, d.duration),
-            (Some(3.0), Some(1.0), true, 950)
-        );
-        // deviations 0, 0, 0, 20 -> mu 5, VAR (3*25 + 225)/4 = 75 > 10: no speed-up
-        let w = [
-            (100, Some(100)),
-            (100, Some(100)),
-            (100, Some(100)),
-            (120, Some(100)),
-        ];
-        let d = eq1_ssu(&w, 1000, &p);
-        assert_eq!(
-            (d.mu, d.var, d.speedup, d.duration),
-            (Some(5.0), Some(75.0), false, 1000)
-        );
+        // Actual durations of a window whose proposed duration was 100 each time.
+        let window = |actual: [i64; 4]| actual.map(|a| (a, Some(100)));
+        for (actual, want) in [
+            // deviations 2 %, 4 %, 2 %, 4 % -> mu 3, VAR 1 <= 10: speed up by 5 %
+            ([102, 96, 98, 104], (Some(3.0), Some(1.0), true, 950)),
+            // deviations 0, 0, 0, 20 -> mu 5, VAR (3*25 + 225)/4 = 75 > 10: no speed-up
+            ([100, 100, 100, 120], (Some(5.0), Some(75.0), false, 1000)),
+        ] {
+            let d = eq1_ssu(&window(actual), 1000, &p);
+            assert_eq!((d.mu, d.var, d.speedup, d.duration), want, "{actual:?}");
+        }
+        let w = window([100, 100, 100, 120]);
         // the mean criterion accepts it: mu 5 <= 10
         let pm = DfsParams {
             ssu_criterion: SsuCriterion::MeanDeviation,
