@@ -55,11 +55,14 @@ pub fn run_and_save(
         .threads
         .iter()
         .map(|t| ThreadPlacement {
-            role: format!("thread {} {}", t.spec.id, t.spec.workload.describe()),
-            pinned_cpu: t.spec.cpu,
+            // The CPUs the trace saw it on, not just the one it was pinned to.
             observed_cpus: t.cpus.clone(),
-            policy: t.policy.clone(),
-            priority: t.priority,
+            ..ThreadPlacement::pinned(
+                format!("thread {} {}", t.spec.id, t.spec.workload.describe()),
+                t.spec.cpu,
+                t.policy.clone(),
+                t.priority,
+            )
         })
         .collect();
     let provenance = host::provenance(timebase, placements, memory_locked, started_utc);
