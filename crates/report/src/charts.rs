@@ -8,8 +8,9 @@
 //!   zero (drawn one decade below the smallest positive x and labelled `0`), e.g. an
 //!   application's normalised performance against added delay (the where-time experiment).
 
-use crate::plot::draw::{draw_err, draw_legend, PALETTE};
+use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
+use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
 use crate::plot::{choose_unit, ImageFormat, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -165,9 +166,13 @@ where
             .draw_series(rects)
             .map_err(draw_err)?
             .label(label.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled()));
+            .legend(swatch_key(colour.filled()));
     }
-    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerRight)
+    draw_legend(
+        &mut chart,
+        plotters::chart::SeriesLabelPosition::LowerRight,
+        &LegendStyle::chart(),
+    )
 }
 
 /// Where x = 0 is drawn on the log axis: one decade below the smallest positive x.
@@ -286,9 +291,7 @@ where
             ))
             .map_err(draw_err)?
             .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
+            .legend(line_key(colour.stroke_width(2), 20));
         chart
             .draw_series(pts.iter().flat_map(|p| {
                 let (l, r) = (p.0 / 1.08, p.0 * 1.08);
@@ -306,7 +309,11 @@ where
             )
             .map_err(draw_err)?;
     }
-    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerLeft)
+    draw_legend(
+        &mut chart,
+        plotters::chart::SeriesLabelPosition::LowerLeft,
+        &LegendStyle::chart(),
+    )
 }
 
 fn num_label(x: f64) -> String {

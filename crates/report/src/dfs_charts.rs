@@ -14,8 +14,9 @@
 //! Logarithmic axes are drawn by plotting `log10` of the values on a linear axis with ticks
 //! at decades, so both axis kinds share one drawing path.
 
-use crate::plot::draw::{draw_err, draw_legend, PALETTE};
+use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
+use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
 use crate::plot::PlotError;
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -286,13 +287,15 @@ where
             .draw_series(rects)
             .map_err(draw_err)?
             .label(s.to_string())
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.mix(0.6).filled())
-            });
+            .legend(swatch_key(colour.mix(0.6).filled()));
         chart.draw_series(elems).map_err(draw_err)?;
     }
     if series.len() > 1 || !series[0].is_empty() {
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        draw_legend(
+            &mut chart,
+            SeriesLabelPosition::UpperLeft,
+            &LegendStyle::chart(),
+        )?;
     }
     Ok(())
 }
@@ -472,9 +475,8 @@ where
             .collect();
         let s = chart.draw_series(rects).map_err(draw_err)?;
         if !c.shaded_label.is_empty() {
-            s.label(c.shaded_label.clone()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 14, y + 6)], shade.filled())
-            });
+            s.label(c.shaded_label.clone())
+                .legend(swatch_key(shade.filled()));
         }
     }
     for (i, l) in c.lines.iter().enumerate() {
@@ -491,9 +493,7 @@ where
                 .draw_series(LineSeries::new(p.iter().copied(), colour.stroke_width(2)))
                 .map_err(draw_err)?
                 .label(l.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
+                .legend(line_key(colour.stroke_width(2), 20));
         }
         if l.style != LineStyle::Line {
             let s = chart
@@ -513,6 +513,7 @@ where
             Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
             Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
         },
+        &LegendStyle::chart(),
     )
 }
 

@@ -2,7 +2,8 @@
 //! Figure 5: cost per context switch versus working-set size, 95% intervals as error
 //! bars). x may be logarithmic. SVG or PNG.
 
-use crate::plot::draw::{draw_err, draw_legend};
+use crate::plot::draw::draw_err;
+use crate::plot::legend::{draw_legend, line_key, LegendStyle};
 use crate::plot::{font, ImageFormat, PlotError};
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
@@ -89,9 +90,7 @@ where
                     ))
                     .map_err(draw_err)?
                     .label(s.label.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                    });
+                    .legend(line_key(c.stroke_width(2), 18));
                 chart
                     .draw_series(pts.iter().filter(|p| p.2.is_finite()).map(|p| {
                         PathElement::new(
@@ -105,7 +104,11 @@ where
                     .map_err(draw_err)?;
             }
             if series.iter().any(|s| !s.label.is_empty()) {
-                draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
+                draw_legend(
+                    &mut chart,
+                    SeriesLabelPosition::MiddleRight,
+                    &LegendStyle::chart(),
+                )?;
             }
         }};
     }

@@ -5,7 +5,7 @@
 //! `"sans-serif"`. This module finds one on disk, leaks its bytes (once per
 //! process) and registers it.
 
-use super::PlotError;
+use super::error::PlotError;
 use plotters::style::{register_font, FontStyle};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
