@@ -9,8 +9,9 @@
 //! printed.
 
 use super::classify::{Class, ClassRule};
+use super::config::RESULT_KIND;
 use super::decompose::{decompose_udp, Decomposition};
-use super::{data, table, TableRow, RESULT_KIND};
+use super::stored::{data, table, TableRow};
 use latlab_core::doc::figure::stacked_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, Figure, Input, Section, SectionProvider, StackedBar, Table,

@@ -4,7 +4,7 @@
 //! connected before the clock starts; the hot loop only records into a preallocated
 //! histogram.
 
-use super::{BreakdownConfig, BreakdownError, StepOutcome};
+use super::config::{BreakdownConfig, BreakdownError, StepOutcome};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::units::Nanos;
 use latlab_sys::tsc::Clock;
