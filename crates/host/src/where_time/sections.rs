@@ -7,7 +7,8 @@
 //! [`error_series`] is also what `latlab experiment where-time --plot` draws, so the
 //! report and the standalone figure show the same points.
 
-use super::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS, RESULT_KIND};
+use super::config::RESULT_KIND;
+use super::stored::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS};
 use latlab_core::doc::figure::errorbars_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
