@@ -175,11 +175,8 @@ pub fn run(
     observed.sort_unstable();
     observed.dedup();
     let thread = ThreadPlacement {
-        role: "clock reader".into(),
-        pinned_cpu: r.cpu,
         observed_cpus: observed,
-        policy,
-        priority,
+        ..ThreadPlacement::pinned("clock reader", r.cpu, policy, priority)
     };
     let provenance = host::provenance(
         timebase.clone(),
