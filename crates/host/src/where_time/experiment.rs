@@ -371,16 +371,7 @@ pub fn run(
                     if let Some(e) = err {
                         return Err(e);
                     }
-                    let drops: u64 = rep
-                        .directions
-                        .iter()
-                        .map(|x| {
-                            x.queue.dropped_full
-                                + x.queue.dropped_oversize
-                                + x.send_failures
-                                + x.kernel_rx.drops
-                        })
-                        .sum();
+                    let drops = rep.lost();
                     for (i, (value, completed, errors)) in out {
                         apps[i].runs.push(RawRun {
                             delay_ns: d,

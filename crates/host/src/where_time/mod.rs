@@ -31,8 +31,8 @@ pub use config::{
 pub use experiment::run;
 pub use session::{run_to_file, SessionError};
 pub use stored::{
-    data, fill_result, normalise, AppRuns, NormPoint, RawRun, WhereTimeData, WhereTimeOutcome,
-    PAPER_DROPS,
+    data, fill_result, normalise, problem_totals, AppRuns, NormPoint, RawRun, WhereTimeData,
+    WhereTimeOutcome, PAPER_DROPS,
 };
 
 #[cfg(test)]
@@ -74,6 +74,17 @@ mod tests {
         assert!((n[1].mean - 0.75).abs() < 1e-12 && n[1].sd == 0.0);
         assert!((n[2].mean - 0.2).abs() < 1e-12 && n[2].n == 1);
         assert!(n[0].min <= n[0].mean && n[0].mean <= n[0].max);
+    }
+
+    #[test]
+    fn problem_totals_add_errors_and_drops() {
+        let mut a = run(0, 1.0);
+        a.errors = 2;
+        a.injector_drops = 7;
+        let mut b = run(20_000, 1.0);
+        b.errors = 3;
+        assert_eq!(problem_totals(&[a, b]), (5, 7));
+        assert_eq!(problem_totals(&[]), (0, 0));
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! report and the standalone figure show the same points.
 
 use super::config::RESULT_KIND;
-use super::stored::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS};
+use super::stored::{data, normalise, problem_totals, NormPoint, WhereTimeData, PAPER_DROPS};
 use latlab_core::doc::figure::errorbars_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
@@ -177,8 +177,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
         for p in &n {
             let at: Vec<_> = a.runs.iter().filter(|r| r.delay_ns == p.delay_ns).collect();
             let raw = at.iter().map(|r| r.value).sum::<f64>() / at.len().max(1) as f64;
-            let errors: u64 = at.iter().map(|r| r.errors).sum();
-            let drops: u64 = at.iter().map(|r| r.injector_drops).sum();
+            let (errors, drops) = problem_totals(at.iter().copied());
             let flag = |v: u64| {
                 Cell::styled(
                     v.to_string(),

@@ -33,6 +33,12 @@ pub struct AppRuns {
     pub runs: Vec<RawRun>,
 }
 
+/// The errors and injector drops of `runs`, summed.
+pub fn problem_totals<'a>(runs: impl IntoIterator<Item = &'a RawRun>) -> (u64, u64) {
+    runs.into_iter()
+        .fold((0, 0), |(e, d), r| (e + r.errors, d + r.injector_drops))
+}
+
 /// One point of the normalised curve.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct NormPoint {
@@ -136,8 +142,7 @@ pub fn fill_result(
     let check: latlab_net::delay::report::CheckData =
         serde_json::from_value(r.data.clone()).expect("fill_check wrote CheckData");
     for a in &o.apps {
-        let errors: u64 = a.runs.iter().map(|x| x.errors).sum();
-        let drops: u64 = a.runs.iter().map(|x| x.injector_drops).sum();
+        let (errors, drops) = problem_totals(&a.runs);
         r.counters
             .insert(format!("{}.runs", a.app), a.runs.len() as u64);
         r.counters.insert(format!("{}.errors", a.app), errors);
