@@ -11,7 +11,7 @@
 use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::font::{ensure_font, FAMILY};
 use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
-use crate::plot::{choose_unit, ImageFormat, PlotError};
+use crate::plot::{choose_unit, ImageFormat, PlotError, SvgDraw};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -28,19 +28,10 @@ fn check_size(w: u32, h: u32) -> Result<(), PlotError> {
     Ok(())
 }
 
-/// Draws a chart on an SVG drawing area.
-type SvgDraw<'a> = dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
-
 /// Draws into an SVG string of `w` × `h` pixels.
 fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
     check_size(w, h)?;
-    let mut s = String::new();
-    {
-        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
-        draw(&root)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(s)
+    crate::plot::svg_with((w, h), draw)
 }
 
 // One drawing function per backend (plotters' backends are distinct types).
@@ -48,7 +39,7 @@ fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotErro
 fn write_image(
     path: &Path,
     (w, h): (u32, u32),
-    draw: &dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
+    draw: &SvgDraw<'_>,
     draw_png: &dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     check_size(w, h)?;

@@ -39,22 +39,10 @@ pub fn render_boxplot_svg_string(
     spec: &ChartSpec,
     log_y: bool,
 ) -> Result<String, PlotError> {
-    let usable: Vec<&BoxStat> = boxes
-        .iter()
-        .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
-        .collect();
-    if usable.is_empty() {
-        return Err(PlotError::NoData);
-    }
-    check_size(spec)?;
-    ensure_font()?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw_boxes(&root, &usable, spec, log_y)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(out)
+    let usable = drawable_boxes(boxes, spec, log_y)?;
+    crate::plot::svg_with((spec.width, spec.height), &|root| {
+        draw_boxes(root, &usable, spec, log_y)
+    })
 }
 
 /// Draws box plots as a PNG image (the bytes of the file).
@@ -66,6 +54,19 @@ pub fn render_boxplot_png(
     spec: &ChartSpec,
     log_y: bool,
 ) -> Result<Vec<u8>, PlotError> {
+    let usable = drawable_boxes(boxes, spec, log_y)?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_boxes(root, &usable, spec, log_y)
+    })
+}
+
+/// The boxes that can be drawn, once the size and the font are known to be usable:
+/// what both box-plot outputs check before drawing.
+fn drawable_boxes<'a>(
+    boxes: &'a [BoxStat],
+    spec: &ChartSpec,
+    log_y: bool,
+) -> Result<Vec<&'a BoxStat>, PlotError> {
     let usable: Vec<&BoxStat> = boxes
         .iter()
         .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
@@ -75,9 +76,7 @@ pub fn render_boxplot_png(
     }
     check_size(spec)?;
     ensure_font()?;
-    crate::plot::png_with((spec.width, spec.height), &|root| {
-        draw_boxes(root, &usable, spec, log_y)
-    })
+    Ok(usable)
 }
 
 fn check_size(spec: &ChartSpec) -> Result<(), PlotError> {
@@ -362,18 +361,10 @@ fn nice_step(span: f64) -> f64 {
 /// [`PlotError::Draw`].
 pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<String, PlotError> {
     let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
-    if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
-        return Err(PlotError::NoData);
-    }
-    check_size(spec)?;
-    ensure_font()?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw_lines(&root, chart, spec, &ok)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(out)
+    check_lines(chart, spec, &ok)?;
+    crate::plot::svg_with((spec.width, spec.height), &|root| {
+        draw_lines(root, chart, spec, &ok)
+    })
 }
 
 /// Draws a line chart as a PNG image (the bytes of the file).
@@ -382,14 +373,24 @@ pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<St
 /// As [`render_lines_svg_string`].
 pub fn render_lines_png(chart: &LineChart, spec: &ChartSpec) -> Result<Vec<u8>, PlotError> {
     let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
+    check_lines(chart, spec, &ok)?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_lines(root, chart, spec, &ok)
+    })
+}
+
+/// What both line-chart outputs check before drawing: a drawable point (`ok`), a usable
+/// size and a font.
+fn check_lines(
+    chart: &LineChart,
+    spec: &ChartSpec,
+    ok: &dyn Fn(&(f64, f64)) -> bool,
+) -> Result<(), PlotError> {
     if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
         return Err(PlotError::NoData);
     }
     check_size(spec)?;
-    ensure_font()?;
-    crate::plot::png_with((spec.width, spec.height), &|root| {
-        draw_lines(root, chart, spec, &ok)
-    })
+    ensure_font()
 }
 
 fn ticks(s: &Scale) -> Vec<f64> {

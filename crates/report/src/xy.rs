@@ -127,12 +127,7 @@ where
 /// # Errors
 /// [`PlotError::NoData`] without a finite point; [`PlotError::NoFont`]; [`PlotError::Draw`].
 pub fn render_xy_svg_string(series: &[XySeries], spec: &XySpec) -> Result<String, PlotError> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw(&root, series, spec)?;
-    }
-    Ok(out)
+    crate::plot::svg_with((spec.width, spec.height), &|root| draw(root, series, spec))
 }
 
 /// Draws the figure into `path` (`.svg` or `.png`), atomically.

@@ -219,6 +219,22 @@ impl<'a> Job<'a> {
     }
 }
 
+/// Draws a figure on an SVG drawing area.
+pub(crate) type SvgDraw<'a> =
+    dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
+
+/// Draws a `w`×`h` SVG document with `draw` and returns its text: the one SVG path of
+/// every chart type.
+pub(crate) fn svg_with((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(draw::draw_err)?;
+    }
+    Ok(out)
+}
+
 /// Draws a figure on a bitmap drawing area.
 pub(crate) type BitmapDraw<'a> =
     dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
