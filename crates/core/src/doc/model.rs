@@ -178,6 +178,18 @@ pub struct Table {
     pub rows: Vec<Vec<Cell>>,
 }
 
+impl Table {
+    /// A table with `caption` (may be empty) and the column names `header`, without rows
+    /// yet.
+    pub fn new(caption: impl Into<String>, header: &[&str]) -> Table {
+        Table {
+            caption: caption.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+}
+
 /// A figure, as a specification: what it shows, never how it is drawn. `latlab-report`
 /// draws each kind with one function (a latency distribution interactively: hover shows
 /// the value at a percentile; the legend toggles series).

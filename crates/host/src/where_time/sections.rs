@@ -150,9 +150,9 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             format_signed_ns(i.p99_shift_ns as f64, SignStyle::Minus),
         ),
     ]));
-    let mut t = Table {
-        caption: "Normalised performance per application and added delay".into(),
-        header: [
+    let mut t = Table::new(
+        "Normalised performance per application and added delay",
+        &[
             "application",
             "metric",
             "added delay",
@@ -163,11 +163,8 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             "min – max",
             "client errors",
             "injector drops",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let mut no_baseline = Vec::new();
     for a in &d.apps {
         let Some(n) = normalise(&a.runs) else {
@@ -223,19 +220,16 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             "No figure: no application has a normalised point.".into(),
         )),
     };
-    let mut c = Table {
-        caption: "Against the paper (Zilberman et al., PAM 2017, Fig. 1)".into(),
-        header: [
+    let mut c = Table::new(
+        "Against the paper (Zilberman et al., PAM 2017, Fig. 1)",
+        &[
             "application",
             "added delay",
             "paper",
             "here (mean ± sd)",
             "runs",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for p in paper_comparison(d) {
         let (here, runs) = match &p.ours {
             Some(o) => (

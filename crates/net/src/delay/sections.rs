@@ -83,9 +83,9 @@ fn run_section(input: &Input) -> Result<Section, String> {
     ));
     let p50 = Percentile::LADDER[0];
     let p99 = Percentile::LADDER[2];
-    let mut t = Table {
-        caption: "Frames and latency per direction".into(),
-        header: [
+    let mut t = Table::new(
+        "Frames and latency per direction",
+        &[
             "run",
             "direction",
             "enqueued",
@@ -99,11 +99,8 @@ fn run_section(input: &Input) -> Result<Section, String> {
             "added min – max",
             "base latency p50",
             "base latency p99",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let mut verdicts = Vec::new();
     for (path, run) in &input.runs {
         let label = if input.runs.len() > 1 {
@@ -271,15 +268,12 @@ fn check_section(input: &Input) -> Result<Section, String> {
         s.push(Block::KeyValues(kv));
     }
     let p = Percentile::LADDER;
-    let mut t = Table {
-        caption: "Round trips".into(),
-        header: [
+    let mut t = Table::new(
+        "Round trips",
+        &[
             "path", "p50", "p99", "p99.9", "max", "samples", "sent", "lost",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for name in ["direct", "zero", "delayed", "netem"] {
         let Some(h) = hist(r, name, Path::new(&first))? else {
             continue;
@@ -318,10 +312,6 @@ fn check_section(input: &Input) -> Result<Section, String> {
         )
     };
     let mut v = Table {
-        caption: "Measured shift against the configured delay".into(),
-        header: ["measure", "measured", "target", "verdict"]
-            .map(String::from)
-            .to_vec(),
         rows: vec![
             vec![
                 Cell::text("median shift"),
@@ -362,6 +352,10 @@ fn check_section(input: &Input) -> Result<Section, String> {
                 Cell::text(""),
             ],
         ],
+        ..Table::new(
+            "Measured shift against the configured delay",
+            &["measure", "measured", "target", "verdict"],
+        )
     };
     if let (Some(m), Some(p99)) = (sum.netem_median_shift_ns, sum.netem_p99_shift_ns) {
         v.rows.push(vec![
