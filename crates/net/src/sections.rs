@@ -71,14 +71,7 @@ impl SectionProvider for ProbeSections {
                     Cell::text(d.sources.join(", ")),
                     Cell::number(d.sent_measured.to_string()),
                     Cell::number(d.received_measured.to_string()),
-                    Cell::styled(
-                        d.lost_measured.to_string(),
-                        if d.lost_measured > 0 {
-                            CellStyle::Bad
-                        } else {
-                            CellStyle::Number
-                        },
-                    ),
+                    Cell::problem_count(d.lost_measured),
                     Cell::number(format!(
                         "{:.0} / {:.0} pps",
                         d.achieved_pps, d.configured_pps

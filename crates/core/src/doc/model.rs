@@ -160,6 +160,19 @@ impl Cell {
         }
     }
 
+    /// A count of things that should not happen (losses, drops, errors): a number, marked
+    /// bad when it is not zero.
+    pub fn problem_count(v: u64) -> Cell {
+        Cell::styled(
+            v.to_string(),
+            if v > 0 {
+                CellStyle::Bad
+            } else {
+                CellStyle::Number
+            },
+        )
+    }
+
     /// Adds a second, smaller line.
     pub fn with_note(mut self, note: impl Into<String>) -> Cell {
         self.note = Some(note.into());
@@ -316,5 +329,20 @@ mod tests {
         );
         assert_eq!(slug("  µs "), "s");
         assert_eq!(slug("A--B"), "a-b");
+    }
+
+    #[test]
+    fn problem_counts_are_bad_only_when_not_zero() {
+        assert_eq!(Cell::problem_count(0).style, CellStyle::Number);
+        let c = Cell::problem_count(3);
+        assert_eq!((c.text.as_str(), c.style), ("3", CellStyle::Bad));
+    }
+
+    #[test]
+    fn a_new_table_has_its_header_and_no_rows() {
+        let t = Table::new("cap", &["a", "b"]);
+        assert_eq!(t.caption, "cap");
+        assert_eq!(t.header, vec!["a".to_string(), "b".to_string()]);
+        assert!(t.rows.is_empty());
     }
 }

@@ -175,16 +175,6 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             let at: Vec<_> = a.runs.iter().filter(|r| r.delay_ns == p.delay_ns).collect();
             let raw = at.iter().map(|r| r.value).sum::<f64>() / at.len().max(1) as f64;
             let (errors, drops) = problem_totals(at.iter().copied());
-            let flag = |v: u64| {
-                Cell::styled(
-                    v.to_string(),
-                    if v > 0 {
-                        CellStyle::Bad
-                    } else {
-                        CellStyle::Number
-                    },
-                )
-            };
             t.rows.push(vec![
                 Cell::text(&a.app),
                 Cell::text(&a.metric),
@@ -202,8 +192,8 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
                     Cell::styled("one run", CellStyle::Unsupported)
                 },
                 Cell::number(format!("{:.3} – {:.3}", p.min, p.max)),
-                flag(errors),
-                flag(drops),
+                Cell::problem_count(errors),
+                Cell::problem_count(drops),
             ]);
         }
     }

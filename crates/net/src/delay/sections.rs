@@ -65,17 +65,6 @@ fn pct_cell(h: &LatencyHistogram, p: Percentile) -> Cell {
     }
 }
 
-fn count_cell(v: u64) -> Cell {
-    Cell::styled(
-        v.to_string(),
-        if v > 0 {
-            CellStyle::Bad
-        } else {
-            CellStyle::Number
-        },
-    )
-}
-
 fn run_section(input: &Input) -> Result<Section, String> {
     let mut s = Section::new(format!("Latency injector run ({})", input.label));
     s.push(Block::Paragraph(
@@ -176,10 +165,10 @@ fn run_section(input: &Input) -> Result<Section, String> {
                 Cell::text(&dir.name),
                 Cell::number(q.enqueued.to_string()),
                 Cell::number(forwarded.to_string()),
-                count_cell(q.dropped_full),
-                count_cell(q.dropped_oversize),
-                count_cell(dir.send_failures),
-                count_cell(dir.kernel_rx_drops),
+                Cell::problem_count(q.dropped_full),
+                Cell::problem_count(q.dropped_oversize),
+                Cell::problem_count(dir.send_failures),
+                Cell::problem_count(dir.kernel_rx_drops),
                 Cell::number(q.max_depth.to_string()),
                 match &added {
                     Some(a) => pct_cell(a, p50),
@@ -293,7 +282,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
             Cell::number(format_ns(h.max() as f64)),
             Cell::number(h.count().to_string()),
             Cell::number(c("sent").to_string()),
-            count_cell(c("lost")),
+            Cell::problem_count(c("lost")),
         ]);
     }
     s.push(Block::Table(t));
