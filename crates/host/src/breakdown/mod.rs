@@ -102,7 +102,9 @@ mod tests {
             Step::Eventfd,
             Step::UnixSocket,
             Step::UdpLoopback,
+            Step::UdpLoopbackBusy,
             Step::TcpLoopback,
+            Step::TcpLoopbackBusy,
             Step::FutexOtherCore,
         ] {
             if unavailable(step, &cfg, false, &cpus).is_some() {
