@@ -47,6 +47,17 @@ impl Section {
         self.blocks.push(b);
         self
     }
+
+    /// The section's tables, in order.
+    pub fn tables(&self) -> Vec<&Table> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// A piece of section content.
@@ -336,6 +347,16 @@ mod tests {
         assert_eq!(Cell::problem_count(0).style, CellStyle::Number);
         let c = Cell::problem_count(3);
         assert_eq!((c.text.as_str(), c.style), ("3", CellStyle::Bad));
+    }
+
+    #[test]
+    fn a_section_lists_its_tables_in_order() {
+        let mut s = Section::new("s");
+        s.push(Block::Table(Table::new("one", &[])))
+            .push(Block::Paragraph("text".into()))
+            .push(Block::Table(Table::new("two", &[])));
+        let captions: Vec<&str> = s.tables().iter().map(|t| t.caption.as_str()).collect();
+        assert_eq!(captions, ["one", "two"]);
     }
 
     #[test]

@@ -309,16 +309,6 @@ mod tests {
         r
     }
 
-    fn tables(s: &Section) -> Vec<&Table> {
-        s.blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Table(t) => Some(t),
-                _ => None,
-            })
-            .collect()
-    }
-
     #[test]
     fn sections_hold_injector_curve_and_paper_comparison() {
         let i = Input::single(PathBuf::from("wt.json"), result());
@@ -344,7 +334,7 @@ mod tests {
         assert!(kv
             .iter()
             .any(|(k, v)| k.contains("median shift") && *v == format_ns(20_260.0)));
-        let t = tables(&s[0]);
+        let t = s[0].tables();
         let curve = t[0];
         assert_eq!(curve.rows.len(), 5, "3 memcached + 2 nginx delays");
         let mc100 = &curve.rows[2];
