@@ -15,8 +15,9 @@
 //! at decades, so both axis kinds share one drawing path.
 
 use crate::plot::draw::{draw_err, PALETTE};
-use crate::plot::font::{ensure_font, FAMILY};
+use crate::plot::font::ensure_font;
 use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
+use crate::plot::style::{chart_builder, draw_mesh};
 use crate::plot::PlotError;
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -221,31 +222,25 @@ where
     } else {
         Keyed::new(y.lo, y.hi, ticks(&y))
     };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+    let mut chart = chart_builder(area, &spec.title, (55, 70))
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_label_formatter(&|x| {
-            let i = (x - 0.5).round();
-            if i >= 0.0 && (i as usize) < n {
-                cats[i as usize].to_string()
-            } else {
-                String::new()
-            }
-        })
-        .y_label_formatter(&|v| y.label(*v))
-        .x_desc(spec.x_desc.clone())
-        .y_desc(spec.y_desc.clone())
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_label_formatter(&|x| {
+                let i = (x - 0.5).round();
+                if i >= 0.0 && (i as usize) < n {
+                    cats[i as usize].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|v| y.label(*v))
+            .x_desc(spec.x_desc.clone())
+            .y_desc(spec.y_desc.clone()),
+    )?;
     let ns = series.len() as f64;
     let slot = 0.8 / ns;
     for (si, s) in series.iter().enumerate() {
@@ -440,11 +435,7 @@ where
         c.x_ticks.iter().map(|(v, _)| x.at(*v)).collect()
     };
     let y_keys = ticks(&y);
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+    let mut chart = chart_builder(area, &spec.title, (55, 70))
         .build_cartesian_2d(Keyed::new(xlo, xhi, x_keys), Keyed::new(y.lo, y.hi, y_keys))
         .map_err(draw_err)?;
     let x_label = |v: &f64| {
@@ -454,16 +445,14 @@ where
             .map(|(_, l)| l.clone())
             .unwrap_or_else(|| x.label(*v))
     };
-    chart
-        .configure_mesh()
-        .x_label_formatter(&x_label)
-        .y_label_formatter(&|v| y.label(*v))
-        .x_desc(spec.x_desc.clone())
-        .y_desc(spec.y_desc.clone())
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&|v| y.label(*v))
+            .x_desc(spec.x_desc.clone())
+            .y_desc(spec.y_desc.clone()),
+    )?;
     if !c.shaded.is_empty() {
         let shade = RGBColor(0xbb, 0xbb, 0xbb).mix(0.45);
         let rects: Vec<Rectangle<(f64, f64)>> = c
@@ -582,8 +571,7 @@ mod tests {
 
     #[test]
     fn figures_draw_every_series() {
-        if ensure_font().is_err() {
-            eprintln!("skipped: no font installed");
+        if crate::plot::font::skip_without_font() {
             return;
         }
         let spec = ChartSpec::default();

@@ -2,7 +2,7 @@
 //! Figure 5: cost per context switch versus working-set size, 95% intervals as error
 //! bars). x may be logarithmic. SVG or PNG.
 
-use crate::plot::draw::draw_err;
+use crate::plot::draw::{draw_err, PALETTE};
 use crate::plot::legend::{draw_legend, line_key, LegendStyle};
 use crate::plot::{font, ImageFormat, PlotError};
 use plotters::chart::SeriesLabelPosition;
@@ -12,12 +12,9 @@ use std::path::Path;
 
 pub use latlab_core::doc::figure::{XySeries, XySpec};
 
-const COLORS: [RGBColor; 4] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-];
+/// Series colours: the shared palette's blue, red, green and purple, in the order these
+/// figures have always used.
+const COLORS: [RGBColor; 4] = [PALETTE[0], PALETTE[3], PALETTE[2], PALETTE[4]];
 
 /// `(min, max)` of one axis.
 type Span = (f64, f64);

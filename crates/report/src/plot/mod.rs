@@ -26,6 +26,7 @@ mod error;
 pub(crate) mod font;
 pub(crate) mod legend;
 mod series;
+pub(crate) mod style;
 mod units;
 
 pub use draw::PixelSeries;
