@@ -97,16 +97,11 @@ mod tests {
         let clock = Clock::monotonic();
         let cpus = latlab_sys::sched::allowed_cpus();
         let cfg = quick();
-        for step in [
-            Step::Pipe,
-            Step::Eventfd,
-            Step::UnixSocket,
-            Step::UdpLoopback,
-            Step::UdpLoopbackBusy,
-            Step::TcpLoopback,
-            Step::TcpLoopbackBusy,
-            Step::FutexOtherCore,
-        ] {
+        // Every two-thread step that needs no namespaces (those need root).
+        for step in Step::ALL
+            .into_iter()
+            .filter(|s| s.needs_two_cpus() && !s.needs_root())
+        {
             if unavailable(step, &cfg, false, &cpus).is_some() {
                 eprintln!("skipped {step}: needs two CPUs");
                 continue;
