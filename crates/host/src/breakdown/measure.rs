@@ -105,6 +105,24 @@ pub fn measure(
     Ok(o)
 }
 
+/// Two fresh namespaces (names from `tags`) joined by a veth pair (`ifs`), the first end
+/// at `client_ip`, the second at `server_ip`, both /30. Returns the namespaces (removed on
+/// drop) and their names.
+fn veth_namespaces(
+    tags: [&str; 2],
+    ifs: [&str; 2],
+    client_ip: &str,
+    server_ip: &str,
+) -> Result<(Namespaces, String, String), BreakdownError> {
+    let a = latlab_sys::netns::unique_name(tags[0]);
+    let b = latlab_sys::netns::unique_name(tags[1]);
+    let ns = Namespaces::create(&[a.clone(), b.clone()])?;
+    ns.veth(&a, ifs[0], &b, ifs[1])?;
+    ns.addr(&a, ifs[0], &format!("{client_ip}/30"))?;
+    ns.addr(&b, ifs[1], &format!("{server_ip}/30"))?;
+    Ok((ns, a, b))
+}
+
 /// Addresses of the veth step (a /30 unlikely to clash; the namespaces are private).
 const VETH_CLIENT: &str = "10.199.77.1";
 const VETH_SERVER: &str = "10.199.77.2";
@@ -116,12 +134,12 @@ fn veth_round_trip(
     c: Option<u32>,
     s: Option<u32>,
 ) -> Result<StepOutcome, BreakdownError> {
-    let a = latlab_sys::netns::unique_name("bd-a");
-    let b = latlab_sys::netns::unique_name("bd-b");
-    let ns = Namespaces::create(&[a.clone(), b.clone()])?;
-    ns.veth(&a, "latlab-bd0", &b, "latlab-bd1")?;
-    ns.addr(&a, "latlab-bd0", &format!("{VETH_CLIENT}/30"))?;
-    ns.addr(&b, "latlab-bd1", &format!("{VETH_SERVER}/30"))?;
+    let (ns, a, b) = veth_namespaces(
+        ["bd-a", "bd-b"],
+        ["latlab-bd0", "latlab-bd1"],
+        VETH_CLIENT,
+        VETH_SERVER,
+    )?;
     let p = cfg.payload;
     let server_addr: std::net::SocketAddr = format!("{VETH_SERVER}:{VETH_PORT}")
         .parse()
@@ -169,12 +187,12 @@ fn nf_round_trip(
     s: Option<u32>,
 ) -> Result<StepOutcome, BreakdownError> {
     use latlab_net::nf;
-    let a = latlab_sys::netns::unique_name("bd-nfa");
-    let b = latlab_sys::netns::unique_name("bd-nfb");
-    let ns = Namespaces::create(&[a.clone(), b.clone()])?;
-    ns.veth(&a, "latlab-bn0", &b, "latlab-bn1")?;
-    ns.addr(&a, "latlab-bn0", &format!("{NF_CLIENT}/30"))?;
-    ns.addr(&b, "latlab-bn1", &format!("{NF_SERVER}/30"))?;
+    let (ns, a, b) = veth_namespaces(
+        ["bd-nfa", "bd-nfb"],
+        ["latlab-bn0", "latlab-bn1"],
+        NF_CLIENT,
+        NF_SERVER,
+    )?;
     let server_addr: std::net::SocketAddr = format!("{NF_SERVER}:{NF_PORT}")
         .parse()
         .expect("valid literal address");
