@@ -105,28 +105,71 @@ pub fn measure(
     Ok(o)
 }
 
-/// Two fresh namespaces (names from `tags`) joined by a veth pair (`ifs`), the first end
-/// at `client_ip`, the second at `server_ip`, both /30. Returns the namespaces (removed on
-/// drop) and their names.
-fn veth_namespaces(
-    tags: [&str; 2],
-    ifs: [&str; 2],
-    client_ip: &str,
-    server_ip: &str,
-) -> Result<(Namespaces, String, String), BreakdownError> {
-    let a = latlab_sys::netns::unique_name(tags[0]);
-    let b = latlab_sys::netns::unique_name(tags[1]);
-    let ns = Namespaces::create(&[a.clone(), b.clone()])?;
-    ns.veth(&a, ifs[0], &b, ifs[1])?;
-    ns.addr(&a, ifs[0], &format!("{client_ip}/30"))?;
-    ns.addr(&b, ifs[1], &format!("{server_ip}/30"))?;
-    Ok((ns, a, b))
+/// A veth pair between two private namespaces, as a step uses it.
+struct VethLink {
+    /// Tags of the two namespaces' names (made unique per run).
+    tags: [&'static str; 2],
+    /// Interface names of the two ends.
+    ifs: [&'static str; 2],
+    /// Address of the client (first) end; a /30 unlikely to clash.
+    client: &'static str,
+    /// Address of the server (second) end.
+    server: &'static str,
+    /// UDP port used at both ends.
+    port: u16,
 }
 
-/// Addresses of the veth step (a /30 unlikely to clash; the namespaces are private).
-const VETH_CLIENT: &str = "10.199.77.1";
-const VETH_SERVER: &str = "10.199.77.2";
-const VETH_PORT: u16 = 7_777;
+/// The link of the veth step.
+const VETH: VethLink = VethLink {
+    tags: ["bd-a", "bd-b"],
+    ifs: ["latlab-bd0", "latlab-bd1"],
+    client: "10.199.77.1",
+    server: "10.199.77.2",
+    port: 7_777,
+};
+
+/// The link of the NF step (another private /30).
+const NF: VethLink = VethLink {
+    tags: ["bd-nfa", "bd-nfb"],
+    ifs: ["latlab-bn0", "latlab-bn1"],
+    client: "10.199.78.1",
+    server: "10.199.78.2",
+    port: 7_778,
+};
+
+/// A built [`VethLink`]: the namespaces (removed on drop), their names, and the two ends'
+/// socket addresses.
+struct BuiltLink {
+    ns: Namespaces,
+    client_ns: String,
+    server_ns: String,
+    client: std::net::SocketAddr,
+    server: std::net::SocketAddr,
+}
+
+impl VethLink {
+    /// Creates both namespaces, the veth pair and the /30 addresses.
+    fn build(&self) -> Result<BuiltLink, BreakdownError> {
+        let a = latlab_sys::netns::unique_name(self.tags[0]);
+        let b = latlab_sys::netns::unique_name(self.tags[1]);
+        let ns = Namespaces::create(&[a.clone(), b.clone()])?;
+        ns.veth(&a, self.ifs[0], &b, self.ifs[1])?;
+        ns.addr(&a, self.ifs[0], &format!("{}/30", self.client))?;
+        ns.addr(&b, self.ifs[1], &format!("{}/30", self.server))?;
+        let at = |ip: &str| -> std::net::SocketAddr {
+            format!("{ip}:{}", self.port)
+                .parse()
+                .expect("valid literal address")
+        };
+        Ok(BuiltLink {
+            ns,
+            client_ns: a,
+            server_ns: b,
+            client: at(self.client),
+            server: at(self.server),
+        })
+    }
+}
 
 fn veth_round_trip(
     cfg: &BreakdownConfig,
@@ -134,20 +177,10 @@ fn veth_round_trip(
     c: Option<u32>,
     s: Option<u32>,
 ) -> Result<StepOutcome, BreakdownError> {
-    let (ns, a, b) = veth_namespaces(
-        ["bd-a", "bd-b"],
-        ["latlab-bd0", "latlab-bd1"],
-        VETH_CLIENT,
-        VETH_SERVER,
-    )?;
+    let link = VETH.build()?;
     let p = cfg.payload;
-    let server_addr: std::net::SocketAddr = format!("{VETH_SERVER}:{VETH_PORT}")
-        .parse()
-        .expect("valid literal address");
-    let client_addr: std::net::SocketAddr = format!("{VETH_CLIENT}:{VETH_PORT}")
-        .parse()
-        .expect("valid literal address");
-    let (na, nb) = (a.clone(), b.clone());
+    let (server_addr, client_addr) = (link.server, link.client);
+    let (na, nb) = (link.client_ns.clone(), link.server_ns.clone());
     let out = steps::round_trip(
         cfg,
         clock,
@@ -166,14 +199,9 @@ fn veth_round_trip(
             Ok(x)
         },
     );
-    drop(ns);
+    drop(link.ns);
     out
 }
-
-/// Addresses of the NF step (another private /30).
-const NF_CLIENT: &str = "10.199.78.1";
-const NF_SERVER: &str = "10.199.78.2";
-const NF_PORT: u16 = 7_778;
 
 /// A UDP round trip from a client namespace to latlab's reflector (`latlab_net::nf`, the
 /// NF behind `latlab net reflect`) in a second namespace, across a veth pair: the
@@ -187,16 +215,9 @@ fn nf_round_trip(
     s: Option<u32>,
 ) -> Result<StepOutcome, BreakdownError> {
     use latlab_net::nf;
-    let (ns, a, b) = veth_namespaces(
-        ["bd-nfa", "bd-nfb"],
-        ["latlab-bn0", "latlab-bn1"],
-        NF_CLIENT,
-        NF_SERVER,
-    )?;
-    let server_addr: std::net::SocketAddr = format!("{NF_SERVER}:{NF_PORT}")
-        .parse()
-        .expect("valid literal address");
-    let client_addr = format!("{NF_CLIENT}:{NF_PORT}");
+    let link = NF.build()?;
+    let server_addr = link.server;
+    let client_addr = link.client.to_string();
     let nf_cfg = nf::NfConfig {
         cpus: s.into_iter().collect(),
         ..nf::NfConfig::reflect(server_addr)
@@ -204,7 +225,7 @@ fn nf_round_trip(
     // The reflector's socket is bound, and its thread spawned, from a thread inside the
     // server namespace; the NF thread inherits that namespace.
     let nclock = *clock;
-    let nb = b.clone();
+    let nb = link.server_ns.clone();
     let handle = std::thread::spawn(move || -> Result<nf::NfHandle, BreakdownError> {
         latlab_sys::netns::enter(&nb)?;
         nf::start(&nf_cfg, nclock).map_err(|e| {
@@ -217,7 +238,7 @@ fn nf_round_trip(
     .join()
     .expect("NF start thread panicked")?;
     let payload = cfg.payload.max(latlab_net::wire::HEADER_LEN);
-    let na = a.clone();
+    let na = link.client_ns.clone();
     let out = steps::client_only(cfg, clock, c, s, move || {
         latlab_sys::netns::enter(&na).map_err(std::io::Error::other)?;
         let x = steps::UdpSide::bind(&client_addr, payload, false)?.with_message(|buf| {
@@ -228,7 +249,7 @@ fn nf_round_trip(
     });
     let counters = handle.counters.clone();
     drop(handle.stop());
-    drop(ns);
+    drop(link.ns);
     let malformed = counters.malformed_total();
     if out.is_ok() && malformed > 0 {
         return Err(BreakdownError::Config(format!(
