@@ -20,9 +20,9 @@ impl SectionProvider for ClocksSections {
         s.push(Block::Paragraph(
             "Each clock was read back to back; the median gap between consecutive reads is the cost of one read, the smallest gap the floor this clock can resolve, and the long gaps in the tail are interruptions the reading thread saw.".into(),
         ));
-        let mut t = Table {
-            caption: "Cost of reading the time".into(),
-            header: [
+        let mut t = Table::new(
+            "Cost of reading the time",
+            &[
                 "run",
                 "source",
                 "reads",
@@ -33,11 +33,8 @@ impl SectionProvider for ClocksSections {
                 "coverage",
                 "backward steps",
                 "CPUs",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
+            ],
+        );
         let mut skipped = Vec::new();
         let mut floor: Option<(String, u64)> = None;
         for input in inputs {
@@ -81,9 +78,8 @@ impl SectionProvider for ClocksSections {
         }
         if !skipped.is_empty() {
             s.push(Block::Table(Table {
-                caption: "Sources not measured".into(),
-                header: ["run", "source", "why"].map(String::from).to_vec(),
                 rows: skipped,
+                ..Table::new("Sources not measured", &["run", "source", "why"])
             }));
         }
         Ok(vec![s])

@@ -16,24 +16,23 @@ use std::time::Duration;
 
 /// Thread placements of a probe run, for provenance.
 pub fn probe_threads(o: &ProbeOutcome) -> Vec<ThreadPlacement> {
-    let (tc, tp, tprio) = o.tx.placement.clone();
-    let (rc, rp, rprio) = o.rx_placement.clone();
     vec![
-        ThreadPlacement {
-            role: "probe tx".into(),
-            pinned_cpu: tc,
-            observed_cpus: Vec::new(),
-            policy: tp,
-            priority: tprio,
-        },
-        ThreadPlacement {
-            role: "probe rx".into(),
-            pinned_cpu: rc,
-            observed_cpus: Vec::new(),
-            policy: rp,
-            priority: rprio,
-        },
+        thread_placement("probe tx", o.tx.placement.clone()),
+        thread_placement("probe rx", o.rx_placement.clone()),
     ]
+}
+
+/// The provenance entry of a net thread with `role`, pinned to `cpu` (or free) under
+/// `policy` at `priority`. Net does not watch where its threads actually ran, so no CPU is
+/// recorded as observed.
+pub fn thread_placement(
+    role: impl Into<String>,
+    (cpu, policy, priority): (Option<u32>, String, i32),
+) -> ThreadPlacement {
+    ThreadPlacement {
+        observed_cpus: Vec::new(),
+        ..ThreadPlacement::pinned(role, cpu, policy, priority)
+    }
 }
 
 /// Builds the `net.probe` result of a run (histograms, counters, data, warnings).

@@ -111,12 +111,11 @@ pub fn nf(
     let t1 = clock.now();
     let threads: Vec<ThreadPlacement> = outs
         .iter()
-        .map(|o| ThreadPlacement {
-            role: format!("nf {}", o.name),
-            pinned_cpu: o.cpu,
-            observed_cpus: Vec::new(),
-            policy: o.policy.0.clone(),
-            priority: o.policy.1,
+        .map(|o| {
+            crate::result::thread_placement(
+                format!("nf {}", o.name),
+                (o.cpu, o.policy.0.clone(), o.policy.1),
+            )
         })
         .collect();
     let provenance = host::provenance(timebase, threads, memory_locked, started_utc);

@@ -37,9 +37,9 @@ impl SectionProvider for ProbeSections {
         s.push(Block::Paragraph(
             "Latency is measured from the scheduled send time (user.sched, open loop) and from the actual send (user.actual); their difference is the generator's lateness. Losses, duplicates and reordering are counted exactly per probe sequence number.".into(),
         ));
-        let mut t = Table {
-            caption: "Probe accounting".into(),
-            header: [
+        let mut t = Table::new(
+            "Probe accounting",
+            &[
                 "input",
                 "mode",
                 "sources",
@@ -48,11 +48,8 @@ impl SectionProvider for ProbeSections {
                 "lost",
                 "rate achieved / asked",
                 "generator",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
+            ],
+        );
         let mut seg = Table {
             caption: "Where a probe's time goes: median of each segment".into(),
             header: std::iter::once("input".to_string())
@@ -74,14 +71,7 @@ impl SectionProvider for ProbeSections {
                     Cell::text(d.sources.join(", ")),
                     Cell::number(d.sent_measured.to_string()),
                     Cell::number(d.received_measured.to_string()),
-                    Cell::styled(
-                        d.lost_measured.to_string(),
-                        if d.lost_measured > 0 {
-                            CellStyle::Bad
-                        } else {
-                            CellStyle::Number
-                        },
-                    ),
+                    Cell::problem_count(d.lost_measured),
                     Cell::number(format!(
                         "{:.0} / {:.0} pps",
                         d.achieved_pps, d.configured_pps
@@ -180,17 +170,14 @@ impl SectionProvider for KillerUsSections {
                 t.rows.push(cells);
             }
             s.push(Block::Table(t));
-            let mut dis = Table {
-                caption: "From which percentile the methods disagree by more than 1 µs".into(),
-                header: [
+            let mut dis = Table::new(
+                "From which percentile the methods disagree by more than 1 µs",
+                &[
                     "NF configuration",
                     "all methods",
                     "user methods only (same span)",
-                ]
-                .map(String::from)
-                .to_vec(),
-                rows: Vec::new(),
-            };
+                ],
+            );
             let verdict = |v: Option<&Option<String>>| match v {
                 Some(Some(p)) => Cell::styled(format!("from {p}"), CellStyle::Bad),
                 Some(None) => Cell::styled(

@@ -8,9 +8,11 @@
 //!   zero (drawn one decade below the smallest positive x and labelled `0`), e.g. an
 //!   application's normalised performance against added delay (the where-time experiment).
 
-use crate::plot::draw::{draw_err, draw_legend, PALETTE};
-use crate::plot::font::{ensure_font, FAMILY};
-use crate::plot::{choose_unit, ImageFormat, PlotError};
+use crate::plot::draw::{draw_err, PALETTE};
+use crate::plot::font::ensure_font;
+use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
+use crate::plot::style::{chart_builder, draw_mesh};
+use crate::plot::{choose_unit, ImageFormat, PlotError, SvgDraw};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -27,19 +29,10 @@ fn check_size(w: u32, h: u32) -> Result<(), PlotError> {
     Ok(())
 }
 
-/// Draws a chart on an SVG drawing area.
-type SvgDraw<'a> = dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
-
 /// Draws into an SVG string of `w` × `h` pixels.
 fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
     check_size(w, h)?;
-    let mut s = String::new();
-    {
-        let root = SVGBackend::with_string(&mut s, (w, h)).into_drawing_area();
-        draw(&root)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(s)
+    crate::plot::svg_with((w, h), draw)
 }
 
 // One drawing function per backend (plotters' backends are distinct types).
@@ -47,7 +40,7 @@ fn svg_string((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotErro
 fn write_image(
     path: &Path,
     (w, h): (u32, u32),
-    draw: &dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError>,
+    draw: &SvgDraw<'_>,
     draw_png: &dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError>,
 ) -> Result<(), PlotError> {
     check_size(w, h)?;
@@ -120,30 +113,24 @@ where
     let labels = segment_labels(bars);
     let n = bars.len();
     let label_w = bars.iter().map(|b| b.label.len()).max().unwrap_or(4) as u32 * 9 + 20;
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(50)
-        .y_label_area_size(label_w)
+    let mut chart = chart_builder(area, &spec.title, (50, label_w))
         .build_cartesian_2d(0.0..max_ns / unit.divisor * 1.05, 0.0..n as f64)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .y_labels(n * 2 + 1)
-        .y_label_formatter(&|y| {
-            let i = (*y - 0.5).round();
-            if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                bars[n - 1 - i as usize].label.clone()
-            } else {
-                String::new()
-            }
-        })
-        .x_desc(format!("{} ({})", spec.x_desc, unit.name))
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n * 2 + 1)
+            .y_label_formatter(&|y| {
+                let i = (*y - 0.5).round();
+                if (y - 0.5 - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+                    bars[n - 1 - i as usize].label.clone()
+                } else {
+                    String::new()
+                }
+            })
+            .x_desc(format!("{} ({})", spec.x_desc, unit.name)),
+    )?;
     for (li, label) in labels.iter().enumerate() {
         let colour = PALETTE[li % PALETTE.len()];
         let mut rects = Vec::new();
@@ -165,9 +152,13 @@ where
             .draw_series(rects)
             .map_err(draw_err)?
             .label(label.clone())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.filled()));
+            .legend(swatch_key(colour.filled()));
     }
-    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerRight)
+    draw_legend(
+        &mut chart,
+        plotters::chart::SeriesLabelPosition::LowerRight,
+        &LegendStyle::chart(),
+    )
 }
 
 /// Where x = 0 is drawn on the log axis: one decade below the smallest positive x.
@@ -248,28 +239,22 @@ where
         .fold(1.0f64, f64::max)
         * 1.1;
     let x_hi = 10f64.powf(max_x.log10().ceil().max(zero.log10() + 1.0));
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+    let mut chart = chart_builder(area, &spec.title, (55, 70))
         .build_cartesian_2d((zero * 0.7..x_hi).log_scale(), 0.0..max_y)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .x_label_formatter(&|x| {
-            if (x / zero - 1.0).abs() < 1e-6 {
-                "0".to_string()
-            } else {
-                num_label(*x)
-            }
-        })
-        .x_desc(spec.x_desc.clone())
-        .y_desc(spec.y_desc.clone())
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .x_label_formatter(&|x| {
+                if (x / zero - 1.0).abs() < 1e-6 {
+                    "0".to_string()
+                } else {
+                    num_label(*x)
+                }
+            })
+            .x_desc(spec.x_desc.clone())
+            .y_desc(spec.y_desc.clone()),
+    )?;
     for (i, s) in series.iter().enumerate() {
         let colour = PALETTE[i % PALETTE.len()];
         let mut pts: Vec<(f64, f64, f64, f64)> = s
@@ -286,9 +271,7 @@ where
             ))
             .map_err(draw_err)?
             .label(s.label.clone())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-            });
+            .legend(line_key(colour.stroke_width(2), 20));
         chart
             .draw_series(pts.iter().flat_map(|p| {
                 let (l, r) = (p.0 / 1.08, p.0 * 1.08);
@@ -306,7 +289,11 @@ where
             )
             .map_err(draw_err)?;
     }
-    draw_legend(&mut chart, plotters::chart::SeriesLabelPosition::LowerLeft)
+    draw_legend(
+        &mut chart,
+        plotters::chart::SeriesLabelPosition::LowerLeft,
+        &LegendStyle::chart(),
+    )
 }
 
 fn num_label(x: f64) -> String {
@@ -376,8 +363,7 @@ mod tests {
 
     #[test]
     fn svg_strings_hold_the_figures() {
-        if ensure_font().is_err() {
-            eprintln!("skipped: no font installed");
+        if crate::plot::font::skip_without_font() {
             return;
         }
         let bars = vec![StackedBar {
@@ -396,8 +382,7 @@ mod tests {
 
     #[test]
     fn figures_are_written() {
-        if ensure_font().is_err() {
-            eprintln!("skipped: no font installed");
+        if crate::plot::font::skip_without_font() {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

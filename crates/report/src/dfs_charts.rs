@@ -14,8 +14,10 @@
 //! Logarithmic axes are drawn by plotting `log10` of the values on a linear axis with ticks
 //! at decades, so both axis kinds share one drawing path.
 
-use crate::plot::draw::{draw_err, draw_legend, PALETTE};
-use crate::plot::font::{ensure_font, FAMILY};
+use crate::plot::draw::{draw_err, PALETTE};
+use crate::plot::font::ensure_font;
+use crate::plot::legend::{draw_legend, line_key, swatch_key, LegendStyle};
+use crate::plot::style::{chart_builder, draw_mesh};
 use crate::plot::PlotError;
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -38,22 +40,10 @@ pub fn render_boxplot_svg_string(
     spec: &ChartSpec,
     log_y: bool,
 ) -> Result<String, PlotError> {
-    let usable: Vec<&BoxStat> = boxes
-        .iter()
-        .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
-        .collect();
-    if usable.is_empty() {
-        return Err(PlotError::NoData);
-    }
-    check_size(spec)?;
-    ensure_font()?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw_boxes(&root, &usable, spec, log_y)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(out)
+    let usable = drawable_boxes(boxes, spec, log_y)?;
+    crate::plot::svg_with((spec.width, spec.height), &|root| {
+        draw_boxes(root, &usable, spec, log_y)
+    })
 }
 
 /// Draws box plots as a PNG image (the bytes of the file).
@@ -65,6 +55,19 @@ pub fn render_boxplot_png(
     spec: &ChartSpec,
     log_y: bool,
 ) -> Result<Vec<u8>, PlotError> {
+    let usable = drawable_boxes(boxes, spec, log_y)?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_boxes(root, &usable, spec, log_y)
+    })
+}
+
+/// The boxes that can be drawn, once the size and the font are known to be usable:
+/// what both box-plot outputs check before drawing.
+fn drawable_boxes<'a>(
+    boxes: &'a [BoxStat],
+    spec: &ChartSpec,
+    log_y: bool,
+) -> Result<Vec<&'a BoxStat>, PlotError> {
     let usable: Vec<&BoxStat> = boxes
         .iter()
         .filter(|b| latlab_core::doc::figure::box_drawable(b, log_y))
@@ -74,9 +77,7 @@ pub fn render_boxplot_png(
     }
     check_size(spec)?;
     ensure_font()?;
-    crate::plot::png_with((spec.width, spec.height), &|root| {
-        draw_boxes(root, &usable, spec, log_y)
-    })
+    Ok(usable)
 }
 
 fn check_size(spec: &ChartSpec) -> Result<(), PlotError> {
@@ -221,31 +222,25 @@ where
     } else {
         Keyed::new(y.lo, y.hi, ticks(&y))
     };
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+    let mut chart = chart_builder(area, &spec.title, (55, 70))
         .build_cartesian_2d(x_range, y_range)
         .map_err(draw_err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .x_label_formatter(&|x| {
-            let i = (x - 0.5).round();
-            if i >= 0.0 && (i as usize) < n {
-                cats[i as usize].to_string()
-            } else {
-                String::new()
-            }
-        })
-        .y_label_formatter(&|v| y.label(*v))
-        .x_desc(spec.x_desc.clone())
-        .y_desc(spec.y_desc.clone())
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_label_formatter(&|x| {
+                let i = (x - 0.5).round();
+                if i >= 0.0 && (i as usize) < n {
+                    cats[i as usize].to_string()
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|v| y.label(*v))
+            .x_desc(spec.x_desc.clone())
+            .y_desc(spec.y_desc.clone()),
+    )?;
     let ns = series.len() as f64;
     let slot = 0.8 / ns;
     for (si, s) in series.iter().enumerate() {
@@ -286,13 +281,15 @@ where
             .draw_series(rects)
             .map_err(draw_err)?
             .label(s.to_string())
-            .legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 14, y + 6)], colour.mix(0.6).filled())
-            });
+            .legend(swatch_key(colour.mix(0.6).filled()));
         chart.draw_series(elems).map_err(draw_err)?;
     }
     if series.len() > 1 || !series[0].is_empty() {
-        draw_legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
+        draw_legend(
+            &mut chart,
+            SeriesLabelPosition::UpperLeft,
+            &LegendStyle::chart(),
+        )?;
     }
     Ok(())
 }
@@ -359,18 +356,10 @@ fn nice_step(span: f64) -> f64 {
 /// [`PlotError::Draw`].
 pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<String, PlotError> {
     let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
-    if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
-        return Err(PlotError::NoData);
-    }
-    check_size(spec)?;
-    ensure_font()?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw_lines(&root, chart, spec, &ok)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(out)
+    check_lines(chart, spec, &ok)?;
+    crate::plot::svg_with((spec.width, spec.height), &|root| {
+        draw_lines(root, chart, spec, &ok)
+    })
 }
 
 /// Draws a line chart as a PNG image (the bytes of the file).
@@ -379,14 +368,24 @@ pub fn render_lines_svg_string(chart: &LineChart, spec: &ChartSpec) -> Result<St
 /// As [`render_lines_svg_string`].
 pub fn render_lines_png(chart: &LineChart, spec: &ChartSpec) -> Result<Vec<u8>, PlotError> {
     let ok = |p: &(f64, f64)| latlab_core::doc::figure::line_point_drawable(chart, p);
+    check_lines(chart, spec, &ok)?;
+    crate::plot::png_with((spec.width, spec.height), &|root| {
+        draw_lines(root, chart, spec, &ok)
+    })
+}
+
+/// What both line-chart outputs check before drawing: a drawable point (`ok`), a usable
+/// size and a font.
+fn check_lines(
+    chart: &LineChart,
+    spec: &ChartSpec,
+    ok: &dyn Fn(&(f64, f64)) -> bool,
+) -> Result<(), PlotError> {
     if !chart.lines.iter().any(|l| l.points.iter().any(ok)) {
         return Err(PlotError::NoData);
     }
     check_size(spec)?;
-    ensure_font()?;
-    crate::plot::png_with((spec.width, spec.height), &|root| {
-        draw_lines(root, chart, spec, &ok)
-    })
+    ensure_font()
 }
 
 fn ticks(s: &Scale) -> Vec<f64> {
@@ -436,11 +435,7 @@ where
         c.x_ticks.iter().map(|(v, _)| x.at(*v)).collect()
     };
     let y_keys = ticks(&y);
-    let mut chart = ChartBuilder::on(area)
-        .caption(&spec.title, (FAMILY, 24))
-        .margin(15)
-        .x_label_area_size(55)
-        .y_label_area_size(70)
+    let mut chart = chart_builder(area, &spec.title, (55, 70))
         .build_cartesian_2d(Keyed::new(xlo, xhi, x_keys), Keyed::new(y.lo, y.hi, y_keys))
         .map_err(draw_err)?;
     let x_label = |v: &f64| {
@@ -450,16 +445,14 @@ where
             .map(|(_, l)| l.clone())
             .unwrap_or_else(|| x.label(*v))
     };
-    chart
-        .configure_mesh()
-        .x_label_formatter(&x_label)
-        .y_label_formatter(&|v| y.label(*v))
-        .x_desc(spec.x_desc.clone())
-        .y_desc(spec.y_desc.clone())
-        .label_style((FAMILY, 15))
-        .axis_desc_style((FAMILY, 17))
-        .draw()
-        .map_err(draw_err)?;
+    draw_mesh(
+        chart
+            .configure_mesh()
+            .x_label_formatter(&x_label)
+            .y_label_formatter(&|v| y.label(*v))
+            .x_desc(spec.x_desc.clone())
+            .y_desc(spec.y_desc.clone()),
+    )?;
     if !c.shaded.is_empty() {
         let shade = RGBColor(0xbb, 0xbb, 0xbb).mix(0.45);
         let rects: Vec<Rectangle<(f64, f64)>> = c
@@ -472,9 +465,8 @@ where
             .collect();
         let s = chart.draw_series(rects).map_err(draw_err)?;
         if !c.shaded_label.is_empty() {
-            s.label(c.shaded_label.clone()).legend(move |(x, y)| {
-                Rectangle::new([(x, y - 6), (x + 14, y + 6)], shade.filled())
-            });
+            s.label(c.shaded_label.clone())
+                .legend(swatch_key(shade.filled()));
         }
     }
     for (i, l) in c.lines.iter().enumerate() {
@@ -491,9 +483,7 @@ where
                 .draw_series(LineSeries::new(p.iter().copied(), colour.stroke_width(2)))
                 .map_err(draw_err)?
                 .label(l.label.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 20, y)], colour.stroke_width(2))
-                });
+                .legend(line_key(colour.stroke_width(2), 20));
         }
         if l.style != LineStyle::Line {
             let s = chart
@@ -513,6 +503,7 @@ where
             Corner::UpperLeft => SeriesLabelPosition::UpperLeft,
             Corner::LowerLeft => SeriesLabelPosition::LowerLeft,
         },
+        &LegendStyle::chart(),
     )
 }
 
@@ -580,8 +571,7 @@ mod tests {
 
     #[test]
     fn figures_draw_every_series() {
-        if ensure_font().is_err() {
-            eprintln!("skipped: no font installed");
+        if crate::plot::font::skip_without_font() {
             return;
         }
         let spec = ChartSpec::default();

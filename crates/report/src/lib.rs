@@ -26,7 +26,6 @@
 //! ```
 #![deny(unsafe_code)]
 
-pub mod boxline;
 pub mod charts;
 pub mod check;
 pub mod compare;

@@ -106,13 +106,9 @@ pub fn render_timeline_svg_string(
     spec: &TimelineSpec,
 ) -> Result<String, PlotError> {
     check(rows, spec)?;
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, height(rows.len(), spec)))
-            .into_drawing_area();
-        draw(&root, rows, spec)?;
-    }
-    Ok(out)
+    crate::plot::svg_with((spec.width, height(rows.len(), spec)), &|root| {
+        draw(root, rows, spec)
+    })
 }
 
 /// Draws the timeline into `path` (`.svg` or `.png`), atomically.

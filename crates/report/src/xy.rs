@@ -2,7 +2,8 @@
 //! Figure 5: cost per context switch versus working-set size, 95% intervals as error
 //! bars). x may be logarithmic. SVG or PNG.
 
-use crate::plot::draw::{draw_err, draw_legend};
+use crate::plot::draw::{draw_err, PALETTE};
+use crate::plot::legend::{draw_legend, line_key, LegendStyle};
 use crate::plot::{font, ImageFormat, PlotError};
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
@@ -11,12 +12,9 @@ use std::path::Path;
 
 pub use latlab_core::doc::figure::{XySeries, XySpec};
 
-const COLORS: [RGBColor; 4] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(148, 103, 189),
-];
+/// Series colours: the shared palette's blue, red, green and purple, in the order these
+/// figures have always used.
+const COLORS: [RGBColor; 4] = [PALETTE[0], PALETTE[3], PALETTE[2], PALETTE[4]];
 
 /// `(min, max)` of one axis.
 type Span = (f64, f64);
@@ -89,9 +87,7 @@ where
                     ))
                     .map_err(draw_err)?
                     .label(s.label.clone())
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                    });
+                    .legend(line_key(c.stroke_width(2), 18));
                 chart
                     .draw_series(pts.iter().filter(|p| p.2.is_finite()).map(|p| {
                         PathElement::new(
@@ -105,7 +101,11 @@ where
                     .map_err(draw_err)?;
             }
             if series.iter().any(|s| !s.label.is_empty()) {
-                draw_legend(&mut chart, SeriesLabelPosition::MiddleRight)?;
+                draw_legend(
+                    &mut chart,
+                    SeriesLabelPosition::MiddleRight,
+                    &LegendStyle::chart(),
+                )?;
             }
         }};
     }
@@ -124,12 +124,7 @@ where
 /// # Errors
 /// [`PlotError::NoData`] without a finite point; [`PlotError::NoFont`]; [`PlotError::Draw`].
 pub fn render_xy_svg_string(series: &[XySeries], spec: &XySpec) -> Result<String, PlotError> {
-    let mut out = String::new();
-    {
-        let root = SVGBackend::with_string(&mut out, (spec.width, spec.height)).into_drawing_area();
-        draw(&root, series, spec)?;
-    }
-    Ok(out)
+    crate::plot::svg_with((spec.width, spec.height), &|root| draw(root, series, spec))
 }
 
 /// Draws the figure into `path` (`.svg` or `.png`), atomically.

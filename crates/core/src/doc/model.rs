@@ -47,6 +47,17 @@ impl Section {
         self.blocks.push(b);
         self
     }
+
+    /// The section's tables, in order.
+    pub fn tables(&self) -> Vec<&Table> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Table(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+    }
 }
 
 /// A piece of section content.
@@ -160,6 +171,19 @@ impl Cell {
         }
     }
 
+    /// A count of things that should not happen (losses, drops, errors): a number, marked
+    /// bad when it is not zero.
+    pub fn problem_count(v: u64) -> Cell {
+        Cell::styled(
+            v.to_string(),
+            if v > 0 {
+                CellStyle::Bad
+            } else {
+                CellStyle::Number
+            },
+        )
+    }
+
     /// Adds a second, smaller line.
     pub fn with_note(mut self, note: impl Into<String>) -> Cell {
         self.note = Some(note.into());
@@ -179,11 +203,12 @@ pub struct Table {
 }
 
 impl Table {
-    /// An empty table with `caption` and the column names `header`.
+    /// A table with `caption` (may be empty) and the column names `header`, without rows
+    /// yet.
     pub fn new(caption: impl Into<String>, header: &[&str]) -> Table {
         Table {
             caption: caption.into(),
-            header: header.iter().map(|s| s.to_string()).collect(),
+            header: header.iter().map(|h| h.to_string()).collect(),
             rows: Vec::new(),
         }
     }
@@ -315,5 +340,30 @@ mod tests {
         );
         assert_eq!(slug("  µs "), "s");
         assert_eq!(slug("A--B"), "a-b");
+    }
+
+    #[test]
+    fn problem_counts_are_bad_only_when_not_zero() {
+        assert_eq!(Cell::problem_count(0).style, CellStyle::Number);
+        let c = Cell::problem_count(3);
+        assert_eq!((c.text.as_str(), c.style), ("3", CellStyle::Bad));
+    }
+
+    #[test]
+    fn a_section_lists_its_tables_in_order() {
+        let mut s = Section::new("s");
+        s.push(Block::Table(Table::new("one", &[])))
+            .push(Block::Paragraph("text".into()))
+            .push(Block::Table(Table::new("two", &[])));
+        let captions: Vec<&str> = s.tables().iter().map(|t| t.caption.as_str()).collect();
+        assert_eq!(captions, ["one", "two"]);
+    }
+
+    #[test]
+    fn a_new_table_has_its_header_and_no_rows() {
+        let t = Table::new("cap", &["a", "b"]);
+        assert_eq!(t.caption, "cap");
+        assert_eq!(t.header, vec!["a".to_string(), "b".to_string()]);
+        assert!(t.rows.is_empty());
     }
 }

@@ -9,8 +9,9 @@
 //! printed.
 
 use super::classify::{Class, ClassRule};
+use super::config::RESULT_KIND;
 use super::decompose::{decompose_udp, Decomposition};
-use super::{data, table, TableRow, RESULT_KIND};
+use super::stored::{data, table, TableRow};
 use latlab_core::doc::figure::stacked_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, Figure, Input, Section, SectionProvider, StackedBar, Table,
@@ -56,9 +57,9 @@ fn class_cell(c: Class) -> Cell {
 
 /// The step table of one input.
 pub fn step_table(rows: &[TableRow]) -> Table {
-    let mut t = Table {
-        caption: "Steps, cheapest first: one histogram each".into(),
-        header: [
+    let mut t = Table::new(
+        "Steps, cheapest first: one histogram each",
+        &[
             "step",
             "what one sample is",
             "p50",
@@ -68,11 +69,8 @@ pub fn step_table(rows: &[TableRow]) -> Table {
             "samples",
             "class",
             "why",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for r in rows {
         t.rows.push(vec![
             Cell::text(&r.step),
@@ -172,13 +170,12 @@ fn section(input: &Input) -> Result<Section, String> {
     s.push(Block::Paragraph(facts.join(" ")));
     if !d.skipped.is_empty() {
         s.push(Block::Table(Table {
-            caption: "Steps not measured".into(),
-            header: ["step", "why"].map(String::from).to_vec(),
             rows: d
                 .skipped
                 .iter()
                 .map(|k| vec![Cell::text(&k.name), Cell::text(&k.reason)])
                 .collect(),
+            ..Table::new("Steps not measured", &["step", "why"])
         }));
     }
     let dec = decomposition(&rows);
@@ -193,13 +190,10 @@ fn section(input: &Input) -> Result<Section, String> {
         s.push(Block::Paragraph(
             "An attribution of the medians, not an identity: time read = clock_read; 4 system calls = 4 × (null_syscall − clock_read); blocking: 2 thread wake-ups = futex_other_core − clock_read − 4 system calls; busy-polling: 2 cross-core hand-offs = cacheline_pingpong − clock_read; the remainder is the UDP/IP stack and socket code. A negative remainder is drawn as 0 and flagged.".into(),
         ));
-        let mut t = Table {
-            caption: "Decomposition of the median round trip".into(),
-            header: ["round trip", "median", "segment", "share", "of the total"]
-                .map(String::from)
-                .to_vec(),
-            rows: Vec::new(),
-        };
+        let mut t = Table::new(
+            "Decomposition of the median round trip",
+            &["round trip", "median", "segment", "share", "of the total"],
+        );
         for x in &dec {
             for (i, g) in x.segments.iter().enumerate() {
                 t.rows.push(vec![

@@ -2,7 +2,9 @@
 //! run here, or fails, is recorded as skipped with the reason), then the versioned result
 //! written before anything is printed.
 
-use super::{fill_result, measure, placement, unavailable, BreakdownConfig, Step, RESULT_KIND};
+use super::config::{BreakdownConfig, Step, RESULT_KIND};
+use super::measure::{measure, placement, unavailable};
+use super::stored::fill_result;
 use latlab_core::results::{ResultError, ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_sys::{host, sched, tsc::Clock};

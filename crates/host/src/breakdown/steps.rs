@@ -4,7 +4,7 @@
 //! connected before the clock starts; the hot loop only records into a preallocated
 //! histogram.
 
-use super::{BreakdownConfig, BreakdownError, StepOutcome};
+use super::config::{BreakdownConfig, BreakdownError, StepOutcome};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::units::Nanos;
 use latlab_sys::tsc::Clock;
@@ -269,6 +269,22 @@ fn spin_until(mut done: impl FnMut() -> bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Busy-polls a non-blocking operation until `op` reports it done (`Ok(true)`): a
+/// would-block error retries, any other error ends the wait with that error; gives up, as
+/// [`spin_until`], after [`IO_TIMEOUT`].
+fn spin_io(mut op: impl FnMut() -> io::Result<bool>) -> io::Result<()> {
+    let mut res = Ok(());
+    spin_until(|| match op() {
+        Ok(done) => done,
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
+        Err(e) => {
+            res = Err(e);
+            true
+        }
+    })?;
+    res
+}
+
 impl Side for LineSide {
     fn send(&mut self) -> io::Result<()> {
         if self.client {
@@ -466,18 +482,8 @@ impl Side for UdpSide {
         if !self.busy {
             return self.sock.recv(&mut self.buf).map(|_| ());
         }
-        let sock = &self.sock;
-        let buf = &mut self.buf;
-        let mut res = Ok(());
-        spin_until(|| match sock.recv(buf) {
-            Ok(_) => true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) => {
-                res = Err(e);
-                true
-            }
-        })?;
-        res
+        let (sock, buf) = (&self.sock, &mut self.buf);
+        spin_io(|| sock.recv(buf).map(|_| true))
     }
 }
 
@@ -517,23 +523,13 @@ impl Side for TcpSide {
         let mut off = 0;
         let len = self.buf.len();
         let (s, buf) = (&mut self.s, &mut self.buf);
-        let mut res = Ok(());
-        spin_until(|| match s.read(&mut buf[off..]) {
-            Ok(0) => {
-                res = Err(io::Error::from(io::ErrorKind::UnexpectedEof));
-                true
-            }
-            Ok(n) => {
+        spin_io(|| match s.read(&mut buf[off..])? {
+            0 => Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
+            n => {
                 off += n;
-                off == len
+                Ok(off == len)
             }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => false,
-            Err(e) => {
-                res = Err(e);
-                true
-            }
-        })?;
-        res
+        })
     }
 }
 

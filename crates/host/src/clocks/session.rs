@@ -3,7 +3,9 @@
 //! printed. The CLI resolves its arguments into a [`ClocksRun`], calls [`run`] and prints
 //! from the file written.
 
-use super::{fill_result, intervals, measure, ClockSource, ClocksConfig, ClocksError, RESULT_KIND};
+use super::source::{
+    fill_result, intervals, measure, ClockSource, ClocksConfig, ClocksError, RESULT_KIND,
+};
 use latlab_core::results::{hlog, write_atomically, ResultError, ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_sys::sched::{self, SchedError};
@@ -173,11 +175,8 @@ pub fn run(
     observed.sort_unstable();
     observed.dedup();
     let thread = ThreadPlacement {
-        role: "clock reader".into(),
-        pinned_cpu: r.cpu,
         observed_cpus: observed,
-        policy,
-        priority,
+        ..ThreadPlacement::pinned("clock reader", r.cpu, policy, priority)
     };
     let provenance = host::provenance(
         timebase.clone(),

@@ -46,11 +46,7 @@ pub fn memcaslap(out: &str) -> Result<MemcaslapReport, String> {
             "no 'Run time: ... TPS: ...' summary line in memcaslap's output".to_string()
         })?;
     let get = |k: &str| num_after(line, k).ok_or_else(|| format!("no '{k}' in '{}'", line.trim()));
-    let get_misses = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("get_misses:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let get_misses = value_line(out, "get_misses:").unwrap_or(0);
     Ok(MemcaslapReport {
         ops: get("Ops:")? as u64,
         tps: get("TPS:")?,
@@ -59,15 +55,20 @@ pub fn memcaslap(out: &str) -> Result<MemcaslapReport, String> {
     })
 }
 
+/// The value on the first line of `out` that starts with `prefix` (leading blanks
+/// ignored), when it parses.
+fn value_line<T: std::str::FromStr>(out: &str, prefix: &str) -> Option<T> {
+    out.lines()
+        .find_map(|l| l.trim().strip_prefix(prefix))
+        .and_then(|v| v.trim().parse().ok())
+}
+
 /// Parses wrk's summary.
 ///
 /// # Errors
 /// A message quoting what was missing.
 pub fn wrk(out: &str) -> Result<WrkReport, String> {
-    let rps = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Requests/sec:"))
-        .and_then(|v| v.trim().parse::<f64>().ok())
+    let rps: f64 = value_line(out, "Requests/sec:")
         .ok_or_else(|| "no 'Requests/sec:' line in wrk's output".to_string())?;
     let requests = out
         .lines()
@@ -84,11 +85,7 @@ pub fn wrk(out: &str) -> Result<WrkReport, String> {
                 .sum()
         })
         .unwrap_or(0);
-    let non_2xx = out
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("Non-2xx or 3xx responses:"))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0);
+    let non_2xx = value_line(out, "Non-2xx or 3xx responses:").unwrap_or(0);
     Ok(WrkReport {
         requests_per_sec: rps,
         requests,

@@ -7,7 +7,8 @@
 //! [`error_series`] is also what `latlab experiment where-time --plot` draws, so the
 //! report and the standalone figure show the same points.
 
-use super::{data, normalise, NormPoint, WhereTimeData, PAPER_DROPS, RESULT_KIND};
+use super::config::RESULT_KIND;
+use super::stored::{data, normalise, problem_totals, NormPoint, WhereTimeData, PAPER_DROPS};
 use latlab_core::doc::figure::errorbars_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
@@ -149,9 +150,9 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             format_signed_ns(i.p99_shift_ns as f64, SignStyle::Minus),
         ),
     ]));
-    let mut t = Table {
-        caption: "Normalised performance per application and added delay".into(),
-        header: [
+    let mut t = Table::new(
+        "Normalised performance per application and added delay",
+        &[
             "application",
             "metric",
             "added delay",
@@ -162,11 +163,8 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             "min – max",
             "client errors",
             "injector drops",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let mut no_baseline = Vec::new();
     for a in &d.apps {
         let Some(n) = normalise(&a.runs) else {
@@ -176,18 +174,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
         for p in &n {
             let at: Vec<_> = a.runs.iter().filter(|r| r.delay_ns == p.delay_ns).collect();
             let raw = at.iter().map(|r| r.value).sum::<f64>() / at.len().max(1) as f64;
-            let errors: u64 = at.iter().map(|r| r.errors).sum();
-            let drops: u64 = at.iter().map(|r| r.injector_drops).sum();
-            let flag = |v: u64| {
-                Cell::styled(
-                    v.to_string(),
-                    if v > 0 {
-                        CellStyle::Bad
-                    } else {
-                        CellStyle::Number
-                    },
-                )
-            };
+            let (errors, drops) = problem_totals(at.iter().copied());
             t.rows.push(vec![
                 Cell::text(&a.app),
                 Cell::text(&a.metric),
@@ -205,8 +192,8 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
                     Cell::styled("one run", CellStyle::Unsupported)
                 },
                 Cell::number(format!("{:.3} – {:.3}", p.min, p.max)),
-                flag(errors),
-                flag(drops),
+                Cell::problem_count(errors),
+                Cell::problem_count(drops),
             ]);
         }
     }
@@ -223,19 +210,16 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             "No figure: no application has a normalised point.".into(),
         )),
     };
-    let mut c = Table {
-        caption: "Against the paper (Zilberman et al., PAM 2017, Fig. 1)".into(),
-        header: [
+    let mut c = Table::new(
+        "Against the paper (Zilberman et al., PAM 2017, Fig. 1)",
+        &[
             "application",
             "added delay",
             "paper",
             "here (mean ± sd)",
             "runs",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for p in paper_comparison(d) {
         let (here, runs) = match &p.ours {
             Some(o) => (
@@ -325,16 +309,6 @@ mod tests {
         r
     }
 
-    fn tables(s: &Section) -> Vec<&Table> {
-        s.blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Table(t) => Some(t),
-                _ => None,
-            })
-            .collect()
-    }
-
     #[test]
     fn sections_hold_injector_curve_and_paper_comparison() {
         let i = Input::single(PathBuf::from("wt.json"), result());
@@ -360,7 +334,7 @@ mod tests {
         assert!(kv
             .iter()
             .any(|(k, v)| k.contains("median shift") && *v == format_ns(20_260.0)));
-        let t = tables(&s[0]);
+        let t = s[0].tables();
         let curve = t[0];
         assert_eq!(curve.rows.len(), 5, "3 memcached + 2 nginx delays");
         let mc100 = &curve.rows[2];

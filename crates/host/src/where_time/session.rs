@@ -1,7 +1,9 @@
 //! A whole where-time run: the configuration checked once, the experiment run, and the
 //! versioned result written before anything is printed.
 
-use super::{check_programs, fill_result, run, WhereTimeConfig, WhereTimeError, RESULT_KIND};
+use super::config::{check_programs, WhereTimeConfig, WhereTimeError, RESULT_KIND};
+use super::experiment::run;
+use super::stored::fill_result;
 use latlab_core::results::{ResultError, ResultFile, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_sys::{host, sched, tsc::Clock};

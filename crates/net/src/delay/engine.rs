@@ -136,6 +136,24 @@ pub struct EngineReport {
     pub left_in_queue: u64,
 }
 
+impl DirectionReport {
+    /// Frames lost in this direction: queue full, oversize, refused by the kernel on send,
+    /// dropped by the kernel before the element.
+    pub fn lost(&self) -> u64 {
+        self.queue.dropped_full
+            + self.queue.dropped_oversize
+            + self.send_failures
+            + self.kernel_rx.drops
+    }
+}
+
+impl EngineReport {
+    /// Frames lost in both directions ([`DirectionReport::lost`]).
+    pub fn lost(&self) -> u64 {
+        self.directions.iter().map(DirectionReport::lost).sum()
+    }
+}
+
 struct Side {
     rx: PacketSocket,
     q: DelayQueue,
@@ -340,4 +358,40 @@ fn flush(sides: &mut [Side; 2], i: usize, now: u64, clock: &Clock) -> Result<(),
         from.added.record(clock.delta_nanos(arrival, release));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_frames_add_every_cause_over_both_directions() {
+        let h = LatencyHistogram::new(HistConfig::default()).unwrap();
+        let dir = |name, full, oversize, send_failures, kernel| DirectionReport {
+            name,
+            queue: QueueStats {
+                dropped_full: full,
+                dropped_oversize: oversize,
+                enqueued: 100,
+                ..QueueStats::default()
+            },
+            send_failures,
+            kernel_rx: PacketStats {
+                drops: kernel,
+                ..PacketStats::default()
+            },
+            excess: h.clone(),
+            lateness: h.clone(),
+            added: h.clone(),
+        };
+        let a = dir("a_to_b", 1, 2, 3, 4);
+        assert_eq!(a.lost(), 10);
+        let rep = EngineReport {
+            directions: [a, dir("b_to_a", 0, 0, 5, 0)],
+            elapsed: Nanos(0),
+            polls: 0,
+            left_in_queue: 0,
+        };
+        assert_eq!(rep.lost(), 15);
+    }
 }

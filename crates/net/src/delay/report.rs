@@ -77,8 +77,7 @@ pub fn fill_run(r: &mut ResultFile, rep: &EngineReport) {
         c.insert(format!("{}.send_failures", d.name), d.send_failures);
         c.insert(format!("{}.kernel_rx_drops", d.name), d.kernel_rx.drops);
         c.insert(format!("{}.max_depth", d.name), d.queue.max_depth);
-        let lost =
-            d.queue.dropped_full + d.queue.dropped_oversize + d.send_failures + d.kernel_rx.drops;
+        let lost = d.lost();
         if lost > 0 {
             r.warnings.push(format!(
                 "{}: {lost} frames lost: {} queue full (delay x rate exceeded the queue), {} oversize, {} refused by the kernel on send, {} dropped by the kernel before the element",
@@ -212,10 +211,7 @@ pub fn fill_check(
     for reps in [&c.engine_zero, &c.engine_delayed] {
         for rep in reps.iter() {
             for d in &rep.directions {
-                let lost = d.queue.dropped_full
-                    + d.queue.dropped_oversize
-                    + d.send_failures
-                    + d.kernel_rx.drops;
+                let lost = d.lost();
                 if lost > 0 {
                     r.warnings
                         .push(format!("engine {}: {lost} frames lost", d.name));

@@ -65,17 +65,6 @@ fn pct_cell(h: &LatencyHistogram, p: Percentile) -> Cell {
     }
 }
 
-fn count_cell(v: u64) -> Cell {
-    Cell::styled(
-        v.to_string(),
-        if v > 0 {
-            CellStyle::Bad
-        } else {
-            CellStyle::Number
-        },
-    )
-}
-
 fn run_section(input: &Input) -> Result<Section, String> {
     let mut s = Section::new(format!("Latency injector run ({})", input.label));
     s.push(Block::Paragraph(
@@ -83,9 +72,9 @@ fn run_section(input: &Input) -> Result<Section, String> {
     ));
     let p50 = Percentile::LADDER[0];
     let p99 = Percentile::LADDER[2];
-    let mut t = Table {
-        caption: "Frames and latency per direction".into(),
-        header: [
+    let mut t = Table::new(
+        "Frames and latency per direction",
+        &[
             "run",
             "direction",
             "enqueued",
@@ -99,11 +88,8 @@ fn run_section(input: &Input) -> Result<Section, String> {
             "added min – max",
             "base latency p50",
             "base latency p99",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let mut verdicts = Vec::new();
     for (path, run) in &input.runs {
         let label = if input.runs.len() > 1 {
@@ -179,10 +165,10 @@ fn run_section(input: &Input) -> Result<Section, String> {
                 Cell::text(&dir.name),
                 Cell::number(q.enqueued.to_string()),
                 Cell::number(forwarded.to_string()),
-                count_cell(q.dropped_full),
-                count_cell(q.dropped_oversize),
-                count_cell(dir.send_failures),
-                count_cell(dir.kernel_rx_drops),
+                Cell::problem_count(q.dropped_full),
+                Cell::problem_count(q.dropped_oversize),
+                Cell::problem_count(dir.send_failures),
+                Cell::problem_count(dir.kernel_rx_drops),
                 Cell::number(q.max_depth.to_string()),
                 match &added {
                     Some(a) => pct_cell(a, p50),
@@ -271,15 +257,12 @@ fn check_section(input: &Input) -> Result<Section, String> {
         s.push(Block::KeyValues(kv));
     }
     let p = Percentile::LADDER;
-    let mut t = Table {
-        caption: "Round trips".into(),
-        header: [
+    let mut t = Table::new(
+        "Round trips",
+        &[
             "path", "p50", "p99", "p99.9", "max", "samples", "sent", "lost",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for name in ["direct", "zero", "delayed", "netem"] {
         let Some(h) = hist(r, name, Path::new(&first))? else {
             continue;
@@ -299,7 +282,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
             Cell::number(format_ns(h.max() as f64)),
             Cell::number(h.count().to_string()),
             Cell::number(c("sent").to_string()),
-            count_cell(c("lost")),
+            Cell::problem_count(c("lost")),
         ]);
     }
     s.push(Block::Table(t));
@@ -318,10 +301,6 @@ fn check_section(input: &Input) -> Result<Section, String> {
         )
     };
     let mut v = Table {
-        caption: "Measured shift against the configured delay".into(),
-        header: ["measure", "measured", "target", "verdict"]
-            .map(String::from)
-            .to_vec(),
         rows: vec![
             vec![
                 Cell::text("median shift"),
@@ -362,6 +341,10 @@ fn check_section(input: &Input) -> Result<Section, String> {
                 Cell::text(""),
             ],
         ],
+        ..Table::new(
+            "Measured shift against the configured delay",
+            &["measure", "measured", "target", "verdict"],
+        )
     };
     if let (Some(m), Some(p99)) = (sum.netem_median_shift_ns, sum.netem_p99_shift_ns) {
         v.rows.push(vec![

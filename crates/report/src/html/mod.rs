@@ -177,9 +177,9 @@ fn decode(inputs: &[Input]) -> Result<Decoded, ReportError> {
 
 fn overview(inputs: &[Input]) -> Section {
     let mut s = Section::new("Overview");
-    let mut t = Table {
-        caption: "Inputs".into(),
-        header: [
+    let mut t = Table::new(
+        "Inputs",
+        &[
             "input",
             "kind",
             "runs",
@@ -188,11 +188,8 @@ fn overview(inputs: &[Input]) -> Section {
             "duration",
             "histograms",
             "samples",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     for i in inputs {
         let r = &i.merged;
         let samples: u64 = r.histograms.iter().map(|h| h.count).sum();

@@ -3,36 +3,16 @@
 use super::axis::{
     ccdf_tick_label, decade_ceil, decade_floor, fmt_num, log_tick_label, plain_decimals, Axis,
 };
-use super::{ccdf_y_range, choose_unit, PlotError, PlotKind, PlotSpec, Series, TimeUnit};
+pub(crate) use super::error::draw_err;
+use super::error::PlotError;
+use super::legend::{draw_legend, line_key, LegendStyle};
+use super::series::{ccdf_y_range, Series};
+use super::units::{choose_unit, TimeUnit};
+use latlab_core::doc::figure::{PlotKind, PlotSpec};
 use plotters::chart::SeriesLabelPosition;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontDesc;
-
-/// Converts a drawing error (plotters', an encoder's) into ours.
-pub(crate) fn draw_err<E: std::fmt::Display>(e: E) -> PlotError {
-    PlotError::Draw(e.to_string())
-}
-
-/// Draws the legend of `chart`'s labelled series in the corner `pos`, in the one legend
-/// style every figure type shares (translucent white box, black border, 15 px text).
-pub(crate) fn draw_legend<'a, DB, CT>(
-    chart: &mut ChartContext<'a, DB, CT>,
-    pos: SeriesLabelPosition,
-) -> Result<(), PlotError>
-where
-    DB: DrawingBackend + 'a,
-    CT: plotters::coord::CoordTranslate,
-{
-    chart
-        .configure_series_labels()
-        .position(pos)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font((super::font::FAMILY, 15))
-        .draw()
-        .map_err(draw_err)
-}
 
 /// Line colours, cycled: the Tableau 10 palette (distinguishable, print-safe).
 pub(crate) const PALETTE: [RGBColor; 10] = [
@@ -315,7 +295,7 @@ where
             .map_err(draw_err)?;
         if !s.label.is_empty() {
             anno.label(s.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + legend_len, y)], style));
+                .legend(line_key(style, legend_len));
         }
     }
 
@@ -347,16 +327,11 @@ where
             (pw as i32, ph as i32),
             &segments_px,
         );
-        chart
-            .configure_series_labels()
-            .position(pos)
-            .margin(margin as u32)
-            .legend_area_size(area_size as u32)
-            .label_font(legend_font)
-            .background_style(WHITE.mix(0.92))
-            .border_style(BLACK.mix(0.5))
-            .draw()
-            .map_err(draw_err)?;
+        draw_legend(
+            &mut chart,
+            pos,
+            &LegendStyle::scaled(legend_font, margin as u32, area_size as u32),
+        )?;
     }
     Ok(pixels)
 }

@@ -22,14 +22,22 @@
 
 mod axis;
 pub(crate) mod draw;
+mod error;
 pub(crate) mod font;
+pub(crate) mod legend;
+mod series;
+pub(crate) mod style;
+mod units;
 
 pub use draw::PixelSeries;
+pub use error::PlotError;
 pub use latlab_core::doc::figure::{Curve, PlotKind, PlotSpec};
+pub(crate) use series::{prepare, Series};
+pub use units::{choose_unit, TimeUnit};
 
 use plotters::coord::Shift;
 use plotters::prelude::{BitMapBackend, DrawingArea, DrawingBackend, IntoDrawingArea, SVGBackend};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Output image format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,51 +66,6 @@ impl ImageFormat {
             }),
         }
     }
-}
-
-/// Errors from drawing or writing a figure.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PlotError {
-    /// The output path's extension is neither `.svg` nor `.png`.
-    #[error("cannot tell the image format of {}: expected a file name ending in .svg or .png", path.display())]
-    UnknownFormat {
-        /// The offending path.
-        path: PathBuf,
-    },
-    /// No curves, or no curve has a plottable point.
-    #[error("nothing to plot: no curve has a point with a finite latency > 0 and a plottable probability")]
-    NoData,
-    /// No usable TrueType font was found for text rendering.
-    #[error(
-        "no TrueType font found (tried {}); install Debian's fonts-dejavu-core or set LATLAB_FONT",
-        join_paths(tried)
-    )]
-    NoFont {
-        /// Every path that was tried, in order.
-        tried: Vec<PathBuf>,
-    },
-    /// Writing the output file failed.
-    #[error("cannot write {}: {source}", path.display())]
-    Io {
-        /// The file being written.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The drawing library or image encoder failed, or the requested image
-    /// size is unusable (each side must be 160..=16384 pixels).
-    #[error("drawing failed: {0}")]
-    Draw(String),
-}
-
-fn join_paths(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// A figure for interactive use: the SVG of its frame (background, title, axes, no curves,
@@ -149,92 +112,12 @@ pub fn render_interactive(
     })
 }
 
-/// A display unit for latencies: divide nanoseconds by `divisor`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TimeUnit {
-    /// Unit symbol: `"ns"`, `"µs"`, `"ms"` or `"s"`.
-    pub name: &'static str,
-    /// Nanoseconds per unit (1, 1e3, 1e6 or 1e9).
-    pub divisor: f64,
-}
-
-/// The largest unit in which `max_ns` is at least 1: ns below 1 µs, µs below
-/// 1 ms, ms below 1 s, s from there on (and ns for non-finite input).
-pub fn choose_unit(max_ns: f64) -> TimeUnit {
-    let (name, divisor) = if max_ns >= 1e9 && max_ns.is_finite() {
-        ("s", 1e9)
-    } else if max_ns >= 1e6 && max_ns.is_finite() {
-        ("ms", 1e6)
-    } else if max_ns >= 1e3 && max_ns.is_finite() {
-        ("µs", 1e3)
-    } else {
-        ("ns", 1.0)
-    };
-    TimeUnit { name, divisor }
-}
-
 /// Smallest accepted image (or panel) side, in pixels.
 const MIN_SIDE: u32 = 160;
 /// Largest accepted image (or panel) side, in pixels.
 const MAX_SIDE: u32 = 16384;
 /// Largest accepted total image area (keeps the RGB buffer under ~200 MB).
 const MAX_PIXELS: u64 = 64 * 1024 * 1024;
-
-/// A curve after cleaning: plottable points only, sorted by x (ns).
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Series {
-    pub label: String,
-    pub points: Vec<(f64, f64)>,
-}
-
-/// Drops unplottable points, clamps y into `[0, 1]`, sorts by x.
-/// Fails with [`PlotError::NoData`] when nothing at all remains.
-pub(crate) fn prepare(curves: &[Curve], kind: PlotKind) -> Result<Vec<Series>, PlotError> {
-    let series: Vec<Series> = curves
-        .iter()
-        .map(|c| {
-            let mut points: Vec<(f64, f64)> = c
-                .points
-                .iter()
-                .copied()
-                .filter(|&(x, y)| {
-                    x.is_finite()
-                        && x > 0.0
-                        && y.is_finite()
-                        && match kind {
-                            PlotKind::Ccdf => y > 0.0,
-                            PlotKind::Cdf => true,
-                        }
-                })
-                .map(|(x, y)| (x, y.clamp(0.0, 1.0)))
-                .collect();
-            points.sort_by(|a, b| a.0.total_cmp(&b.0));
-            Series {
-                label: c.label.clone(),
-                points,
-            }
-        })
-        .collect();
-    if series.iter().all(|s| s.points.is_empty()) {
-        return Err(PlotError::NoData);
-    }
-    Ok(series)
-}
-
-/// The CCDF y-axis range for `curves`: from the smallest positive y, rounded
-/// down to a power of ten, up to 1. `None` when no point is plottable.
-pub(crate) fn ccdf_y_range(series: &[Series]) -> Option<(f64, f64)> {
-    let min_y = series
-        .iter()
-        .flat_map(|s| s.points.iter().map(|p| p.1))
-        .filter(|y| *y > 0.0)
-        .fold(f64::INFINITY, f64::min);
-    if !min_y.is_finite() {
-        return None;
-    }
-    let lo = axis::decade_floor(min_y).min(0.1);
-    Some((lo, 1.0))
-}
 
 fn check_size(width: u32, height: u32) -> Result<(), PlotError> {
     let ok = |s: u32| (MIN_SIDE..=MAX_SIDE).contains(&s);
@@ -337,6 +220,22 @@ impl<'a> Job<'a> {
     }
 }
 
+/// Draws a figure on an SVG drawing area.
+pub(crate) type SvgDraw<'a> =
+    dyn Fn(&DrawingArea<SVGBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
+
+/// Draws a `w`×`h` SVG document with `draw` and returns its text: the one SVG path of
+/// every chart type.
+pub(crate) fn svg_with((w, h): (u32, u32), draw: &SvgDraw<'_>) -> Result<String, PlotError> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (w, h)).into_drawing_area();
+        draw(&root)?;
+        root.present().map_err(draw::draw_err)?;
+    }
+    Ok(out)
+}
+
 /// Draws a figure on a bitmap drawing area.
 pub(crate) type BitmapDraw<'a> =
     dyn Fn(&DrawingArea<BitMapBackend<'_>, Shift>) -> Result<(), PlotError> + 'a;
@@ -415,6 +314,7 @@ pub fn render_panels(panels: &[(PlotSpec, Vec<Curve>)], path: &Path) -> Result<(
 
 #[cfg(test)]
 mod tests {
+    use super::series::ccdf_y_range;
     use super::*;
 
     fn curve(points: &[(f64, f64)]) -> Curve {

@@ -1,21 +1,5 @@
-//! The timestamp baseline of *Where Has My Time Gone?* §2.2(1): read a clock back to back,
-//! many times, and study the gaps between consecutive reads. The smallest gaps are the cost
-//! of reading the clock; the long ones are the interruptions (interrupts, preemption,
-//! hypervisor exits) that any busy thread on this CPU sees.
-//!
-//! ## Method
-//! Reads are taken in chunks of [`ClocksConfig::chunk_reads`] into a preallocated buffer with
-//! nothing between them but the store; the gaps of a chunk are histogrammed only after the
-//! chunk is full. So a recorded gap is always a pure read-to-read interval, never polluted by
-//! the bookkeeping. The price is that interruptions that fall into the bookkeeping between
-//! chunks are not seen: [`SourceOutcome::coverage`] reports the fraction of the run's time
-//! that was observed (78–86 % on a 2-core KVM guest).
-//!
-//! The run's deadline and the interval boundaries of the time series are checked once per
-//! chunk against the run's [`Clock`].
-
-mod session;
-pub use session::{run, ClocksRun, RunError, TimebaseChoice, Written};
+//! The clock sources, how one is measured (chunks of back-to-back reads, histogrammed
+//! gaps) and what a run stores in its result.
 
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::Timebase;

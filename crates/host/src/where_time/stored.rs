@@ -1,0 +1,184 @@
+//! What a where-time run produced, how it is stored in the result file and read back, and
+//! its normalisation to the zero-delay baseline.
+
+use super::config::RESULT_KIND;
+use latlab_net::delay::testbed;
+use serde::{Deserialize, Serialize};
+
+/// One benchmark run's raw figures.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RawRun {
+    /// Added delay, ns.
+    pub delay_ns: u64,
+    /// Repeat index (0-based).
+    pub repeat: u32,
+    /// The metric (ops/s or requests/s).
+    pub value: f64,
+    /// Operations/requests completed.
+    pub completed: u64,
+    /// Errors the client reported (wrk socket errors + non-2xx; memcaslap get misses).
+    pub errors: u64,
+    /// Frames the injector dropped during the run (should be 0).
+    pub injector_drops: u64,
+}
+
+/// All runs of one application.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AppRuns {
+    /// Application name.
+    pub app: String,
+    /// What `value` measures.
+    pub metric: String,
+    /// Every run, in execution order.
+    pub runs: Vec<RawRun>,
+}
+
+/// The errors and injector drops of `runs`, summed.
+pub fn problem_totals<'a>(runs: impl IntoIterator<Item = &'a RawRun>) -> (u64, u64) {
+    runs.into_iter()
+        .fold((0, 0), |(e, d), r| (e + r.errors, d + r.injector_drops))
+}
+
+/// One point of the normalised curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NormPoint {
+    /// Added delay, ns.
+    pub delay_ns: u64,
+    /// Runs at this delay.
+    pub n: usize,
+    /// Mean of the runs / mean of the zero-delay runs.
+    pub mean: f64,
+    /// Sample standard deviation of the normalised runs (0 with one run).
+    pub sd: f64,
+    /// Smallest normalised run.
+    pub min: f64,
+    /// Largest normalised run.
+    pub max: f64,
+}
+
+/// The `data` of a where-time result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WhereTimeData {
+    /// Raw runs per application.
+    pub apps: Vec<AppRuns>,
+    /// The injector check before the experiment.
+    pub injector: latlab_net::delay::report::CheckSummary,
+}
+
+/// Normalises an application's runs to its zero-delay mean; points in increasing delay.
+/// `None` without zero-delay runs or with a zero baseline.
+pub fn normalise(runs: &[RawRun]) -> Option<Vec<NormPoint>> {
+    let base: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.delay_ns == 0)
+        .map(|r| r.value)
+        .collect();
+    if base.is_empty() {
+        return None;
+    }
+    let b = base.iter().sum::<f64>() / base.len() as f64;
+    if b <= 0.0 || !b.is_finite() {
+        return None;
+    }
+    let mut delays: Vec<u64> = runs.iter().map(|r| r.delay_ns).collect();
+    delays.sort_unstable();
+    delays.dedup();
+    Some(
+        delays
+            .into_iter()
+            .map(|d| {
+                let v: Vec<f64> = runs
+                    .iter()
+                    .filter(|r| r.delay_ns == d)
+                    .map(|r| r.value / b)
+                    .collect();
+                let n = v.len();
+                let mean = v.iter().sum::<f64>() / n as f64;
+                let sd = if n > 1 {
+                    (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+                } else {
+                    0.0
+                };
+                NormPoint {
+                    delay_ns: d,
+                    n,
+                    mean,
+                    sd,
+                    min: v.iter().copied().fold(f64::INFINITY, f64::min),
+                    max: v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The paper's reported drops (fraction of the baseline lost) for comparison:
+/// `(application, delay µs, drop)`.
+pub const PAPER_DROPS: [(&str, u64, f64); 3] = [
+    ("memcached", 20, 0.25),
+    ("memcached", 100, 0.75),
+    ("apache (here: nginx)", 100, 0.46),
+];
+
+/// Everything an experiment produced.
+#[derive(Debug)]
+pub struct WhereTimeOutcome {
+    /// Raw runs per application.
+    pub apps: Vec<AppRuns>,
+    /// The injector check.
+    pub check: testbed::CheckOutcome,
+}
+
+/// Fills the result: the injector check's histograms, every raw run in `data`, counters of
+/// runs, errors and injector drops, and warnings.
+///
+/// # Errors
+/// When the check's histograms cannot be merged.
+pub fn fill_result(
+    r: &mut latlab_core::results::ResultFile,
+    o: &WhereTimeOutcome,
+) -> Result<(), latlab_core::hist::HistError> {
+    latlab_net::delay::report::fill_check(r, &o.check, 20_000)?;
+    let check: latlab_net::delay::report::CheckData =
+        serde_json::from_value(r.data.clone()).expect("fill_check wrote CheckData");
+    for a in &o.apps {
+        let (errors, drops) = problem_totals(&a.runs);
+        r.counters
+            .insert(format!("{}.runs", a.app), a.runs.len() as u64);
+        r.counters.insert(format!("{}.errors", a.app), errors);
+        r.counters
+            .insert(format!("{}.injector_drops", a.app), drops);
+        if errors > 0 {
+            r.warnings.push(format!(
+                "{}: the benchmark client reported {errors} errors",
+                a.app
+            ));
+        }
+        if drops > 0 {
+            r.warnings.push(format!(
+                "{}: the injector dropped {drops} frames during its runs",
+                a.app
+            ));
+        }
+    }
+    r.data = serde_json::to_value(WhereTimeData {
+        apps: o.apps.clone(),
+        injector: check.summary,
+    })
+    .expect("plain data serialises");
+    Ok(())
+}
+
+/// Reads the data of a where-time result.
+///
+/// # Errors
+/// A message for another kind or malformed data.
+pub fn data(r: &latlab_core::results::ResultFile) -> Result<WhereTimeData, String> {
+    if r.kind != RESULT_KIND {
+        return Err(format!(
+            "result kind is '{}', expected '{RESULT_KIND}'",
+            r.kind
+        ));
+    }
+    serde_json::from_value(r.data.clone()).map_err(|e| e.to_string())
+}
