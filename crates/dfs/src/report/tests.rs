@@ -45,16 +45,6 @@ fn ids(secs: &[Section]) -> Vec<&str> {
     secs.iter().map(|s| s.id.as_str()).collect()
 }
 
-fn tables(s: &Section) -> Vec<&Table> {
-    s.blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::Table(t) => Some(t),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The section's figures, each as its title and its specification spelled out (every
 /// label, category and series name the renderer will draw), drawn or not.
 fn figures(s: &Section) -> Vec<(&str, String)> {
@@ -112,7 +102,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
         ]
     );
 
-    let acc = tables(section(&secs, "dfs-simulation-completion-accounting"));
+    let acc = section(&secs, "dfs-simulation-completion-accounting").tables();
     for (label, d) in [("be", &be_d), ("dfs", &dfs_d)] {
         let r = row(acc[0], label);
         assert_eq!(r[col(acc[0], "time-slices completed")], "400 of 400");
@@ -131,7 +121,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
     );
 
     let comp = section(&secs, "dfs-simulation-time-slice-completion-duration");
-    let t = tables(comp)[0];
+    let t = comp.tables()[0];
     for (label, d) in [("be", &be_d), ("dfs", &dfs_d)] {
         let r = row(t, label);
         assert_eq!(r[col(t, "median")], ms(d.completion_ms.median));
@@ -142,14 +132,14 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
     assert_eq!(fig.len(), 1);
     assert!(fig[0].1.contains("best effort") && fig[0].1.contains("4 nodes"));
 
-    let bw = tables(section(&secs, "dfs-simulation-aggregate-bandwidth"))[0];
+    let bw = section(&secs, "dfs-simulation-aggregate-bandwidth").tables()[0];
     assert_eq!(
         row(bw, "dfs")[col(bw, "GB/s")],
         format!("{:.2}", dfs_d.steady_bandwidth_gbs)
     );
 
     let cmp = section(&secs, "dfs-simulation-best-effort-against-dfs");
-    let t = tables(cmp)[0];
+    let t = cmp.tables()[0];
     let c = compare(&be_d, &dfs_d);
     let r = row(t, "4");
     assert_eq!(
@@ -198,7 +188,7 @@ fn sim_pair_gives_accounting_completion_ratios_and_figures() {
     // Fill over time and by connection rank, for each input.
     let fill = section(&secs, "dfs-simulation-compute-buffer-fill");
     assert_eq!(figures(fill).len(), 4);
-    let t = tables(fill)[0];
+    let t = fill.tables()[0];
     assert_eq!(
         row(t, "dfs")[col(t, "samples")],
         dfs_d.fill.len().to_string()
@@ -211,7 +201,7 @@ fn unpaired_inputs_say_how_to_get_ratios_and_draw_bandwidth_by_nodes() {
     let (dfs, _) = sim_input("dfs8", 4, Mode::Dfs, false);
     let secs = SimSections.sections(&[&be, &dfs]).unwrap();
     let cmp = section(&secs, "dfs-simulation-best-effort-against-dfs");
-    assert!(tables(cmp).is_empty());
+    assert!(cmp.tables().is_empty());
     assert!(paragraphs(cmp).contains("--mode both"));
     let bw = section(&secs, "dfs-simulation-aggregate-bandwidth");
     let f = figures(bw);
@@ -304,7 +294,7 @@ fn run_sections_use_the_mpi_data() {
     let (be, dfs) = (run_input("run-be", &be_d), run_input("run-dfs", &dfs_d));
     assert!(RunSections.handles("dfs.run") && !RunSections.handles("dfs.sim"));
     let secs = RunSections.sections(&[&be, &dfs]).unwrap();
-    let acc = tables(section(&secs, "dfs-over-mpi-completion-accounting"));
+    let acc = section(&secs, "dfs-over-mpi-completion-accounting").tables();
     assert_eq!(
         row(acc[0], "run-dfs")[col(acc[0], "verdict")],
         "complete, all verified"
@@ -313,7 +303,7 @@ fn run_sections_use_the_mpi_data() {
         row(acc[1], "run-dfs")[col(acc[1], "DDE replicas stopped")],
         "1"
     );
-    let t = tables(section(&secs, "dfs-over-mpi-best-effort-against-dfs"))[0];
+    let t = section(&secs, "dfs-over-mpi-best-effort-against-dfs").tables()[0];
     let r = row(t, "4");
     let want = be_d.completion_ms.median / dfs_d.completion_ms.median;
     assert_eq!(
@@ -321,7 +311,7 @@ fn run_sections_use_the_mpi_data() {
         format!("{want:.1}×")
     );
     // Whole-run bandwidth (the MPI runtime has no warm-up split) and no reference.
-    let bw = tables(section(&secs, "dfs-over-mpi-aggregate-bandwidth"))[0];
+    let bw = section(&secs, "dfs-over-mpi-aggregate-bandwidth").tables()[0];
     let r = row(bw, "run-dfs");
     assert_eq!(r[col(bw, "GB/s")], format!("{:.2}", dfs_d.bandwidth_gbs));
     assert_eq!(r[col(bw, "reference GB/s")], "—");
@@ -372,7 +362,7 @@ fn bench_sections_tabulate_and_draw_sizes() {
     assert!(BenchSections.handles("dfs.bench"));
     let secs = BenchSections.sections(&[&i]).unwrap();
     let s = section(&secs, "mpi-put-micro-benchmark-bench");
-    let t = tables(s)[0];
+    let t = s.tables()[0];
     assert_eq!(t.rows.len(), 4);
     let r = &t.rows[1];
     assert_eq!(r[0].text, "64 KiB");
