@@ -103,8 +103,7 @@ mod tests {
             .filter(|s| s.needs_two_cpus() && !s.needs_root())
         {
             if unavailable(step, &cfg, false, &cpus).is_some() {
-                eprintln!("skipped {step}: needs two CPUs");
-                continue;
+                latlab_testutil::skip!("{step} needs two CPUs");
             }
             let o = measure(step, &cfg, &clock, &cpus).unwrap();
             assert!(o.samples > 0, "{step}");
@@ -117,8 +116,7 @@ mod tests {
         let cfg = quick();
         let root = latlab_sys::netns::is_root();
         if let Some(why) = unavailable(Step::LatlabNf, &cfg, root, &cpus) {
-            eprintln!("skipped latlab_nf: {why}");
-            return;
+            latlab_testutil::skip!("latlab_nf: {why}");
         }
         let clock = Clock::monotonic();
         let o = measure(Step::LatlabNf, &cfg, &clock, &cpus).unwrap();

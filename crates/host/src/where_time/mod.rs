@@ -39,7 +39,6 @@ pub use stored::{
 mod tests {
     use super::*;
     use latlab_core::units::Nanos;
-    use latlab_sys::netns;
     use latlab_sys::tsc::Clock;
 
     fn run(d: u64, v: f64) -> RawRun {
@@ -122,13 +121,9 @@ mod tests {
 
     #[test]
     fn quick_experiment_runs_end_to_end() {
-        if !netns::is_root() {
-            eprintln!("skipped: needs root for network namespaces");
-            return;
-        }
+        latlab_testutil::require_root!("network namespaces");
         if let Err(e) = check_programs(&[App::Memcached, App::Nginx]) {
-            eprintln!("skipped: {e}");
-            return;
+            latlab_testutil::skip!("{e}");
         }
         let cpus = latlab_sys::sched::allowed_cpus();
         let cfg = WhereTimeConfig {

@@ -103,13 +103,17 @@ pub(crate) fn ensure_font() -> Result<(), PlotError> {
     }
 }
 
-/// For tests that draw text: `true` (after saying so) when no font is installed, so the
-/// test can return early instead of failing on a machine without fonts.
+/// For tests that draw text: `true` (after printing the test's visible SKIP line) when no
+/// font is installed, so the test can return early instead of failing on a machine
+/// without fonts.
 #[cfg(test)]
 pub(crate) fn skip_without_font() -> bool {
     let missing = ensure_font().is_err();
     if missing {
-        eprintln!("skipped: no font installed");
+        latlab_testutil::print_skip(
+            std::thread::current().name().unwrap_or("report test"),
+            "no TrueType font installed (fonts-dejavu-core)",
+        );
     }
     missing
 }
