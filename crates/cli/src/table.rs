@@ -4,56 +4,7 @@
 use latlab_core::stats::{PercentileEstimate, Summary};
 use latlab_core::units::{format_decimal, format_ns};
 
-/// A table with a header row; the first column is left-aligned, the rest right-aligned.
-pub struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// A table with these column names.
-    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
-        Table {
-            header: header.into_iter().map(Into::into).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Appends a row (missing cells are blank).
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    /// Renders with two spaces between columns.
-    pub fn render(&self) -> String {
-        let ncol = self.header.len();
-        let mut width = vec![0usize; ncol];
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            for (i, c) in r.iter().enumerate().take(ncol) {
-                width[i] = width[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            let mut line = String::new();
-            for (i, w) in width.iter().enumerate() {
-                let c = r.get(i).map(String::as_str).unwrap_or("");
-                let pad = w - c.chars().count();
-                if i == 0 {
-                    line.push_str(c);
-                    line.push_str(&" ".repeat(pad));
-                } else {
-                    line.push_str("  ");
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(c);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
-    }
-}
+pub use latlab_core::text::Table;
 
 /// A nanosecond value for a table cell.
 pub fn ns(v: u64) -> String {
@@ -142,16 +93,6 @@ mod tests {
     use latlab_core::parse::Percentile;
     use latlab_core::stats::summarize;
     use latlab_core::units::Nanos;
-
-    #[test]
-    fn columns_align() {
-        let mut t = Table::new(["a", "bb"]);
-        t.row(vec!["long name".into(), "1".into()]);
-        let s = t.render();
-        let lines: Vec<&str> = s.lines().collect();
-        assert_eq!(lines[0], "a          bb");
-        assert_eq!(lines[1], "long name   1");
-    }
 
     #[test]
     fn unsupported_is_never_a_bare_number() {

@@ -9,6 +9,7 @@
 //!   intervals, CDF/CCDF series;
 //! - [`results`]: the versioned result file, host provenance, interval logs and CSV export;
 //! - [`doc`]: the plot-free document model of reports (sections, tables, figure specs);
+//! - [`text`]: plain-text tables as terminals and text files show them;
 //! - [`child`]: the versioned job envelope one latlab process hands another.
 //!
 //! Nothing in this crate reads a clock or makes a system call: time is always passed in.
@@ -21,6 +22,7 @@ pub mod hist;
 pub mod parse;
 pub mod results;
 pub mod stats;
+pub mod text;
 pub mod units;
 
 pub use hist::LatencyHistogram;
