@@ -52,10 +52,7 @@ pub fn outputs(
     plot: Option<&Option<PathBuf>>,
 ) -> anyhow::Result<Outputs> {
     let started_utc = latlab_sys::host::utc_now_rfc3339();
-    let result = out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(kind, &started_utc)));
+    let result = result_path(out, kind, &started_utc);
     let plot = plot.map(|p| p.clone().unwrap_or_else(|| sibling(&result, "svg")));
     if let Some(p) = &plot {
         latlab_report::ImageFormat::from_path(p)
@@ -66,6 +63,14 @@ pub fn outputs(
         result,
         plot,
     })
+}
+
+/// The result file of a run of `kind` started at `started_utc`: `-o FILE` as given, else
+/// `latlab-results/<kind>-<UTC>.json` (made unique).
+pub fn result_path(out: &crate::args::OutputArgs, kind: &str, started_utc: &str) -> PathBuf {
+    out.output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path(kind, started_utc)))
 }
 
 /// `path` with its extension replaced.

@@ -1,8 +1,11 @@
-//! Options of `latlab host breakdown`.
+//! Options of `latlab host breakdown`, and their resolution into a [`BreakdownConfig`].
 
-use super::{duration_arg, OutputArgs};
+use super::common::{duration_arg, pick_names, OutputArgs};
+use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
+use latlab_host::breakdown::{BreakdownConfig, Step};
+use latlab_sys::sched;
 use std::path::PathBuf;
 
 /// Options of `latlab host breakdown`.
@@ -34,4 +37,37 @@ pub struct BreakdownArgs {
     /// result's name with -udp.svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+}
+
+impl TryFrom<&BreakdownArgs> for BreakdownConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &BreakdownArgs) -> anyhow::Result<BreakdownConfig> {
+        let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+        let mut steps = pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
+        if steps.is_empty() {
+            steps = Step::ALL.to_vec();
+        }
+        let (client_cpu, server_cpu) = match a.cpus.as_slice() {
+            [c, s] => (Some(*c), Some(*s)),
+            [] => (None, None),
+            _ => {
+                return Err(usage(
+                    "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
+                ))
+            }
+        };
+        let cfg = BreakdownConfig {
+            steps,
+            duration: a.duration,
+            warmup: a.warmup,
+            client_cpu,
+            server_cpu,
+            payload: a.payload as usize,
+            ..BreakdownConfig::default()
+        };
+        cfg.validate(&sched::allowed_cpus())
+            .map_err(|e| usage(e.to_string()))?;
+        Ok(cfg)
+    }
 }

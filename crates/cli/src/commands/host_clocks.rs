@@ -1,54 +1,13 @@
 //! `latlab host clocks`: the clock-read baseline.
 
-use crate::args::{ClocksArgs, TimebaseArg};
-use crate::exit::usage;
+use crate::args::ClocksArgs;
 use crate::output::progress;
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
-use latlab_core::hist::HistConfig;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
-use latlab_host::clocks::{self, ClockSource, ClocksConfig, ClocksRun, TimebaseChoice};
-
-impl TryFrom<&ClocksArgs> for ClocksRun {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &ClocksArgs) -> anyhow::Result<ClocksRun> {
-        let all: Vec<&str> = ClockSource::ALL.iter().map(|s| s.name()).collect();
-        let sources = super::pick_names(
-            &a.sources,
-            "--sources",
-            "clock source",
-            ClockSource::from_name,
-            &all,
-        )?;
-        let r = ClocksRun {
-            cfg: ClocksConfig {
-                sources,
-                duration: a.duration,
-                interval: a.interval,
-                hist: HistConfig {
-                    sigfig: a.sigfig,
-                    ..HistConfig::default()
-                },
-                ..ClocksConfig::default()
-            },
-            cpu: a.cpu,
-            fifo: a.fifo,
-            mlock: !a.no_mlock,
-            timebase: match a.timebase {
-                TimebaseArg::Monotonic => TimebaseChoice::Monotonic,
-                TimebaseArg::Auto => TimebaseChoice::Auto {
-                    calibration: a.calibration,
-                },
-            },
-            started_utc: String::new(),
-        };
-        r.validate().map_err(|e| usage(e.to_string()))?;
-        Ok(r)
-    }
-}
+use latlab_host::clocks::{self, ClocksRun};
 
 pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // Resolve and validate everything before touching the system.

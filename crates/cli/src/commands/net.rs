@@ -5,8 +5,8 @@ use crate::args::net::{
     TestbedArgs,
 };
 use crate::args::OutputArgs;
-use crate::exit::usage;
-use crate::output::{default_result_path, unique};
+use crate::exit::{net_run_err, testbed_err, usage};
+use crate::output::{default_result_path, result_path, unique};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::child::ChildJob;
@@ -16,12 +16,11 @@ use latlab_net::calibrate::CalibrateConfig;
 use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::Role;
 use latlab_net::orchestrate;
-use latlab_net::probe::{self, ProbeError};
-use latlab_net::run::{self, role_name, NfJob, ProbeJob, RunError};
+use latlab_net::probe;
+use latlab_net::run::{self, role_name, NfJob, ProbeJob};
 use latlab_net::testbed;
 use latlab_sys::host;
 use latlab_sys::rt_throttle::Unthrottled;
-use latlab_sys::sched::SchedError;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -33,29 +32,6 @@ pub fn run(cmd: NetCommand, argv: Vec<String>) -> anyhow::Result<()> {
         NetCommand::Testbed(a) => testbed_cmd(a),
         NetCommand::Calibrate(a) => calibrate(a, argv),
         NetCommand::Delay(a) => super::net_delay::run(a, argv),
-    }
-}
-
-/// A testbed error as the CLI reports it (not root → exit 3).
-fn testbed_err(e: testbed::TestbedError) -> anyhow::Error {
-    match e {
-        testbed::TestbedError::NotRoot => SchedError::NotPermitted {
-            what: "building the namespace testbed".into(),
-            remedy: "run as root (sudo): creating namespaces and veth pairs needs CAP_NET_ADMIN and CAP_SYS_ADMIN",
-        }
-        .into(),
-        other => other.into(),
-    }
-}
-
-/// A run error as the CLI reports it: a refused placement keeps its exit code, a bad
-/// configuration is a usage error.
-fn run_err(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::Probe(ProbeError::Sched(s)) => anyhow::Error::from(s),
-        RunError::Probe(ProbeError::Config(m)) => usage(m),
-        RunError::Nf(e) => anyhow::Error::from(e).context("starting the NF"),
-        other => anyhow::Error::from(other),
     }
 }
 
@@ -126,12 +102,9 @@ fn serve(
         println!("ready");
         std::io::stdout().flush().ok();
     })
-    .map_err(run_err)?;
+    .map_err(net_run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
-    let path = out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
+    let path = result_path(out, &format!("net-{what}"), &started_utc);
     r.save(&path).context("writing the result")?;
     if !quiet {
         let saved = ResultFile::load(&path)?;
@@ -170,7 +143,7 @@ pub fn probe_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
 
 /// The probe measurement and its files; returns the interval log's path.
 fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Result<PathBuf> {
-    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(run_err)?;
+    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(net_run_err)?;
     record.save(out).context("writing the result")
 }
 

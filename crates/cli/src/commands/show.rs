@@ -2,8 +2,8 @@
 //! result files, optionally merged exactly across runs and exported as CSV.
 
 use crate::args::ShowArgs;
-use crate::commands::load_results;
 use crate::exit::usage;
+use crate::inputs::load_results;
 use crate::table::summary_block;
 use anyhow::Context as _;
 use latlab_core::hist::LatencyHistogram;

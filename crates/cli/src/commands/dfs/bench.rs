@@ -2,44 +2,23 @@
 //! [`BenchConfig`]; `latlab child` runs a [`BenchConfig`] from a job file through the same
 //! call.
 
+use super::common::f;
 use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
+use crate::output::result_path;
+use crate::table::Table;
 use latlab_core::child::ChildJob;
-#[cfg(feature = "mpi")]
-use {
-    super::common::f,
-    crate::output::{default_result_path, unique},
-    crate::table::Table,
-    latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError},
-    std::path::Path,
-};
+use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError};
+use std::path::Path;
 
-#[cfg(feature = "mpi")]
-impl From<&BenchArgs> for BenchConfig {
-    fn from(a: &BenchArgs) -> BenchConfig {
-        BenchConfig {
-            sizes: a.sizes.clone(),
-            bytes_per_size: a.bytes,
-            min_rounds: a.min_rounds.max(1),
-            mix: !a.no_mix,
-        }
-    }
-}
-
-#[cfg(feature = "mpi")]
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let started_utc = latlab_sys::host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("dfs-bench", &started_utc)));
+    let out_path = result_path(&a.out, "dfs-bench", &started_utc);
     let cfg = BenchConfig::from(&a);
     execute(cfg, &out_path, a.out.quiet, argv, &started_utc)
 }
 
 /// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
-#[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
     let (cfg, out): (BenchConfig, _) = super::common::job_parts(job)?;
     let started_utc = latlab_sys::host::utc_now_rfc3339();
@@ -54,7 +33,6 @@ pub fn child(job: &ChildJob) -> anyhow::Result<()> {
 
 /// Runs (the library checks the configuration on rank 0), saves the result and prints it
 /// unless `quiet`.
-#[cfg(feature = "mpi")]
 fn execute(
     cfg: BenchConfig,
     out_path: &Path,
@@ -109,14 +87,4 @@ fn execute(
         println!("result: {}", out_path.display());
     }
     Ok(())
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn run(_a: BenchArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
 }

@@ -1,52 +1,13 @@
-//! What the `latlab dfs` commands share: model-flag resolution, table cells, child-job
-//! parts, provenance of MPI runs.
+//! What the `latlab dfs` commands share: table cells, child-job parts, provenance of MPI
+//! runs.
 
-use crate::args::dfs::{ModelArgs, SsuCriterionArg};
+#[cfg(feature = "mpi")]
 use crate::exit::usage;
-use latlab_dfs::params::{DfsParams, SsuCriterion, Topology};
 use latlab_dfs::sim::FiveNum;
 
 /// Why `dfs run` and `dfs bench` cannot run in this build.
 #[cfg(not(feature = "mpi"))]
 pub(crate) const NO_MPI: &str = "latlab was built without MPI support (feature 'mpi'); install libopenmpi-dev and libclang-dev and rebuild";
-
-/// Resolves the shared model flags; `default_mts` and `default_ts_per_interval` differ
-/// between the simulator and the MPI runtime. The library checks the result
-/// ([`SimConfig::validate`](latlab_dfs::sim::SimConfig::validate),
-/// [`RunConfig::validate`](latlab_dfs::mpidata::RunConfig::validate)).
-pub(crate) fn resolve_model(
-    m: &ModelArgs,
-    default_mts: u64,
-    default_ts_per_interval: u64,
-) -> anyhow::Result<(Topology, DfsParams)> {
-    let (inputs, computes) = match m.nodes {
-        Some(n) if n < 2 || n % 2 != 0 => {
-            return Err(usage(format!(
-                "--nodes {n}: need an even number of at least 2 (half inputs, half computes)"
-            )))
-        }
-        Some(n) => (n / 2, n / 2),
-        None => (m.inputs, m.computes),
-    };
-    let topology = Topology {
-        inputs,
-        computes,
-        mts_bytes: m.mts_size.unwrap_or(default_mts),
-        slots_per_input: m.slots,
-    };
-    let params = DfsParams {
-        ts_per_intvl: m.ts_per_interval.unwrap_or(default_ts_per_interval),
-        hist_cnt: m.hist_cnt,
-        ssu_th: m.ssu_th,
-        ssu_pct: m.ssu_pct,
-        ssu_criterion: match m.ssu_criterion {
-            SsuCriterionArg::Variance => SsuCriterion::Variance,
-            SsuCriterionArg::Mean => SsuCriterion::MeanDeviation,
-        },
-        theta_pct: m.theta,
-    };
-    Ok((topology, params))
-}
 
 /// Column names of a completion-duration five-number summary, in ms.
 pub(crate) const COMPLETION_MS: [&str; 5] = ["min ms", "p10 ms", "median ms", "p90 ms", "max ms"];
