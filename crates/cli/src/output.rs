@@ -119,3 +119,36 @@ mod tests {
         );
     }
 }
+
+/// The progress callback of a library that names each step as it starts: shows the name
+/// on `pb` and advances it by one.
+pub fn named_steps(pb: &ProgressBar) -> impl FnMut(&str) + '_ {
+    move |name| {
+        pb.set_message(name.to_string());
+        pb.inc(1);
+    }
+}
+
+/// `--plot`: draws the CCDF of `series` (every histogram when empty) of `saved`, the
+/// result just written to `result`, into `plot`, and says where unless `quiet`.
+pub fn plot_ccdf(
+    (result, saved): (&Path, latlab_core::results::ResultFile),
+    series: &[String],
+    title: &str,
+    plot: &Path,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    latlab_report::figures::plot_files(
+        &[(result.to_path_buf(), saved)],
+        series,
+        latlab_report::PlotKind::Ccdf,
+        title,
+        plot,
+    )
+    .with_context(|| format!("drawing {}", plot.display()))?;
+    if !quiet {
+        println!("plot: {}", plot.display());
+    }
+    Ok(())
+}

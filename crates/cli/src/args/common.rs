@@ -18,6 +18,14 @@ pub struct OutputArgs {
     pub quiet: bool,
 }
 
+/// `--no-mlock` of the measuring commands that lock memory by default.
+#[derive(Debug, Args)]
+pub struct MlockArgs {
+    /// Do not lock memory with mlockall (locking is attempted by default).
+    #[arg(long)]
+    pub no_mlock: bool,
+}
+
 /// Which directions of a two-port element (`latlab net forward`, `latlab net delay`) an
 /// option applies to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -1,6 +1,6 @@
 //! Options of `latlab host breakdown`, and their resolution into a [`BreakdownConfig`].
 
-use super::common::{duration_arg, pick_names, OutputArgs};
+use super::common::{duration_arg, pick_names, MlockArgs, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -28,9 +28,8 @@ pub struct BreakdownArgs {
     /// Message size of the pipe, socket, UDP and TCP steps, in bytes.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=65_000))]
     pub payload: u32,
-    /// Do not lock memory with mlockall (locking is attempted by default).
-    #[arg(long)]
-    pub no_mlock: bool,
+    #[command(flatten)]
+    pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Draw the stacked decomposition of a UDP loopback round trip; FILE defaults to the

@@ -1,6 +1,6 @@
 //! Options of `latlab host clocks`, and their resolution into a [`ClocksRun`].
 
-use super::common::{duration_arg, pick_names, OutputArgs};
+use super::common::{duration_arg, pick_names, MlockArgs, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -43,9 +43,8 @@ pub struct ClocksArgs {
     /// Significant digits kept by the histograms (1-5).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub sigfig: u8,
-    /// Do not lock memory with mlockall (locking is attempted by default).
-    #[arg(long)]
-    pub no_mlock: bool,
+    #[command(flatten)]
+    pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
@@ -87,7 +86,7 @@ impl TryFrom<&ClocksArgs> for ClocksRun {
             },
             cpu: a.cpu,
             fifo: a.fifo,
-            mlock: !a.no_mlock,
+            mlock: !a.mlock.no_mlock,
             timebase: match a.timebase {
                 TimebaseArg::Monotonic => TimebaseChoice::Monotonic,
                 TimebaseArg::Auto => TimebaseChoice::Auto {

@@ -2,7 +2,7 @@
 
 use crate::args::host_breakdown::BreakdownArgs;
 use crate::exit::usage;
-use crate::output::{progress, result_path};
+use crate::output::{named_steps, progress, result_path};
 use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
@@ -26,14 +26,11 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let pb = progress(n, per_step * n as f64, a.out.quiet);
     breakdown::run(
         &cfg,
-        !a.no_mlock,
+        !a.mlock.no_mlock,
         started_utc,
         argv,
         &out_path,
-        &mut |name| {
-            pb.set_message(name.to_string());
-            pb.inc(1);
-        },
+        &mut named_steps(&pb),
     )
     .context("writing the result")?;
     pb.finish_and_clear();

@@ -1,7 +1,7 @@
 //! `latlab host clocks`: the clock-read baseline.
 
 use crate::args::ClocksArgs;
-use crate::output::progress;
+use crate::output::{named_steps, plot_ccdf, progress};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
@@ -20,11 +20,7 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     r.started_utc = started_utc;
     let expected = r.cfg.sources.len() as f64 * r.cfg.duration.get() as f64 / 1e9;
     let pb = progress(r.cfg.sources.len() as u64, expected, a.out.quiet);
-    let written = clocks::run(&r, argv, &out_path, &mut |name| {
-        pb.set_message(name.to_string());
-        pb.inc(1);
-    })
-    .map_err(|e| match e {
+    let written = clocks::run(&r, argv, &out_path, &mut named_steps(&pb)).map_err(|e| match e {
         // A refused placement keeps its own exit code (3 not permitted, 2 bad CPU).
         clocks::RunError::Placement { flag, source } => anyhow::Error::new(source).context(flag),
         other => anyhow::Error::new(other),
@@ -42,17 +38,8 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         println!("interval log: {}", written.interval_log.display());
     }
     if let Some(p) = plot_path {
-        latlab_report::figures::plot_files(
-            &[(out_path.clone(), saved)],
-            &[],
-            latlab_report::PlotKind::Ccdf,
-            "host clocks: gaps between consecutive reads (CCDF)",
-            &p,
-        )
-        .with_context(|| format!("drawing {}", p.display()))?;
-        if !a.out.quiet {
-            println!("plot: {}", p.display());
-        }
+        let title = "host clocks: gaps between consecutive reads (CCDF)";
+        plot_ccdf((&out_path, saved), &[], title, &p, a.out.quiet)?;
     }
     Ok(())
 }

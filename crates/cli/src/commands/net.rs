@@ -6,7 +6,7 @@ use crate::args::net::{
 };
 use crate::args::OutputArgs;
 use crate::exit::{net_run_err, testbed_err, usage};
-use crate::output::{default_result_path, result_path, unique};
+use crate::output::{default_result_path, plot_ccdf, result_path, unique};
 use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::child::ChildJob;
@@ -211,17 +211,8 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             .map(|s| s.to_string())
             .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
             .collect();
-        latlab_report::figures::plot_files(
-            &[(out_path.clone(), saved)],
-            &series,
-            latlab_report::PlotKind::Ccdf,
-            "net probe: latency by source (CCDF)",
-            &p,
-        )
-        .with_context(|| format!("drawing {}", p.display()))?;
-        if !a.out.quiet {
-            println!("plot: {}", p.display());
-        }
+        let title = "net probe: latency by source (CCDF)";
+        plot_ccdf((&out_path, saved), &series, title, &p, a.out.quiet)?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! `latlab experiment where-time`: application performance against added latency.
 
 use crate::args::experiment::WhereTimeArgs;
-use crate::output::progress;
+use crate::output::{named_steps, progress};
 use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
@@ -33,11 +33,8 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         );
     }
     let pb = progress(runs, cfg.expected_secs(), a.out.quiet);
-    where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut |label| {
-        pb.set_message(label.to_string());
-        pb.inc(1);
-    })
-    .context("where-time")?;
+    where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut named_steps(&pb))
+        .context("where-time")?;
     pb.finish_and_clear();
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {

@@ -17,17 +17,50 @@ pub(crate) fn completion_cells(c: &FiveNum) -> [String; 5] {
     [c.min, c.p10, c.median, c.p90, c.max].map(|x| f(x, 3))
 }
 
-/// The configuration and output file of a child job (`latlab child JOBFILE`).
+/// Where and how an MPI run reports, on rank 0: its result file, whether to print, the
+/// command line its result records, and when it started.
 #[cfg(feature = "mpi")]
-pub(crate) fn job_parts<T: serde::de::DeserializeOwned>(
-    job: &latlab_core::child::ChildJob,
-) -> anyhow::Result<(T, std::path::PathBuf)> {
-    let cfg = job.config().map_err(|e| usage(e.to_string()))?;
-    let out = job
-        .output
-        .clone()
-        .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
-    Ok((cfg, out))
+pub(crate) struct Launch {
+    pub out: std::path::PathBuf,
+    pub quiet: bool,
+    pub argv: Vec<String>,
+    pub started_utc: String,
+}
+
+#[cfg(feature = "mpi")]
+impl Launch {
+    /// A run from the command line: `-o FILE`, else `latlab-results/<kind>-<UTC>.json`.
+    pub(crate) fn from_args(
+        out: &crate::args::OutputArgs,
+        kind: &str,
+        argv: Vec<String>,
+    ) -> Launch {
+        let started_utc = latlab_sys::host::utc_now_rfc3339();
+        Launch {
+            out: crate::output::result_path(out, kind, &started_utc),
+            quiet: out.quiet,
+            argv,
+            started_utc,
+        }
+    }
+
+    /// A child job (`latlab child JOBFILE`): its configuration, and the output file it names.
+    pub(crate) fn from_job<T: serde::de::DeserializeOwned>(
+        job: &latlab_core::child::ChildJob,
+    ) -> anyhow::Result<(T, Launch)> {
+        let cfg = job.config().map_err(|e| usage(e.to_string()))?;
+        let out = job
+            .output
+            .clone()
+            .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
+        let launch = Launch {
+            out,
+            quiet: job.quiet,
+            argv: std::env::args().collect(),
+            started_utc: latlab_sys::host::utc_now_rfc3339(),
+        };
+        Ok((cfg, launch))
+    }
 }
 
 /// `x` as a decimal with `d` digits.

@@ -2,44 +2,35 @@
 //! the library checks it and broadcasts it); `latlab child` runs a [`RunConfig`] from a job
 //! file through the same call.
 
-use super::common::{completion_cells, f, job_parts, COMPLETION_MS};
+use super::common::{completion_cells, f, mpi_provenance, save_and_read, Launch, COMPLETION_MS};
 use crate::args::dfs::RunArgs;
 use crate::exit::usage;
-use crate::output::result_path;
 use crate::table::Table;
 use latlab_core::child::ChildJob;
 use latlab_core::results::ResultFile;
 use latlab_dfs::mpirun::{self, RunConfig, RunData};
 use latlab_dfs::Mode;
-use latlab_sys::host;
 use std::path::Path;
 
 pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = result_path(&a.out, "dfs-run", &started_utc);
+    let launch = Launch::from_args(&a.out, "dfs-run", argv);
     // rank 0 resolves; the library checks and broadcasts
-    let resolve = |_ranks: usize| RunConfig::try_from(&a);
-    execute(resolve, &out_path, a.out.quiet, argv, &started_utc)
+    execute(|_ranks: usize| RunConfig::try_from(&a), launch)
 }
 
 /// `latlab child` with a `dfs.run` job: the job's configuration, on every rank.
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let (cfg, out): (RunConfig, _) = job_parts(job)?;
-    let started_utc = host::utc_now_rfc3339();
-    let argv = std::env::args().collect();
-    execute(|_| Ok(cfg), &out, job.quiet, argv, &started_utc)
+    let (cfg, launch): (RunConfig, _) = Launch::from_job(job)?;
+    execute(|_| Ok(cfg), launch)
 }
 
-/// Runs, saves the result (rank 0) and prints it unless `quiet`.
+/// Runs, saves the result (rank 0) and prints it unless quiet.
 fn execute(
     resolve: impl FnOnce(usize) -> Result<RunConfig, String>,
-    out_path: &Path,
-    quiet: bool,
-    argv: Vec<String>,
-    started_utc: &str,
+    l: Launch,
 ) -> anyhow::Result<()> {
-    let provenance = || super::common::mpi_provenance(started_utc);
-    let result = match mpirun::run(resolve, argv, provenance) {
+    let provenance = || mpi_provenance(&l.started_utc);
+    let result = match mpirun::run(resolve, l.argv.clone(), provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
             return Err(usage(e.to_string()))
@@ -47,14 +38,14 @@ fn execute(
         Err(e) => return Err(e.into()),
     };
     let Some(r) = result else { return Ok(()) };
-    let (saved, d): (_, RunData) = super::common::save_and_read(&r, out_path)?;
-    if !quiet {
-        print_run(&d, &saved, out_path);
+    let (saved, d): (_, RunData) = save_and_read(&r, &l.out)?;
+    if !l.quiet {
+        print_run(&d, &saved, &l.out);
     }
     if !d.verified {
         anyhow::bail!(
             "the run lost, duplicated or corrupted contributions (see {})",
-            out_path.display()
+            l.out.display()
         );
     }
     Ok(())
