@@ -15,7 +15,6 @@ mod commands;
 mod exit;
 mod inputs;
 mod output;
-mod table;
 
 use clap::Parser;
 use std::process::ExitCode;

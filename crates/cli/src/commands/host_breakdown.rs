@@ -3,9 +3,9 @@
 use crate::args::host_breakdown::BreakdownArgs;
 use crate::exit::usage;
 use crate::output::{named_steps, progress, result_path};
-use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
+use latlab_core::text::{ns, Table};
 use latlab_host::breakdown::{self, BreakdownConfig};
 use latlab_sys::host;
 use std::path::{Path, PathBuf};

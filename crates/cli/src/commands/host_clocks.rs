@@ -2,11 +2,11 @@
 
 use crate::args::ClocksArgs;
 use crate::output::{named_steps, plot_ccdf, progress};
-use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
+use latlab_core::text::{estimate, ns, Table};
 use latlab_host::clocks::{self, ClocksRun};
 
 pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {

@@ -7,11 +7,11 @@ use crate::args::net::{
 use crate::args::OutputArgs;
 use crate::exit::{net_run_err, testbed_err, usage};
 use crate::output::{default_result_path, plot_ccdf, result_path, unique};
-use crate::table::{estimate, ns, Table};
 use anyhow::Context as _;
 use latlab_core::child::ChildJob;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
+use latlab_core::text::{estimate, ns, Table};
 use latlab_net::calibrate::CalibrateConfig;
 use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::Role;

@@ -2,10 +2,10 @@
 
 use crate::args::net_delay::DelayArgs;
 use crate::output::result_path;
-use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, ThreadPlacement};
+use latlab_core::text::{ns, Table};
 use latlab_core::units::{format_signed_ns, Nanos, SignStyle};
 use latlab_net::delay::engine;
 use latlab_net::delay::{report, testbed};

@@ -2,9 +2,9 @@
 
 use crate::args::experiment::WhereTimeArgs;
 use crate::output::{named_steps, progress};
-use crate::table::{ns, Table};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
+use latlab_core::text::{ns, Table};
 use latlab_core::units::{format_signed_ns, SignStyle};
 use latlab_host::where_time::{self, WhereTimeConfig};
 use latlab_sys::sched;

@@ -5,8 +5,8 @@
 use super::common::{f, mpi_provenance, save_and_read, Launch};
 use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
-use crate::table::Table;
 use latlab_core::child::ChildJob;
+use latlab_core::text::Table;
 use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError};
 
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {

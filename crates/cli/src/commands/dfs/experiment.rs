@@ -4,8 +4,8 @@
 
 use crate::args::dfs::DfsExperimentArgs;
 use crate::exit::usage;
-use crate::table::Table;
 use anyhow::Context as _;
+use latlab_core::text::Table;
 use latlab_dfs::experiment::{self, Context, ExperimentConfig, ExperimentError};
 
 pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {

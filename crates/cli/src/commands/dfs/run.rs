@@ -5,9 +5,9 @@
 use super::common::{completion_cells, f, mpi_provenance, save_and_read, Launch, COMPLETION_MS};
 use crate::args::dfs::RunArgs;
 use crate::exit::usage;
-use crate::table::Table;
 use latlab_core::child::ChildJob;
 use latlab_core::results::ResultFile;
+use latlab_core::text::Table;
 use latlab_dfs::mpirun::{self, RunConfig, RunData};
 use latlab_dfs::Mode;
 use std::path::Path;
