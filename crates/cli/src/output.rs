@@ -95,31 +95,6 @@ pub fn progress(steps: u64, expected_secs: f64, quiet: bool) -> ProgressBar {
     pb
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_names_are_filesystem_safe() {
-        let p = default_result_path("host-clocks", "2026-11-22T14:03:05Z");
-        assert_eq!(
-            p,
-            Path::new("latlab-results/host-clocks-20261122T140305Z.json")
-        );
-        let dir = std::env::temp_dir().join(format!("latlab-unique-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let first = dir.join("r.json");
-        assert_eq!(unique(first.clone()), first);
-        std::fs::write(&first, "x").unwrap();
-        assert_eq!(unique(first.clone()), dir.join("r-1.json"));
-        std::fs::remove_dir_all(&dir).unwrap();
-        assert_eq!(
-            sibling(&p, "hlog"),
-            Path::new("latlab-results/host-clocks-20261122T140305Z.hlog")
-        );
-    }
-}
-
 /// The progress callback of a library that names each step as it starts: shows the name
 /// on `pb` and advances it by one.
 pub fn named_steps(pb: &ProgressBar) -> impl FnMut(&str) + '_ {
@@ -151,4 +126,29 @@ pub fn plot_ccdf(
         println!("plot: {}", plot.display());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_names_are_filesystem_safe() {
+        let p = default_result_path("host-clocks", "2026-11-22T14:03:05Z");
+        assert_eq!(
+            p,
+            Path::new("latlab-results/host-clocks-20261122T140305Z.json")
+        );
+        let dir = std::env::temp_dir().join(format!("latlab-unique-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let first = dir.join("r.json");
+        assert_eq!(unique(first.clone()), first);
+        std::fs::write(&first, "x").unwrap();
+        assert_eq!(unique(first.clone()), dir.join("r-1.json"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            sibling(&p, "hlog"),
+            Path::new("latlab-results/host-clocks-20261122T140305Z.hlog")
+        );
+    }
 }
