@@ -34,5 +34,8 @@ pub fn child(job: &ChildJob) -> anyhow::Result<()> {
         run::child(job)
     }
     #[cfg(not(feature = "mpi"))]
-    Err(crate::exit::usage(common::NO_MPI))
+    {
+        let _ = job;
+        Err(crate::exit::usage(common::NO_MPI))
+    }
 }
