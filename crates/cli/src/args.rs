@@ -1,19 +1,23 @@
 //! Command-line definitions (clap derive). Only parsing and value validation live here:
 //! no system calls, no measurement. `commands` turns these into library configurations.
 
+mod common;
 pub mod dfs;
 pub mod experiment;
 pub mod host_breakdown;
+pub mod host_clocks;
 pub mod net;
 pub mod net_delay;
+pub mod report;
 pub mod sched;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
-use latlab_core::units::Nanos;
+use common::{confidence_arg, percentile_arg};
+use latlab_core::parse::Percentile;
 use std::path::PathBuf;
 
-pub mod report;
+pub use common::OutputArgs;
+pub use host_clocks::ClocksArgs;
 pub use report::{CheckArgs, CompareArgs, ReportArgs};
 
 const EXIT_CODES: &str = "\
@@ -125,7 +129,7 @@ pub enum HostCommand {
 Each source is read for --duration on the calling thread. Gaps are recorded in chunks of
 back-to-back reads (see docs/cli.md); the table's reads/s column is the read rate, p50 the
 cost of one read. Percentiles without 10 samples beyond them are shown as 'unsupported'.")]
-    Clocks(ClocksArgs),
+    Clocks(host_clocks::ClocksArgs),
     /// What each step inside a host costs, from a clock read to a round trip between two
     /// network namespaces, each a full histogram classified Good / Bad / Ugly.
     #[command(after_help = "Examples:
@@ -138,71 +142,6 @@ sample also contains one clock read (the clock_read step). veth_netns needs root
 creates two network namespaces); without root it is skipped and says so. The class rule
 is in docs/host.md.")]
     Breakdown(host_breakdown::BreakdownArgs),
-}
-
-/// Options of `latlab host clocks`.
-#[derive(Debug, Args)]
-pub struct ClocksArgs {
-    /// How long to read each source, e.g. 250ms, 2s, 1.5m.
-    #[arg(long, short = 'd', default_value = "2s", value_parser = duration_arg)]
-    pub duration: Nanos,
-    /// Clock sources, comma separated: rdtsc, rdtscp, monotonic, monotonic_raw, realtime,
-    /// gettimeofday.
-    #[arg(
-        long,
-        value_delimiter = ',',
-        default_value = "rdtsc,rdtscp,monotonic,monotonic_raw,realtime,gettimeofday"
-    )]
-    pub sources: Vec<String>,
-    /// Pin the reading thread to this CPU.
-    #[arg(long)]
-    pub cpu: Option<u32>,
-    /// Run the reading thread under SCHED_FIFO at this priority (1-99; needs root or
-    /// CAP_SYS_NICE).
-    #[arg(long, value_name = "PRIO")]
-    pub fifo: Option<i32>,
-    /// Length of one interval of the time series written to the .hlog interval log.
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
-    pub interval: Nanos,
-    /// Timebase for timing the run and converting TSC gaps: `auto` uses the TSC when it is
-    /// invariant (else CLOCK_MONOTONIC, saying why); `monotonic` forces CLOCK_MONOTONIC, in
-    /// which case the TSC sources are skipped.
-    #[arg(long, value_enum, default_value_t = TimebaseArg::Auto)]
-    pub timebase: TimebaseArg,
-    /// TSC calibration window (against CLOCK_MONOTONIC_RAW).
-    #[arg(long, default_value = "100ms", value_parser = duration_arg)]
-    pub calibration: Nanos,
-    /// Significant digits kept by the histograms (1-5).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
-    pub sigfig: u8,
-    /// Do not lock memory with mlockall (locking is attempted by default).
-    #[arg(long)]
-    pub no_mlock: bool,
-    #[command(flatten)]
-    pub out: OutputArgs,
-    /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
-    #[arg(long, value_name = "FILE", num_args = 0..=1)]
-    pub plot: Option<Option<PathBuf>>,
-}
-
-/// Timebase choice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum TimebaseArg {
-    /// The invariant TSC where available, else CLOCK_MONOTONIC.
-    Auto,
-    /// CLOCK_MONOTONIC, always.
-    Monotonic,
-}
-
-/// Output options shared by measuring commands.
-#[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// Result file to write (default: latlab-results/<kind>-<UTC time>.json).
-    #[arg(long, short = 'o', value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Print nothing but errors.
-    #[arg(long, short = 'q')]
-    pub quiet: bool,
 }
 
 /// Which curves `latlab plot` draws.
@@ -256,27 +195,11 @@ pub struct ShowArgs {
     pub confidence: f64,
 }
 
-pub(crate) fn duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
-}
-
-pub(crate) fn percentile_arg(s: &str) -> Result<Percentile, String> {
-    parse_percentile(s).map_err(|e| e.to_string())
-}
-
-pub(crate) fn confidence_arg(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
-        _ => Err(format!(
-            "'{s}' is not valid; expected a confidence level between 0 and 1, e.g. 0.95"
-        )),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use clap::CommandFactory;
+    use latlab_core::units::Nanos;
 
     #[test]
     fn clap_definition_is_consistent() {

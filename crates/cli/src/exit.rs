@@ -1,6 +1,11 @@
-//! Failure reporting: one line on stderr and the documented exit code.
+//! Failure reporting: one line on stderr and the documented exit code, and the mapping of
+//! library errors to the error whose class gives that code.
 
 use latlab_core::results::ResultError;
+use latlab_net::probe::ProbeError;
+use latlab_sched::run::RunError;
+use latlab_sched::Error;
+use latlab_sys::rt::RtError;
 use latlab_sys::sched::SchedError;
 use std::process::ExitCode;
 
@@ -19,6 +24,79 @@ pub struct UsageError(pub String);
 /// Builds a usage error naming the flag.
 pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
+}
+
+/// A testbed error as the CLI reports it (not root → exit 3).
+pub fn testbed_err(e: latlab_net::testbed::TestbedError) -> anyhow::Error {
+    match e {
+        latlab_net::testbed::TestbedError::NotRoot => SchedError::NotPermitted {
+            what: "building the namespace testbed".into(),
+            remedy: "run as root (sudo): creating namespaces and veth pairs needs CAP_NET_ADMIN and CAP_SYS_ADMIN",
+        }
+        .into(),
+        other => other.into(),
+    }
+}
+
+/// A `latlab net` run error as the CLI reports it: a refused placement keeps its exit code, a bad
+/// configuration is a usage error.
+pub fn net_run_err(e: latlab_net::run::RunError) -> anyhow::Error {
+    match e {
+        latlab_net::run::RunError::Probe(ProbeError::Sched(s)) => anyhow::Error::from(s),
+        latlab_net::run::RunError::Probe(ProbeError::Config(m)) => usage(m),
+        latlab_net::run::RunError::Nf(e) => anyhow::Error::from(e).context("starting the NF"),
+        other => anyhow::Error::from(other),
+    }
+}
+
+/// Maps a library failure to the error whose class gives the exit code: bad input exits 2,
+/// refusals 3 (see [`sched_run_error`]), the rest 1, with the error the library kept.
+pub fn sched_error(e: Error) -> anyhow::Error {
+    match e {
+        Error::Config(m) => usage(m),
+        Error::Cmd(c) => usage(c.to_string()),
+        Error::Run(r) => sched_run_error(r),
+        Error::Result(r) => anyhow::Error::new(r),
+        Error::Data(d) => anyhow::Error::new(d),
+        Error::Io { what, source } => anyhow::Error::new(source).context(what),
+        Error::Net(n) => anyhow::Error::new(n),
+        Error::Draw(d) => anyhow::anyhow!(d),
+        Error::Json(j) => anyhow::Error::new(j),
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// Maps a run failure to the error whose class gives the exit code: refusals (privilege,
+/// placement rule, admission control) exit 3, invalid parameters 2, the rest 1.
+fn sched_run_error(e: RunError) -> anyhow::Error {
+    match e {
+        RunError::Policy { thread, source } => match source {
+            RtError::Refused { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
+                what: format!("thread {thread}: {what}"),
+                remedy: Box::leak(reason.into_boxed_str()),
+            }),
+            RtError::Rejected { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
+                what: format!("thread {thread}: {what}"),
+                remedy: Box::leak(
+                    format!("rejected by admission control: {reason}").into_boxed_str(),
+                ),
+            }),
+            RtError::Invalid { what, reason } => {
+                usage(format!("thread {thread}: {what}: {reason}"))
+            }
+            other => anyhow::Error::new(other).context(format!("thread {thread}")),
+        },
+        RunError::DmaLatency(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            anyhow::Error::new(SchedError::NotPermitted {
+                what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
+                remedy: "run as root",
+            })
+        }
+        RunError::Placement { thread, source } => {
+            anyhow::Error::new(source).context(format!("thread {thread}"))
+        }
+        other => anyhow::Error::new(other),
+    }
 }
 
 /// Prints `e` as one line and returns its exit code.

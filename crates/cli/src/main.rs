@@ -13,8 +13,8 @@
 mod args;
 mod commands;
 mod exit;
+mod inputs;
 mod output;
-mod table;
 
 use clap::Parser;
 use std::process::ExitCode;

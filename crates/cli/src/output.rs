@@ -52,10 +52,7 @@ pub fn outputs(
     plot: Option<&Option<PathBuf>>,
 ) -> anyhow::Result<Outputs> {
     let started_utc = latlab_sys::host::utc_now_rfc3339();
-    let result = out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(kind, &started_utc)));
+    let result = result_path(out, kind, &started_utc);
     let plot = plot.map(|p| p.clone().unwrap_or_else(|| sibling(&result, "svg")));
     if let Some(p) = &plot {
         latlab_report::ImageFormat::from_path(p)
@@ -66,6 +63,14 @@ pub fn outputs(
         result,
         plot,
     })
+}
+
+/// The result file of a run of `kind` started at `started_utc`: `-o FILE` as given, else
+/// `latlab-results/<kind>-<UTC>.json` (made unique).
+pub fn result_path(out: &crate::args::OutputArgs, kind: &str, started_utc: &str) -> PathBuf {
+    out.output
+        .clone()
+        .unwrap_or_else(|| unique(default_result_path(kind, started_utc)))
 }
 
 /// `path` with its extension replaced.
@@ -88,6 +93,39 @@ pub fn progress(steps: u64, expected_secs: f64, quiet: bool) -> ProgressBar {
     );
     pb.set_prefix("measuring");
     pb
+}
+
+/// The progress callback of a library that names each step as it starts: shows the name
+/// on `pb` and advances it by one.
+pub fn named_steps(pb: &ProgressBar) -> impl FnMut(&str) + '_ {
+    move |name| {
+        pb.set_message(name.to_string());
+        pb.inc(1);
+    }
+}
+
+/// `--plot`: draws the CCDF of `series` (every histogram when empty) of `saved`, the
+/// result just written to `result`, into `plot`, and says where unless `quiet`.
+pub fn plot_ccdf(
+    (result, saved): (&Path, latlab_core::results::ResultFile),
+    series: &[String],
+    title: &str,
+    plot: &Path,
+    quiet: bool,
+) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    latlab_report::figures::plot_files(
+        &[(result.to_path_buf(), saved)],
+        series,
+        latlab_report::PlotKind::Ccdf,
+        title,
+        plot,
+    )
+    .with_context(|| format!("drawing {}", plot.display()))?;
+    if !quiet {
+        println!("plot: {}", plot.display());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

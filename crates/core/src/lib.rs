@@ -9,6 +9,8 @@
 //!   intervals, CDF/CCDF series;
 //! - [`results`]: the versioned result file, host provenance, interval logs and CSV export;
 //! - [`doc`]: the plot-free document model of reports (sections, tables, figure specs);
+//! - [`text`]: plain-text tables and latency cells as terminals and text files show them
+//!   (an unsupported percentile is never a bare number);
 //! - [`child`]: the versioned job envelope one latlab process hands another.
 //!
 //! Nothing in this crate reads a clock or makes a system call: time is always passed in.
@@ -21,6 +23,7 @@ pub mod hist;
 pub mod parse;
 pub mod results;
 pub mod stats;
+pub mod text;
 pub mod units;
 
 pub use hist::LatencyHistogram;

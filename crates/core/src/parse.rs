@@ -31,6 +31,17 @@ pub struct ParseError {
     pub accepted: &'static str,
 }
 
+impl ParseError {
+    /// The errors of parsing `input` as one of the `accepted` forms, by reason.
+    fn maker<'a>(input: &'a str, accepted: &'static str) -> impl Fn(&str) -> ParseError + 'a {
+        move |reason| ParseError {
+            input: input.to_string(),
+            reason: reason.to_string(),
+            accepted,
+        }
+    }
+}
+
 /// A non-negative decimal as an integer mantissa and a count of fraction digits:
 /// `87.05` is `(8705, 2)`.
 fn split_decimal(num: &str) -> Option<(u128, u32)> {
@@ -81,11 +92,7 @@ fn scale_exact(mantissa: u128, frac: u32, scale: u128, what: &str) -> Result<u64
 /// A unit is required (a bare `5` is ambiguous). The result must be a whole number of
 /// nanoseconds.
 pub fn parse_duration(s: &str) -> Result<Nanos, ParseError> {
-    let err = |reason: &str| ParseError {
-        input: s.to_string(),
-        reason: reason.to_string(),
-        accepted: DURATION_FORMS,
-    };
+    let err = ParseError::maker(s, DURATION_FORMS);
     let t = s.trim();
     let (num, unit) = split_unit(t);
     let (mantissa, frac) = split_decimal(num).ok_or_else(|| err("no number"))?;
@@ -152,11 +159,7 @@ impl fmt::Display for Rate {
 
 /// Parses a rate such as `100kpps`, `1.5Mpps`, `2.5pps`, `1Gbps` or `400Mbps`.
 pub fn parse_rate(s: &str) -> Result<Rate, ParseError> {
-    let err = |reason: &str| ParseError {
-        input: s.to_string(),
-        reason: reason.to_string(),
-        accepted: RATE_FORMS,
-    };
+    let err = ParseError::maker(s, RATE_FORMS);
     let (num, unit) = split_unit(s.trim());
     let (mantissa, frac) = split_decimal(num).ok_or_else(|| err("no number"))?;
     let (scale, pkts): (u128, bool) = match unit {
@@ -286,11 +289,7 @@ impl fmt::Display for Percentile {
 
 /// Parses `99.99`, `p99.99` or `P50` into an exact [`Percentile`].
 pub fn parse_percentile(s: &str) -> Result<Percentile, ParseError> {
-    let err = |reason: &str| ParseError {
-        input: s.to_string(),
-        reason: reason.to_string(),
-        accepted: PERCENTILE_FORMS,
-    };
+    let err = ParseError::maker(s, PERCENTILE_FORMS);
     let t = s.trim();
     let t = t.strip_prefix(['p', 'P']).unwrap_or(t);
     let (mantissa, frac) = split_decimal(t).ok_or_else(|| err("not a number"))?;

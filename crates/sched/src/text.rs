@@ -7,59 +7,8 @@ use crate::spec::Workload;
 use crate::trace::{latlate_lines, text_trace, Trace};
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
+use latlab_core::text::Table;
 use latlab_core::units::format_ns;
-
-/// A plain-text table: the header, then rows; the first column left-aligned, the others
-/// right-aligned, two spaces apart.
-pub struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// A table with this header and no rows.
-    pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
-        Table {
-            header: header.into_iter().map(Into::into).collect(),
-            rows: Vec::new(),
-        }
-    }
-
-    /// Adds a row.
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    /// The table as lines of text.
-    pub fn render(&self) -> String {
-        let ncol = self.header.len();
-        let mut width = vec![0usize; ncol];
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            for (i, c) in r.iter().enumerate().take(ncol) {
-                width[i] = width[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            let mut line = String::new();
-            for (i, w) in width.iter().enumerate() {
-                let c = r.get(i).map(String::as_str).unwrap_or("");
-                let pad = w - c.chars().count();
-                if i == 0 {
-                    line.push_str(c);
-                    line.push_str(&" ".repeat(pad));
-                } else {
-                    line.push_str("  ");
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(c);
-                }
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
-    }
-}
 
 /// Which statistics a [`stats_line`] shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,12 +1,25 @@
-//! `latlab dfs …` command-line definitions.
+//! `latlab dfs …` and `latlab experiment dfs` command-line definitions, and their
+//! resolution into the library's configurations (which the library checks).
 
-use super::{duration_arg, OutputArgs};
+use super::common::{duration_arg, OutputArgs};
+use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::units::Nanos;
+use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
-use latlab_dfs::params::{DfsParams, Topology};
-use latlab_dfs::sim::SIM_DEFAULT_TS_PER_INTERVAL;
+use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
+use latlab_dfs::sim::{NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
+use latlab_dfs::Mode;
 use std::path::PathBuf;
+#[cfg(feature = "mpi")]
+use {
+    latlab_dfs::mpibench::BenchConfig,
+    latlab_dfs::mpidata::{
+        RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TIME_SLICES, RUN_DEFAULT_TS_PER_INTERVAL,
+        RUN_MIN_SAMPLE_NS,
+    },
+    latlab_dfs::mpirun::RunConfig,
+};
 
 /// `latlab dfs …`
 #[derive(Debug, Subcommand)]
@@ -257,6 +270,165 @@ pub struct DfsExperimentArgs {
     /// Print only the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+}
+
+impl ModeArg {
+    /// The modes to run, in order.
+    pub fn modes(self) -> Vec<Mode> {
+        match self {
+            ModeArg::BestEffort => vec![Mode::BestEffort],
+            ModeArg::Dfs => vec![Mode::Dfs],
+            ModeArg::Both => vec![Mode::BestEffort, Mode::Dfs],
+        }
+    }
+}
+
+/// Resolves the shared model flags; `default_mts` and `default_ts_per_interval` differ
+/// between the simulator and the MPI runtime. The library checks the result
+/// ([`SimConfig::validate`](latlab_dfs::sim::SimConfig::validate),
+/// [`RunConfig::validate`](latlab_dfs::mpidata::RunConfig::validate)).
+fn resolve_model(
+    m: &ModelArgs,
+    default_mts: u64,
+    default_ts_per_interval: u64,
+) -> anyhow::Result<(Topology, DfsParams)> {
+    let (inputs, computes) = match m.nodes {
+        Some(n) if n < 2 || n % 2 != 0 => {
+            return Err(usage(format!(
+                "--nodes {n}: need an even number of at least 2 (half inputs, half computes)"
+            )))
+        }
+        Some(n) => (n / 2, n / 2),
+        None => (m.inputs, m.computes),
+    };
+    let topology = Topology {
+        inputs,
+        computes,
+        mts_bytes: m.mts_size.unwrap_or(default_mts),
+        slots_per_input: m.slots,
+    };
+    let params = DfsParams {
+        ts_per_intvl: m.ts_per_interval.unwrap_or(default_ts_per_interval),
+        hist_cnt: m.hist_cnt,
+        ssu_th: m.ssu_th,
+        ssu_pct: m.ssu_pct,
+        ssu_criterion: match m.ssu_criterion {
+            SsuCriterionArg::Variance => SsuCriterion::Variance,
+            SsuCriterionArg::Mean => SsuCriterion::MeanDeviation,
+        },
+        theta_pct: m.theta,
+    };
+    Ok((topology, params))
+}
+
+impl TryFrom<&SimArgs> for SimConfig {
+    type Error = anyhow::Error;
+
+    /// The configuration of the run (its mode is set per run); the library checks it.
+    fn try_from(a: &SimArgs) -> anyhow::Result<SimConfig> {
+        let (topology, params) =
+            resolve_model(&a.model, DEFAULT_MTS_BYTES, SIM_DEFAULT_TS_PER_INTERVAL)?;
+        let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
+        base.topology = topology;
+        base.params = params;
+        base.net = NetModel {
+            inj_gbs: a.bandwidth,
+            ej_gbs: a.bandwidth,
+            latency_ns: a.latency.get() as i64,
+            jitter_ns: a.jitter.get() as f64,
+            max_inflight: a.max_inflight,
+            processing_ns: a.processing.get() as f64,
+            noise: a.noise,
+            noise_period_ns: a.noise_period.get() as i64,
+            max_clock_offset_ns: a.clock_offset.get() as i64,
+            max_drift_ppm: a.drift_ppm,
+        };
+        base.seed = a.model.seed;
+        if let Some(n) = a.model.time_slices {
+            base.time_slices = n;
+        }
+        base.slow = parse_all("slow", &a.slow)?;
+        base.drops = parse_all("drop", &a.drop)?;
+        base.dde_replicas = a.dde_replicas;
+        base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
+        Ok(base)
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl TryFrom<&RunArgs> for RunConfig {
+    type Error = String;
+
+    fn try_from(a: &RunArgs) -> Result<RunConfig, String> {
+        let (topology, params) =
+            resolve_model(&a.model, RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TS_PER_INTERVAL)
+                .map_err(|e| format!("{e:#}"))?;
+        let kill_dde = match &a.kill_dde {
+            None => None,
+            Some(s) => {
+                let err = || format!("--kill-dde '{s}': expected REPLICA@INTERVAL, e.g. 0@10");
+                let (r, j) = s.split_once('@').ok_or_else(err)?;
+                Some((r.parse().map_err(|_| err())?, j.parse().map_err(|_| err())?))
+            }
+        };
+        Ok(RunConfig {
+            topology,
+            params,
+            mode: match a.mode {
+                RunModeArg::BestEffort => Mode::BestEffort,
+                RunModeArg::Dfs => Mode::Dfs,
+            },
+            time_slices: a.model.time_slices.unwrap_or(RUN_DEFAULT_TIME_SLICES),
+            dde_replicas: a.dde_replicas,
+            kill_dde,
+            clock_skew_ns: a.clock_skew.get() as i64,
+            drift_ppm: a.drift_ppm,
+            sample_ns: (a.sample.get() as i64).max(RUN_MIN_SAMPLE_NS),
+        })
+    }
+}
+
+#[cfg(feature = "mpi")]
+impl From<&BenchArgs> for BenchConfig {
+    fn from(a: &BenchArgs) -> BenchConfig {
+        BenchConfig {
+            sizes: a.sizes.clone(),
+            bytes_per_size: a.bytes,
+            min_rounds: a.min_rounds.max(1),
+            mix: !a.no_mix,
+        }
+    }
+}
+
+impl From<&DfsExperimentArgs> for ExperimentConfig {
+    fn from(a: &DfsExperimentArgs) -> ExperimentConfig {
+        ExperimentConfig {
+            nodes: a.nodes.clone(),
+            intervals: a.intervals,
+            ts_per_interval: a.ts_per_interval,
+            drop_intervals: a.drop_intervals,
+            drop_nodes: a.drop_nodes,
+            mpi: !a.no_mpi,
+            ranks: a.ranks,
+            mpi_time_slices: a.mpi_time_slices,
+            seed: a.seed,
+            format: if a.format == "png" {
+                FigureFormat::Png
+            } else {
+                FigureFormat::Svg
+            },
+        }
+    }
+}
+
+/// Parses every `flag` value as a `T`, naming the flag and the value in the error.
+fn parse_all<T: std::str::FromStr<Err = String>>(
+    flag: &str,
+    v: &[String],
+) -> anyhow::Result<Vec<T>> {
+    v.iter()
+        .map(|s| s.parse().map_err(|e| usage(format!("--{flag} '{s}': {e}"))))
+        .collect()
 }
 
 /// Parses a size in bytes: 65536, 64K, 64KiB, 1M, 1MiB (binary multiples).

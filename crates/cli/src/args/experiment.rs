@@ -2,9 +2,12 @@
 //! experiment writes its result files first, then figures, a summary and an HTML report
 //! built from those files.
 
-use super::{duration_arg, OutputArgs};
+use super::common::{duration_arg, OutputArgs};
+use crate::exit::usage;
 use clap::{Args, Subcommand};
 use latlab_core::units::Nanos;
+use latlab_host::where_time::{App, WhereTimeConfig, WhereTimeError};
+use latlab_sys::sched;
 use std::path::PathBuf;
 
 /// `latlab experiment …`
@@ -108,4 +111,45 @@ fn delay_arg(s: &str) -> Result<Nanos, String> {
         return Ok(Nanos(0));
     }
     duration_arg(s)
+}
+
+impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &WhereTimeArgs) -> anyhow::Result<WhereTimeConfig> {
+        let mut cfg = if a.quick {
+            WhereTimeConfig::quick()
+        } else {
+            WhereTimeConfig::default()
+        };
+        if !a.delays.is_empty() {
+            cfg.delays_ns = a.delays.iter().map(|d| d.get()).collect();
+            cfg.delays_ns.sort_unstable();
+            cfg.delays_ns.dedup();
+        }
+        if !a.quick {
+            cfg.repeats = a.repeats;
+            cfg.run_time = a.run_time;
+        }
+        cfg.apps = a
+            .apps
+            .iter()
+            .map(|n| {
+                App::from_name(n.trim()).ok_or_else(|| {
+                    usage(format!(
+                        "--apps: unknown application '{n}'; accepted: memcached, nginx"
+                    ))
+                })
+            })
+            .collect::<anyhow::Result<_>>()?;
+        cfg.connections = a.connections;
+        cfg.fifo = a.fifo;
+        let allowed = sched::allowed_cpus();
+        cfg.place(a.cpu, &allowed);
+        match cfg.validate(&allowed) {
+            Err(WhereTimeError::Config(why)) => return Err(usage(why)),
+            other => other?,
+        }
+        Ok(cfg)
+    }
 }

@@ -1,8 +1,11 @@
-//! Options of `latlab host breakdown`.
+//! Options of `latlab host breakdown`, and their resolution into a [`BreakdownConfig`].
 
-use super::{duration_arg, OutputArgs};
+use super::common::{duration_arg, pick_names, MlockArgs, OutputArgs};
+use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
+use latlab_host::breakdown::{BreakdownConfig, Step};
+use latlab_sys::sched;
 use std::path::PathBuf;
 
 /// Options of `latlab host breakdown`.
@@ -25,13 +28,45 @@ pub struct BreakdownArgs {
     /// Message size of the pipe, socket, UDP and TCP steps, in bytes.
     #[arg(long, default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=65_000))]
     pub payload: u32,
-    /// Do not lock memory with mlockall (locking is attempted by default).
-    #[arg(long)]
-    pub no_mlock: bool,
+    #[command(flatten)]
+    pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
     /// Draw the stacked decomposition of a UDP loopback round trip; FILE defaults to the
     /// result's name with -udp.svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+}
+
+impl TryFrom<&BreakdownArgs> for BreakdownConfig {
+    type Error = anyhow::Error;
+
+    fn try_from(a: &BreakdownArgs) -> anyhow::Result<BreakdownConfig> {
+        let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
+        let mut steps = pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
+        if steps.is_empty() {
+            steps = Step::ALL.to_vec();
+        }
+        let (client_cpu, server_cpu) = match a.cpus.as_slice() {
+            [c, s] => (Some(*c), Some(*s)),
+            [] => (None, None),
+            _ => {
+                return Err(usage(
+                    "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
+                ))
+            }
+        };
+        let cfg = BreakdownConfig {
+            steps,
+            duration: a.duration,
+            warmup: a.warmup,
+            client_cpu,
+            server_cpu,
+            payload: a.payload as usize,
+            ..BreakdownConfig::default()
+        };
+        cfg.validate(&sched::allowed_cpus())
+            .map_err(|e| usage(e.to_string()))?;
+        Ok(cfg)
+    }
 }

@@ -1,6 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::{duration_arg, OutputArgs};
+use super::common::{duration_arg, DirectionArg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -186,17 +186,6 @@ pub struct ReflectArgs {
     pub bind: SocketAddr,
     #[command(flatten)]
     pub nf: NfArgs,
-}
-
-/// Which directions the forwarder runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DirectionArg {
-    /// Both, each on its own thread.
-    Both,
-    /// A→B only.
-    AToB,
-    /// B→A only.
-    BToA,
 }
 
 /// Options of `latlab net forward`.

@@ -1,19 +1,13 @@
-//! Options of `latlab net delay`, the latency injector.
+//! Options of `latlab net delay`, the latency injector, and their resolution into the
+//! engine's or the testbed check's configuration.
 
-use super::{duration_arg, OutputArgs};
-use clap::{Args, ValueEnum};
+use super::common::{duration_arg, DirectionArg, OutputArgs};
+use crate::exit::usage;
+use clap::Args;
 use latlab_core::units::Nanos;
-
-/// Where the delay applies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum DirectionArg {
-    /// Both directions (a round trip gains twice the delay).
-    Both,
-    /// Frames arriving on the first interface.
-    AToB,
-    /// Frames arriving on the second interface.
-    BToA,
-}
+use latlab_net::delay::engine::{Direction, EngineConfig};
+use latlab_net::delay::{testbed::CheckConfig, DelaySpec};
+use latlab_sys::sched::format_cpu_list;
 
 /// Options of `latlab net delay`.
 #[derive(Debug, Args)]
@@ -74,4 +68,67 @@ pub struct DelayArgs {
     pub compare_netem: bool,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+impl DelayArgs {
+    /// `--delay` as a distribution.
+    pub fn delay_spec(&self) -> anyhow::Result<DelaySpec> {
+        DelaySpec::parse(&self.delay).map_err(|e| usage(format!("--delay: {e}")))
+    }
+
+    /// The forwarding thread's CPU: `--cpu` when this process may use it (a usage error
+    /// otherwise), else the last of the `allowed` CPUs.
+    pub fn engine_cpu(&self, allowed: &[u32]) -> anyhow::Result<Option<u32>> {
+        match self.cpu {
+            Some(c) if !allowed.contains(&c) => Err(usage(format!(
+                "--cpu: CPU {c} is not available to this process (allowed: {})",
+                format_cpu_list(allowed)
+            ))),
+            Some(c) => Ok(Some(c)),
+            None => Ok(allowed.last().copied()),
+        }
+    }
+
+    /// The engine joining the two `--ifaces` with `delay` added.
+    pub fn engine_config(&self, delay: DelaySpec) -> anyhow::Result<EngineConfig> {
+        if self.ifaces.len() != 2 || self.ifaces[0] == self.ifaces[1] {
+            return Err(usage(
+                "--ifaces takes two different interfaces, e.g. --ifaces eth1,eth2",
+            ));
+        }
+        let mut cfg = EngineConfig::new(&self.ifaces[0], &self.ifaces[1], delay);
+        cfg.direction = match self.direction {
+            DirectionArg::Both => Direction::Both,
+            DirectionArg::AToB => Direction::AToB,
+            DirectionArg::BToA => Direction::BToA,
+        };
+        cfg.capacity = self.capacity as usize;
+        cfg.slot_bytes = self.slot_bytes as usize;
+        cfg.seed = self.seed;
+        cfg.duration = self.duration;
+        Ok(cfg)
+    }
+
+    /// The `--testbed` check of a constant `delay`, the engine on `cpu` and client and
+    /// server on another of the `allowed` CPUs where there is one.
+    pub fn check_config(
+        &self,
+        delay: DelaySpec,
+        cpu: Option<u32>,
+        allowed: &[u32],
+    ) -> anyhow::Result<CheckConfig> {
+        let DelaySpec::Constant { ns: delay_ns } = delay else {
+            return Err(usage("--testbed checks a constant --delay, e.g. 20us"));
+        };
+        Ok(CheckConfig {
+            delay_ns,
+            duration: self.check_duration,
+            rounds: self.rounds,
+            compare_netem: self.compare_netem,
+            engine_cpu: cpu,
+            endpoint_cpu: allowed.iter().copied().find(|c| Some(*c) != cpu).or(cpu),
+            fifo: self.fifo,
+            busy_client: self.busy_client,
+        })
+    }
 }

@@ -1,6 +1,6 @@
 //! Arguments of `latlab report`, `latlab compare` and `latlab check`.
 
-use super::{confidence_arg, percentile_arg};
+use super::common::{confidence_arg, percentile_arg};
 use clap::Args;
 use latlab_core::parse::Percentile;
 use std::path::PathBuf;

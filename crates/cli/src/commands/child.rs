@@ -15,8 +15,7 @@ pub fn run(a: ChildArgs) -> anyhow::Result<()> {
     match job.job.as_str() {
         latlab_net::run::NF_JOB => super::net::nf_child(&job, argv),
         latlab_net::run::PROBE_JOB => super::net::probe_child(&job, argv),
-        latlab_dfs::launch::RUN_JOB => super::dfs::run::child(&job),
-        latlab_dfs::launch::BENCH_JOB => super::dfs::bench::child(&job),
+        latlab_dfs::launch::RUN_JOB | latlab_dfs::launch::BENCH_JOB => super::dfs::child(&job),
         other => Err(usage(format!(
             "job file {}: unknown job '{other}'",
             a.job.display()

@@ -2,55 +2,18 @@
 
 use crate::args::host_breakdown::BreakdownArgs;
 use crate::exit::usage;
-use crate::output::{default_result_path, progress, unique};
-use crate::table::{ns, Table};
+use crate::output::{named_steps, progress, result_path};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
-use latlab_host::breakdown::{self, BreakdownConfig, Step};
-use latlab_sys::{host, sched};
+use latlab_core::text::{ns, Table};
+use latlab_host::breakdown::{self, BreakdownConfig};
+use latlab_sys::host;
 use std::path::{Path, PathBuf};
-
-impl TryFrom<&BreakdownArgs> for BreakdownConfig {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &BreakdownArgs) -> anyhow::Result<BreakdownConfig> {
-        let all: Vec<&str> = Step::ALL.iter().map(|s| s.name()).collect();
-        let mut steps = super::pick_names(&a.steps, "--steps", "step", Step::from_name, &all)?;
-        if steps.is_empty() {
-            steps = Step::ALL.to_vec();
-        }
-        let (client_cpu, server_cpu) = match a.cpus.as_slice() {
-            [c, s] => (Some(*c), Some(*s)),
-            [] => (None, None),
-            _ => {
-                return Err(usage(
-                    "--cpus takes two CPUs, client then server, e.g. --cpus 1,0",
-                ))
-            }
-        };
-        let cfg = BreakdownConfig {
-            steps,
-            duration: a.duration,
-            warmup: a.warmup,
-            client_cpu,
-            server_cpu,
-            payload: a.payload as usize,
-            ..BreakdownConfig::default()
-        };
-        cfg.validate(&sched::allowed_cpus())
-            .map_err(|e| usage(e.to_string()))?;
-        Ok(cfg)
-    }
-}
 
 pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg = BreakdownConfig::try_from(&a)?;
     let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("host-breakdown", &started_utc)));
+    let out_path = result_path(&a.out, "host-breakdown", &started_utc);
     let plot_path = a
         .plot
         .as_ref()
@@ -63,14 +26,11 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let pb = progress(n, per_step * n as f64, a.out.quiet);
     breakdown::run(
         &cfg,
-        !a.no_mlock,
+        !a.mlock.no_mlock,
         started_utc,
         argv,
         &out_path,
-        &mut |name| {
-            pb.set_message(name.to_string());
-            pb.inc(1);
-        },
+        &mut named_steps(&pb),
     )
     .context("writing the result")?;
     pb.finish_and_clear();

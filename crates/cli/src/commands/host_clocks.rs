@@ -1,54 +1,13 @@
 //! `latlab host clocks`: the clock-read baseline.
 
-use crate::args::{ClocksArgs, TimebaseArg};
-use crate::exit::usage;
-use crate::output::progress;
-use crate::table::{estimate, ns, Table};
+use crate::args::ClocksArgs;
+use crate::output::{named_steps, plot_ccdf, progress};
 use anyhow::Context as _;
-use latlab_core::hist::HistConfig;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
-use latlab_host::clocks::{self, ClockSource, ClocksConfig, ClocksRun, TimebaseChoice};
-
-impl TryFrom<&ClocksArgs> for ClocksRun {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &ClocksArgs) -> anyhow::Result<ClocksRun> {
-        let all: Vec<&str> = ClockSource::ALL.iter().map(|s| s.name()).collect();
-        let sources = super::pick_names(
-            &a.sources,
-            "--sources",
-            "clock source",
-            ClockSource::from_name,
-            &all,
-        )?;
-        let r = ClocksRun {
-            cfg: ClocksConfig {
-                sources,
-                duration: a.duration,
-                interval: a.interval,
-                hist: HistConfig {
-                    sigfig: a.sigfig,
-                    ..HistConfig::default()
-                },
-                ..ClocksConfig::default()
-            },
-            cpu: a.cpu,
-            fifo: a.fifo,
-            mlock: !a.no_mlock,
-            timebase: match a.timebase {
-                TimebaseArg::Monotonic => TimebaseChoice::Monotonic,
-                TimebaseArg::Auto => TimebaseChoice::Auto {
-                    calibration: a.calibration,
-                },
-            },
-            started_utc: String::new(),
-        };
-        r.validate().map_err(|e| usage(e.to_string()))?;
-        Ok(r)
-    }
-}
+use latlab_core::text::{estimate, ns, Table};
+use latlab_host::clocks::{self, ClocksRun};
 
 pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // Resolve and validate everything before touching the system.
@@ -61,11 +20,7 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     r.started_utc = started_utc;
     let expected = r.cfg.sources.len() as f64 * r.cfg.duration.get() as f64 / 1e9;
     let pb = progress(r.cfg.sources.len() as u64, expected, a.out.quiet);
-    let written = clocks::run(&r, argv, &out_path, &mut |name| {
-        pb.set_message(name.to_string());
-        pb.inc(1);
-    })
-    .map_err(|e| match e {
+    let written = clocks::run(&r, argv, &out_path, &mut named_steps(&pb)).map_err(|e| match e {
         // A refused placement keeps its own exit code (3 not permitted, 2 bad CPU).
         clocks::RunError::Placement { flag, source } => anyhow::Error::new(source).context(flag),
         other => anyhow::Error::new(other),
@@ -83,17 +38,8 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
         println!("interval log: {}", written.interval_log.display());
     }
     if let Some(p) = plot_path {
-        latlab_report::figures::plot_files(
-            &[(out_path.clone(), saved)],
-            &[],
-            latlab_report::PlotKind::Ccdf,
-            "host clocks: gaps between consecutive reads (CCDF)",
-            &p,
-        )
-        .with_context(|| format!("drawing {}", p.display()))?;
-        if !a.out.quiet {
-            println!("plot: {}", p.display());
-        }
+        let title = "host clocks: gaps between consecutive reads (CCDF)";
+        plot_ccdf((&out_path, saved), &[], title, &p, a.out.quiet)?;
     }
     Ok(())
 }

@@ -33,37 +33,3 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Child(a) => child::run(a),
     }
 }
-
-/// Loads result files, naming the file in any error.
-pub fn load_results(
-    paths: &[std::path::PathBuf],
-) -> anyhow::Result<Vec<(std::path::PathBuf, latlab_core::results::ResultFile)>> {
-    paths
-        .iter()
-        .map(|p| Ok((p.clone(), latlab_core::results::ResultFile::load(p)?)))
-        .collect()
-}
-
-/// Resolves a list of names given to `flag` (e.g. `--sources`) into distinct values, in
-/// the order first given; an unknown name is a usage error that lists the `accepted` ones.
-pub fn pick_names<T: PartialEq>(
-    names: &[String],
-    flag: &str,
-    what: &str,
-    from_name: impl Fn(&str) -> Option<T>,
-    accepted: &[&str],
-) -> anyhow::Result<Vec<T>> {
-    let mut out = Vec::new();
-    for name in names {
-        let v = from_name(name.trim()).ok_or_else(|| {
-            crate::exit::usage(format!(
-                "{flag}: unknown {what} '{name}'; accepted: {}",
-                accepted.join(", ")
-            ))
-        })?;
-        if !out.contains(&v) {
-            out.push(v);
-        }
-    }
-    Ok(out)
-}

@@ -5,23 +5,22 @@ use crate::args::net::{
     TestbedArgs,
 };
 use crate::args::OutputArgs;
-use crate::exit::usage;
-use crate::output::{default_result_path, unique};
-use crate::table::{estimate, ns, Table};
+use crate::exit::{net_run_err, testbed_err, usage};
+use crate::output::{default_result_path, plot_ccdf, result_path, unique};
 use anyhow::Context as _;
 use latlab_core::child::ChildJob;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
+use latlab_core::text::{estimate, ns, Table};
 use latlab_net::calibrate::CalibrateConfig;
 use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::Role;
 use latlab_net::orchestrate;
-use latlab_net::probe::{self, ProbeError};
-use latlab_net::run::{self, role_name, NfJob, ProbeJob, RunError};
+use latlab_net::probe;
+use latlab_net::run::{self, role_name, NfJob, ProbeJob};
 use latlab_net::testbed;
 use latlab_sys::host;
 use latlab_sys::rt_throttle::Unthrottled;
-use latlab_sys::sched::SchedError;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -33,29 +32,6 @@ pub fn run(cmd: NetCommand, argv: Vec<String>) -> anyhow::Result<()> {
         NetCommand::Testbed(a) => testbed_cmd(a),
         NetCommand::Calibrate(a) => calibrate(a, argv),
         NetCommand::Delay(a) => super::net_delay::run(a, argv),
-    }
-}
-
-/// A testbed error as the CLI reports it (not root → exit 3).
-fn testbed_err(e: testbed::TestbedError) -> anyhow::Error {
-    match e {
-        testbed::TestbedError::NotRoot => SchedError::NotPermitted {
-            what: "building the namespace testbed".into(),
-            remedy: "run as root (sudo): creating namespaces and veth pairs needs CAP_NET_ADMIN and CAP_SYS_ADMIN",
-        }
-        .into(),
-        other => other.into(),
-    }
-}
-
-/// A run error as the CLI reports it: a refused placement keeps its exit code, a bad
-/// configuration is a usage error.
-fn run_err(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::Probe(ProbeError::Sched(s)) => anyhow::Error::from(s),
-        RunError::Probe(ProbeError::Config(m)) => usage(m),
-        RunError::Nf(e) => anyhow::Error::from(e).context("starting the NF"),
-        other => anyhow::Error::from(other),
     }
 }
 
@@ -126,12 +102,9 @@ fn serve(
         println!("ready");
         std::io::stdout().flush().ok();
     })
-    .map_err(run_err)?;
+    .map_err(net_run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
-    let path = out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(&format!("net-{what}"), &started_utc)));
+    let path = result_path(out, &format!("net-{what}"), &started_utc);
     r.save(&path).context("writing the result")?;
     if !quiet {
         let saved = ResultFile::load(&path)?;
@@ -170,7 +143,7 @@ pub fn probe_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
 
 /// The probe measurement and its files; returns the interval log's path.
 fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Result<PathBuf> {
-    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(run_err)?;
+    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(net_run_err)?;
     record.save(out).context("writing the result")
 }
 
@@ -238,17 +211,8 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             .map(|s| s.to_string())
             .filter(|s| saved.histograms.iter().any(|h| &h.name == s && h.count > 0))
             .collect();
-        latlab_report::figures::plot_files(
-            &[(out_path.clone(), saved)],
-            &series,
-            latlab_report::PlotKind::Ccdf,
-            "net probe: latency by source (CCDF)",
-            &p,
-        )
-        .with_context(|| format!("drawing {}", p.display()))?;
-        if !a.out.quiet {
-            println!("plot: {}", p.display());
-        }
+        let title = "net probe: latency by source (CCDF)";
+        plot_ccdf((&out_path, saved), &series, title, &p, a.out.quiet)?;
     }
     Ok(())
 }

@@ -1,30 +1,20 @@
 //! `latlab net delay`: the latency injector, or its verification in a testbed.
 
-use crate::args::net_delay::{DelayArgs, DirectionArg};
-use crate::exit::usage;
-use crate::output::{default_result_path, unique};
-use crate::table::{ns, Table};
+use crate::args::net_delay::DelayArgs;
+use crate::output::result_path;
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::{ResultFile, ThreadPlacement};
+use latlab_core::text::{ns, Table};
 use latlab_core::units::{format_signed_ns, Nanos, SignStyle};
-use latlab_net::delay::engine::{self, Direction, EngineConfig};
-use latlab_net::delay::{report, testbed, DelaySpec};
+use latlab_net::delay::engine;
+use latlab_net::delay::{report, testbed};
 use latlab_sys::{host, sched, tsc::Clock};
 
 pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let delay = DelaySpec::parse(&a.delay).map_err(|e| usage(format!("--delay: {e}")))?;
+    let delay = a.delay_spec()?;
     let allowed = sched::allowed_cpus();
-    let cpu = match a.cpu {
-        Some(c) if !allowed.contains(&c) => {
-            return Err(usage(format!(
-                "--cpu: CPU {c} is not available to this process (allowed: {})",
-                sched::format_cpu_list(&allowed)
-            )))
-        }
-        Some(c) => Some(c),
-        None => allowed.last().copied(),
-    };
+    let cpu = a.engine_cpu(&allowed)?;
     if !latlab_sys::netns::is_root() {
         return Err(latlab_sys::sched::SchedError::NotPermitted {
             what: "latlab net delay (AF_PACKET sockets and network namespaces)".into(),
@@ -33,29 +23,12 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .into());
     }
     if a.testbed {
-        return run_check(&a, delay, cpu, &allowed, argv);
+        let cfg = a.check_config(delay, cpu, &allowed)?;
+        return run_check(&a, &cfg, argv);
     }
-    if a.ifaces.len() != 2 || a.ifaces[0] == a.ifaces[1] {
-        return Err(usage(
-            "--ifaces takes two different interfaces, e.g. --ifaces eth1,eth2",
-        ));
-    }
+    let cfg = a.engine_config(delay)?;
     let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("net-delay", &started_utc)));
-    let mut cfg = EngineConfig::new(&a.ifaces[0], &a.ifaces[1], delay);
-    cfg.direction = match a.direction {
-        DirectionArg::Both => Direction::Both,
-        DirectionArg::AToB => Direction::AToB,
-        DirectionArg::BToA => Direction::BToA,
-    };
-    cfg.capacity = a.capacity as usize;
-    cfg.slot_bytes = a.slot_bytes as usize;
-    cfg.seed = a.seed;
-    cfg.duration = a.duration;
+    let out_path = result_path(&a.out, "net-delay", &started_utc);
     latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let (clock, timebase) = Clock::establish(Nanos(100_000_000));
     let mut lock_warnings = Vec::new();
@@ -164,33 +137,10 @@ fn print_run(r: &ResultFile) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn run_check(
-    a: &DelayArgs,
-    delay: DelaySpec,
-    cpu: Option<u32>,
-    allowed: &[u32],
-    argv: Vec<String>,
-) -> anyhow::Result<()> {
-    let DelaySpec::Constant { ns: delay_ns } = delay else {
-        return Err(usage("--testbed checks a constant --delay, e.g. 20us"));
-    };
+fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> anyhow::Result<()> {
+    let (delay_ns, cpu, endpoint_cpu) = (cfg.delay_ns, cfg.engine_cpu, cfg.endpoint_cpu);
     let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("net-delay-check", &started_utc)));
-    let endpoint_cpu = allowed.iter().copied().find(|c| Some(*c) != cpu).or(cpu);
-    let cfg = testbed::CheckConfig {
-        delay_ns,
-        duration: a.check_duration,
-        rounds: a.rounds,
-        compare_netem: a.compare_netem,
-        engine_cpu: cpu,
-        endpoint_cpu,
-        fifo: a.fifo,
-        busy_client: a.busy_client,
-    };
+    let out_path = result_path(&a.out, "net-delay-check", &started_utc);
     if a.compare_netem {
         if let Err(why) = testbed::netem_available() {
             return Err(anyhow::anyhow!(
@@ -206,7 +156,7 @@ fn run_check(
             a.check_duration.get() as f64 / 1e9 * if a.compare_netem { 4.0 } else { 3.0 } + 2.0
         );
     }
-    let c = match testbed::check(&cfg, &clock) {
+    let c = match testbed::check(cfg, &clock) {
         Err(testbed::CheckError::NetemMissing(why)) => {
             return Err(anyhow::anyhow!("--compare-netem: {why}; latlab net delay itself works without it (run without --compare-netem)"))
         }

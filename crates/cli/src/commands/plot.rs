@@ -1,8 +1,8 @@
 //! `latlab plot`: CDF/CCDF figures from result files.
 
 use crate::args::{PlotArgs, PlotKindArg};
-use crate::commands::load_results;
 use crate::exit::usage;
+use crate::inputs::load_results;
 use anyhow::Context as _;
 use latlab_report::{figures, ImageFormat, PlotKind};
 

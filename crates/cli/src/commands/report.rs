@@ -2,11 +2,11 @@
 //! latency budgets, all from result files.
 
 use crate::args::{CheckArgs, CompareArgs, ReportArgs};
-use crate::commands::load_results;
 use crate::exit::{usage, UsageError};
+use crate::inputs::{load_inputs, load_results};
 use crate::output::{unique, RESULTS_DIR};
-use crate::table::Table;
 use latlab_core::parse::Percentile;
+use latlab_core::text::Table;
 use latlab_core::units::{format_ns, format_signed_ns, SignStyle};
 use latlab_report::check::{evaluate, parse_budget, parse_budget_file, Outcome};
 use latlab_report::compare::{compare, Verdict};
@@ -33,56 +33,6 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_sched::sections::CacheCostSections),
         Box::new(latlab_sched::sections::ExperimentSections),
     ]
-}
-
-/// Runs as loaded: each file with its result.
-type Runs = Vec<(PathBuf, latlab_core::results::ResultFile)>;
-
-/// Loads inputs: each argument is one file or a comma-separated group of runs merged
-/// exactly; with `merge_all`, all inputs of one kind are merged into one.
-pub fn load_inputs(args: &[String], merge_all: bool) -> anyhow::Result<Vec<Input>> {
-    let mut groups: Vec<Vec<PathBuf>> = Vec::new();
-    for a in args {
-        let paths: Vec<PathBuf> = a
-            .split(',')
-            .filter(|s| !s.trim().is_empty())
-            .map(|s| PathBuf::from(s.trim()))
-            .collect();
-        if paths.is_empty() {
-            return Err(usage(format!("'{a}' names no result file")));
-        }
-        groups.push(paths);
-    }
-    let mut loaded: Vec<(Vec<PathBuf>, Runs)> = Vec::new();
-    for g in groups {
-        let runs = load_results(&g)?;
-        loaded.push((g, runs));
-    }
-    if merge_all {
-        let mut by_kind: Vec<(String, Vec<PathBuf>, Vec<_>)> = Vec::new();
-        for (_, runs) in loaded {
-            for (path, result) in runs {
-                match by_kind.iter_mut().find(|(k, _, _)| *k == result.kind) {
-                    Some((_, ps, rs)) => {
-                        ps.push(path.clone());
-                        rs.push((path, result));
-                    }
-                    None => by_kind.push((
-                        result.kind.clone(),
-                        vec![path.clone()],
-                        vec![(path, result)],
-                    )),
-                }
-            }
-        }
-        loaded = by_kind.into_iter().map(|(_, p, r)| (p, r)).collect();
-    }
-    loaded
-        .into_iter()
-        .map(|(paths, runs)| {
-            Input::new(Input::group_label(&paths), runs).map_err(|e| usage(e.to_string()))
-        })
-        .collect()
 }
 
 fn percentiles_or_ladder(p: &[Percentile]) -> Vec<Percentile> {

@@ -2,7 +2,7 @@
 //! Argument resolution and printing; the runs, files and text are [`latlab_sched`]'s.
 
 use crate::args::sched::{AnalyzeArgs, CacheCostArgs, RenderArgs, SchedArgs, SchedCommand};
-use crate::exit::usage;
+use crate::exit::{sched_error, usage};
 use crate::output::{default_result_path, unique};
 use latlab_core::results::{write_atomically, ResultFile};
 use latlab_core::units::format_ns;
@@ -10,13 +10,10 @@ use latlab_report::FileFigures as Figures;
 use latlab_sched::cache::CacheCostConfig;
 use latlab_sched::figures::Draw as _;
 use latlab_sched::result::{self as sresult, SchedRunData};
-use latlab_sched::run::RunError;
 use latlab_sched::text::{analysis_text, cache_cost_table, printed_trace, run_summary};
 use latlab_sched::trace::Trace;
 use latlab_sched::{session, Error};
 use latlab_sys::host;
-use latlab_sys::rt::RtError;
-use latlab_sys::sched::SchedError;
 use std::path::Path;
 
 pub mod experiment;
@@ -27,56 +24,6 @@ pub fn run(a: SchedArgs, argv: Vec<String>) -> anyhow::Result<()> {
         Some(SchedCommand::Analyze(r)) => analyze(r),
         Some(SchedCommand::CacheCost(c)) => cache_cost(c, argv),
         None => hourglass(&a.hourglass, argv),
-    }
-}
-
-/// Maps a library failure to the error whose class gives the exit code: bad input exits 2,
-/// refusals 3 (see [`run_error`]), the rest 1, with the error the library kept.
-pub fn sched_error(e: Error) -> anyhow::Error {
-    match e {
-        Error::Config(m) => usage(m),
-        Error::Cmd(c) => usage(c.to_string()),
-        Error::Run(r) => run_error(r),
-        Error::Result(r) => anyhow::Error::new(r),
-        Error::Data(d) => anyhow::Error::new(d),
-        Error::Io { what, source } => anyhow::Error::new(source).context(what),
-        Error::Net(n) => anyhow::Error::new(n),
-        Error::Draw(d) => anyhow::anyhow!(d),
-        Error::Json(j) => anyhow::Error::new(j),
-        other => anyhow::Error::new(other),
-    }
-}
-
-/// Maps a run failure to the error whose class gives the exit code: refusals (privilege,
-/// placement rule, admission control) exit 3, invalid parameters 2, the rest 1.
-fn run_error(e: RunError) -> anyhow::Error {
-    match e {
-        RunError::Policy { thread, source } => match source {
-            RtError::Refused { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
-                what: format!("thread {thread}: {what}"),
-                remedy: Box::leak(reason.into_boxed_str()),
-            }),
-            RtError::Rejected { what, reason } => anyhow::Error::new(SchedError::NotPermitted {
-                what: format!("thread {thread}: {what}"),
-                remedy: Box::leak(
-                    format!("rejected by admission control: {reason}").into_boxed_str(),
-                ),
-            }),
-            RtError::Invalid { what, reason } => {
-                usage(format!("thread {thread}: {what}: {reason}"))
-            }
-            other => anyhow::Error::new(other).context(format!("thread {thread}")),
-        },
-        RunError::DmaLatency(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            anyhow::Error::new(SchedError::NotPermitted {
-                what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
-                remedy: "run as root",
-            })
-        }
-        RunError::Placement { thread, source } => {
-            anyhow::Error::new(source).context(format!("thread {thread}"))
-        }
-        other => anyhow::Error::new(other),
     }
 }
 

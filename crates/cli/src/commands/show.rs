@@ -2,15 +2,15 @@
 //! result files, optionally merged exactly across runs and exported as CSV.
 
 use crate::args::ShowArgs;
-use crate::commands::load_results;
 use crate::exit::usage;
-use crate::table::summary_block;
+use crate::inputs::load_results;
 use anyhow::Context as _;
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::merge::merge_runs;
 use latlab_core::results::{csv, write_atomically};
 use latlab_core::stats::{summarize, Summary};
+use latlab_core::text::summary_block;
 use std::io::Write as _;
 
 pub fn run(a: ShowArgs) -> anyhow::Result<()> {

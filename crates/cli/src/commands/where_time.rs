@@ -1,56 +1,14 @@
 //! `latlab experiment where-time`: application performance against added latency.
 
 use crate::args::experiment::WhereTimeArgs;
-use crate::exit::usage;
-use crate::output::progress;
-use crate::table::{ns, Table};
+use crate::output::{named_steps, progress};
 use anyhow::Context as _;
 use latlab_core::results::ResultFile;
+use latlab_core::text::{ns, Table};
 use latlab_core::units::{format_signed_ns, SignStyle};
-use latlab_host::where_time::{self, App, WhereTimeConfig, WhereTimeError};
+use latlab_host::where_time::{self, WhereTimeConfig};
 use latlab_sys::sched;
 use std::path::{Path, PathBuf};
-
-impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
-    type Error = anyhow::Error;
-
-    fn try_from(a: &WhereTimeArgs) -> anyhow::Result<WhereTimeConfig> {
-        let mut cfg = if a.quick {
-            WhereTimeConfig::quick()
-        } else {
-            WhereTimeConfig::default()
-        };
-        if !a.delays.is_empty() {
-            cfg.delays_ns = a.delays.iter().map(|d| d.get()).collect();
-            cfg.delays_ns.sort_unstable();
-            cfg.delays_ns.dedup();
-        }
-        if !a.quick {
-            cfg.repeats = a.repeats;
-            cfg.run_time = a.run_time;
-        }
-        cfg.apps = a
-            .apps
-            .iter()
-            .map(|n| {
-                App::from_name(n.trim()).ok_or_else(|| {
-                    usage(format!(
-                        "--apps: unknown application '{n}'; accepted: memcached, nginx"
-                    ))
-                })
-            })
-            .collect::<anyhow::Result<_>>()?;
-        cfg.connections = a.connections;
-        cfg.fifo = a.fifo;
-        let allowed = sched::allowed_cpus();
-        cfg.place(a.cpu, &allowed);
-        match cfg.validate(&allowed) {
-            Err(WhereTimeError::Config(why)) => return Err(usage(why)),
-            other => other?,
-        }
-        Ok(cfg)
-    }
-}
 
 pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg = WhereTimeConfig::try_from(&a)?;
@@ -75,11 +33,8 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
         );
     }
     let pb = progress(runs, cfg.expected_secs(), a.out.quiet);
-    where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut |label| {
-        pb.set_message(label.to_string());
-        pb.inc(1);
-    })
-    .context("where-time")?;
+    where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut named_steps(&pb))
+        .context("where-time")?;
     pb.finish_and_clear();
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {

@@ -1,7 +1,7 @@
 //! End-to-end tests of `latlab dfs`: the simulator through the binary, and the MPI runtime
 //! under `mpirun` (skipped with a SKIP line when mpirun or MPI support is missing).
 
-use crate::util::{assert_usage_error, latlab_line, mpi_ready, mpirun, run_ok, skip, text};
+use crate::util::{assert_usage_error, latlab_line, mpirun, require_mpi, run_ok, text};
 use latlab_core::results::ResultFile;
 use std::path::Path;
 
@@ -49,9 +49,7 @@ fn mpi_run(dir: &Path, name: &str, args: &[&str]) -> (std::process::Output, std:
 
 #[test]
 fn mpi_both_modes_build_10000_time_slices_verified() {
-    if let Err(why) = mpi_ready() {
-        skip!("{why}");
-    }
+    require_mpi!();
     let dir = tempfile::tempdir().unwrap();
     for mode in ["best-effort", "dfs"] {
         let (o, out) = mpi_run(
@@ -90,9 +88,7 @@ fn mpi_both_modes_build_10000_time_slices_verified() {
 
 #[test]
 fn mpi_run_survives_killing_one_of_two_dde_replicas() {
-    if let Err(why) = mpi_ready() {
-        skip!("{why}");
-    }
+    require_mpi!();
     let dir = tempfile::tempdir().unwrap();
     // 2,000 time-slices in intervals of 100: replica 0 stops at interval 8 of 20
     let (o, out) = mpi_run(

@@ -3,8 +3,7 @@
 //! short MPI micro-benchmark. The report must build and carry the dfs sections and figures.
 
 use crate::util::{
-    assert_contains, assert_sections, latlab_line, mpi_ready, mpirun, report_html, run_ok, skip,
-    text,
+    assert_contains, assert_sections, latlab_line, mpirun, report_html, require_mpi, run_ok, text,
 };
 use std::path::Path;
 
@@ -75,9 +74,7 @@ fn mpirun4(args: &[&str], out: &Path) {
 
 #[test]
 fn report_on_mpi_runs_of_both_modes() {
-    if let Err(why) = mpi_ready() {
-        skip!("{why}");
-    }
+    require_mpi!();
     let dir = tempfile::tempdir().unwrap();
     let mut outs = Vec::new();
     for mode in ["best-effort", "dfs"] {
@@ -125,9 +122,7 @@ fn report_on_mpi_runs_of_both_modes() {
 
 #[test]
 fn report_on_an_mpi_micro_benchmark() {
-    if let Err(why) = mpi_ready() {
-        skip!("{why}");
-    }
+    require_mpi!();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bench.json");
     mpirun4(

@@ -4,7 +4,8 @@
 //! Tests that need root start with `require_root!`, which prints `SKIP <test>: needs root
 //! (<reason>)` when not root; run as root (as CI does) to run them all. Tests that use
 //! something system-wide (the namespace testbed, SCHED_DEADLINE bandwidth, RT throttling)
-//! hold `util::system_turn()`.
+//! hold `util::system_turn()`; `system_test!` does both, `require_mpi!` skips where MPI is
+//! missing.
 
 mod util;
 

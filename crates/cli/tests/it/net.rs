@@ -3,7 +3,7 @@
 
 use crate::util::{
     assert_usage_error, is_root, latlab, latlab_bin, latlab_line, ok, require_root, run_ok,
-    system_turn, text,
+    system_test, system_turn, text,
 };
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
@@ -47,8 +47,7 @@ fn netns_list() -> String {
 
 #[test]
 fn testbed_up_probe_through_the_busy_forwarder_down() {
-    require_root!("the namespace testbed");
-    let _turn = system_turn();
+    let _turn = system_test!("the namespace testbed");
     let dir = tempfile::tempdir().unwrap();
     ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
     // idempotent
@@ -206,8 +205,7 @@ fn no_rt_throttle_is_recorded_and_restored() {
 /// afterwards, leaving no namespace behind that was not there before.
 #[test]
 fn calibrate_leaves_the_testbed_as_it_found_it() {
-    require_root!("the namespace testbed");
-    let _turn = system_turn();
+    let _turn = system_test!("the namespace testbed");
     let up = || {
         latlab_net::testbed::status()
             .map(|s| s.complete)

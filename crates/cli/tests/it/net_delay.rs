@@ -4,7 +4,7 @@
 
 use crate::util::{
     assert_one_line_error, assert_usage_error, latlab, latlab_bin, latlab_line, ok, report_html,
-    require_root, run_ok, skip, system_turn,
+    run_ok, skip, system_test,
 };
 use latlab_core::results::ResultFile;
 use latlab_net::delay::report;
@@ -28,8 +28,7 @@ fn interfaces_are_required_without_testbed() {
 
 #[test]
 fn compare_netem_says_clearly_when_netem_is_missing() {
-    require_root!("namespaces, AF_PACKET");
-    let _turn = system_turn();
+    let _turn = system_test!("namespaces, AF_PACKET");
     if testbed::netem_available().is_ok() {
         skip!("this kernel has sch_netem");
     }
@@ -50,8 +49,7 @@ fn compare_netem_says_clearly_when_netem_is_missing() {
 
 #[test]
 fn overflowing_queue_counts_drops_and_ends_cleanly() {
-    require_root!("namespaces, AF_PACKET");
-    let _turn = system_turn();
+    let _turn = system_test!("namespaces, AF_PACKET");
     let tb = Testbed::build("cli-ov", false).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("delay.json");
@@ -104,8 +102,7 @@ fn overflowing_queue_counts_drops_and_ends_cleanly() {
 
 #[test]
 fn testbed_check_is_reported_with_its_shift_verdicts() {
-    require_root!("namespaces, AF_PACKET");
-    let _turn = system_turn();
+    let _turn = system_test!("namespaces, AF_PACKET");
     let dir = tempfile::tempdir().unwrap();
     let result = dir.path().join("check.json");
     run_ok(
@@ -133,8 +130,7 @@ fn where_time_rejects_a_curve_without_baseline() {
 
 #[test]
 fn where_time_quick_writes_every_raw_figure_and_the_figure() {
-    require_root!("namespaces, AF_PACKET");
-    let _turn = system_turn();
+    let _turn = system_test!("namespaces, AF_PACKET");
     if let Err(e) = latlab_host::where_time::check_programs(&[
         latlab_host::where_time::App::Memcached,
         latlab_host::where_time::App::Nginx,

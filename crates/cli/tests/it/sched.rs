@@ -2,8 +2,8 @@
 //! file read back, and the bad-input and refusal paths with their exit codes.
 
 use crate::util::{
-    assert_one_line_error, assert_usage_error, is_root, latlab, latlab_line, ok, require_root,
-    run_ok, system_turn,
+    assert_one_line_error, assert_usage_error, is_root, latlab, latlab_line, ok, run_ok,
+    system_test, system_turn,
 };
 use latlab_core::results::ResultFile;
 use std::path::Path;
@@ -24,8 +24,7 @@ fn sched_run(dir: &Path, name: &str, args: &str) -> (std::path::PathBuf, String)
 
 #[test]
 fn the_papers_figure_3_command_writes_every_output() {
-    require_root!("-p HIGH runs thread 2 at nice -10");
-    let _turn = system_turn();
+    let _turn = system_test!("-p HIGH runs thread 2 at nice -10");
     let dir = tempfile::tempdir().unwrap();
     let (path, stdout) = sched_run(
         dir.path(),
@@ -125,8 +124,7 @@ fn periodic_and_lat_threads_print_the_papers_lines() {
 
 #[test]
 fn scenario_file_and_deadline_reservation() {
-    let _turn = system_turn();
-    require_root!("SCHED_DEADLINE and SCHED_IDLE need root or CAP_SYS_NICE");
+    let _turn = system_test!("SCHED_DEADLINE and SCHED_IDLE need root or CAP_SYS_NICE");
     let dir = tempfile::tempdir().unwrap();
     let sc = dir.path().join("s.toml");
     std::fs::write(
@@ -261,8 +259,7 @@ fn hourglass(dir: &Path, args: &[&str]) -> String {
 
 #[test]
 fn hourglass_experiment_runs_selected_scenarios() {
-    let _turn = system_turn();
-    require_root!("the scenarios need SCHED_FIFO and SCHED_DEADLINE");
+    let _turn = system_test!("the scenarios need SCHED_FIFO and SCHED_DEADLINE");
     let dir = tempfile::tempdir().unwrap();
     let stdout = hourglass(
         dir.path(),
@@ -295,8 +292,7 @@ fn hourglass_experiment_runs_selected_scenarios() {
 /// brought up is taken down again.
 #[test]
 fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
-    let _turn = system_turn();
-    require_root!("the testbed and SCHED_FIFO");
+    let _turn = system_test!("the testbed and SCHED_FIFO");
     let was_up = latlab_net::testbed::status()
         .map(|s| s.complete)
         .unwrap_or(false);
@@ -340,8 +336,7 @@ fn hourglass_54_pushes_testbed_traffic_at_the_rt_thread() {
 
 #[test]
 fn dma_latency_is_held_and_recorded() {
-    require_root!("/dev/cpu_dma_latency");
-    let _turn = system_turn();
+    let _turn = system_test!("/dev/cpu_dma_latency");
     let dir = tempfile::tempdir().unwrap();
     let (path, _) = sched_run(
         dir.path(),

@@ -3,7 +3,7 @@
 //! the report `latlab experiment hourglass` writes over its result files.
 
 use crate::util::{
-    assert_contains, latlab_line, ok, report_html, require_root, section, system_turn,
+    assert_contains, latlab_line, ok, report_html, section, system_test, system_turn,
 };
 use std::path::Path;
 
@@ -54,8 +54,7 @@ fn report_on_a_sched_run_has_its_sections_and_an_inline_timeline() {
 
 #[test]
 fn hourglass_experiment_writes_its_report() {
-    require_root!("scenario 5.5 needs SCHED_FIFO");
-    let _turn = system_turn();
+    let _turn = system_test!("scenario 5.5 needs SCHED_FIFO");
     let dir = tempfile::tempdir().unwrap();
     let stdout = ok(&latlab_line(
         "experiment hourglass --duration 200ms --quick --only 5.2,5.5 --dir",

@@ -194,6 +194,28 @@ pub fn system_turn() -> SystemTurn {
     SystemTurn(guard)
 }
 
+/// Starts a test that uses something system-wide: returns from it with a SKIP line
+/// (naming `why`, as for `format!`) unless it runs as root, then takes the exclusive
+/// [`system_turn`], held until the returned guard drops.
+macro_rules! system_test {
+    ($($why:tt)+) => {{
+        $crate::util::require_root!($($why)+);
+        $crate::util::system_turn()
+    }};
+}
+pub(crate) use system_test;
+
+/// Returns from the calling test with a SKIP line saying why when `mpirun` or latlab's
+/// MPI support is missing (see [`mpi_ready`]).
+macro_rules! require_mpi {
+    () => {
+        if let Err(why) = $crate::util::mpi_ready() {
+            $crate::util::skip!("{why}");
+        }
+    };
+}
+pub(crate) use require_mpi;
+
 /// A shared turn, held while a process of a test that does not hold the [`system_turn`]
 /// runs (`latlab`, `mpirun`, Chromium); `None` in the test that holds it.
 pub fn shared_turn() -> Option<RwLockReadGuard<'static, ()>> {

@@ -308,24 +308,3 @@ pub fn box_drawable(b: &BoxStat, log_y: bool) -> bool {
 pub fn line_point_drawable(chart: &LineChart, p: &(f64, f64)) -> bool {
     p.0.is_finite() && p.1.is_finite() && (!chart.log_x || p.0 > 0.0) && (!chart.log_y || p.1 > 0.0)
 }
-
-impl super::Figure {
-    /// Whether the figure has something to draw (the renderers refuse the rest with
-    /// `NoData`); a provider leaves out, or reports, a figure that has not.
-    pub fn drawable(&self) -> bool {
-        use super::Figure as F;
-        match self {
-            F::Distribution { curves, .. } => curves.iter().any(|c| !c.points.is_empty()),
-            F::Stacked { bars, .. } => stacked_drawable(bars),
-            F::ErrorBars { series, .. } => errorbars_drawable(series),
-            F::Xy { series, .. } => series.iter().any(|s| !s.points.is_empty()),
-            F::Timeline { rows, spec, .. } => timeline_drawable(rows, spec),
-            F::Boxes { boxes, log_y, .. } => boxes.iter().any(|b| box_drawable(b, *log_y)),
-            F::Lines { chart, .. } => chart
-                .lines
-                .iter()
-                .any(|l| l.points.iter().any(|p| line_point_drawable(chart, p))),
-            F::Svg { svg, .. } => svg.contains("<svg"),
-        }
-    }
-}

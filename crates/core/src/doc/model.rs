@@ -3,6 +3,7 @@
 //! turns them into HTML and images, so no provider writes markup or draws.
 
 use super::figure::{
+    box_drawable, errorbars_drawable, line_point_drawable, stacked_drawable, timeline_drawable,
     BoxStat, ChartSpec, Curve, ErrorSeries, LineChart, PlotKind, StackedBar, TimelineRow,
     TimelineSpec, XySeries, XySpec,
 };
@@ -305,6 +306,27 @@ impl Figure {
             | Figure::Boxes { title, .. }
             | Figure::Lines { title, .. }
             | Figure::Svg { title, .. } => title,
+        }
+    }
+}
+
+impl Figure {
+    /// Whether the figure has something to draw (the renderers refuse the rest with
+    /// `NoData`); a provider leaves out, or reports, a figure that has not.
+    pub fn drawable(&self) -> bool {
+        use Figure as F;
+        match self {
+            F::Distribution { curves, .. } => curves.iter().any(|c| !c.points.is_empty()),
+            F::Stacked { bars, .. } => stacked_drawable(bars),
+            F::ErrorBars { series, .. } => errorbars_drawable(series),
+            F::Xy { series, .. } => series.iter().any(|s| !s.points.is_empty()),
+            F::Timeline { rows, spec, .. } => timeline_drawable(rows, spec),
+            F::Boxes { boxes, log_y, .. } => boxes.iter().any(|b| box_drawable(b, *log_y)),
+            F::Lines { chart, .. } => chart
+                .lines
+                .iter()
+                .any(|l| l.points.iter().any(|p| line_point_drawable(chart, p))),
+            F::Svg { svg, .. } => svg.contains("<svg"),
         }
     }
 }

@@ -2,68 +2,29 @@
 //! [`BenchConfig`]; `latlab child` runs a [`BenchConfig`] from a job file through the same
 //! call.
 
+use super::common::{f, mpi_provenance, save_and_read, Launch};
 use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
 use latlab_core::child::ChildJob;
-#[cfg(feature = "mpi")]
-use {
-    super::common::f,
-    crate::output::{default_result_path, unique},
-    crate::table::Table,
-    latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError},
-    std::path::Path,
-};
+use latlab_core::text::Table;
+use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError};
 
-#[cfg(feature = "mpi")]
-impl From<&BenchArgs> for BenchConfig {
-    fn from(a: &BenchArgs) -> BenchConfig {
-        BenchConfig {
-            sizes: a.sizes.clone(),
-            bytes_per_size: a.bytes,
-            min_rounds: a.min_rounds.max(1),
-            mix: !a.no_mix,
-        }
-    }
-}
-
-#[cfg(feature = "mpi")]
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let started_utc = latlab_sys::host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("dfs-bench", &started_utc)));
-    let cfg = BenchConfig::from(&a);
-    execute(cfg, &out_path, a.out.quiet, argv, &started_utc)
+    let launch = Launch::from_args(&a.out, "dfs-bench", argv);
+    execute(BenchConfig::from(&a), launch)
 }
 
 /// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
-#[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let (cfg, out): (BenchConfig, _) = super::common::job_parts(job)?;
-    let started_utc = latlab_sys::host::utc_now_rfc3339();
-    execute(
-        cfg,
-        &out,
-        job.quiet,
-        std::env::args().collect(),
-        &started_utc,
-    )
+    let (cfg, launch): (BenchConfig, _) = Launch::from_job(job)?;
+    execute(cfg, launch)
 }
 
 /// Runs (the library checks the configuration on rank 0), saves the result and prints it
-/// unless `quiet`.
-#[cfg(feature = "mpi")]
-fn execute(
-    cfg: BenchConfig,
-    out_path: &Path,
-    quiet: bool,
-    argv: Vec<String>,
-    started_utc: &str,
-) -> anyhow::Result<()> {
-    let provenance = || super::common::mpi_provenance(started_utc);
-    let r = match mpibench::run(|_| Ok(cfg), argv, provenance) {
+/// unless quiet.
+fn execute(cfg: BenchConfig, l: Launch) -> anyhow::Result<()> {
+    let provenance = || mpi_provenance(&l.started_utc);
+    let r = match mpibench::run(|_| Ok(cfg), l.argv.clone(), provenance) {
         Ok(r) => r,
         Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {
             return Err(usage(e.to_string()))
@@ -71,8 +32,8 @@ fn execute(
         Err(e) => return Err(e.into()),
     };
     let Some(r) = r else { return Ok(()) };
-    let (_, d): (_, BenchData) = super::common::save_and_read(&r, out_path)?;
-    if !quiet {
+    let (_, d): (_, BenchData) = save_and_read(&r, &l.out)?;
+    if !l.quiet {
         println!(
             "MPI_Put many-to-many: {} senders -> {} receivers, one message per receiver per round",
             d.senders, d.receivers
@@ -106,17 +67,7 @@ fn execute(
             ]);
         }
         print!("{}", t.render());
-        println!("result: {}", out_path.display());
+        println!("result: {}", l.out.display());
     }
     Ok(())
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn run(_a: BenchArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
 }

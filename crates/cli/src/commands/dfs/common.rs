@@ -1,52 +1,13 @@
-//! What the `latlab dfs` commands share: model-flag resolution, table cells, child-job
-//! parts, provenance of MPI runs.
+//! What the `latlab dfs` commands share: table cells, child-job parts, provenance of MPI
+//! runs.
 
-use crate::args::dfs::{ModelArgs, SsuCriterionArg};
+#[cfg(feature = "mpi")]
 use crate::exit::usage;
-use latlab_dfs::params::{DfsParams, SsuCriterion, Topology};
 use latlab_dfs::sim::FiveNum;
 
 /// Why `dfs run` and `dfs bench` cannot run in this build.
 #[cfg(not(feature = "mpi"))]
 pub(crate) const NO_MPI: &str = "latlab was built without MPI support (feature 'mpi'); install libopenmpi-dev and libclang-dev and rebuild";
-
-/// Resolves the shared model flags; `default_mts` and `default_ts_per_interval` differ
-/// between the simulator and the MPI runtime. The library checks the result
-/// ([`SimConfig::validate`](latlab_dfs::sim::SimConfig::validate),
-/// [`RunConfig::validate`](latlab_dfs::mpidata::RunConfig::validate)).
-pub(crate) fn resolve_model(
-    m: &ModelArgs,
-    default_mts: u64,
-    default_ts_per_interval: u64,
-) -> anyhow::Result<(Topology, DfsParams)> {
-    let (inputs, computes) = match m.nodes {
-        Some(n) if n < 2 || n % 2 != 0 => {
-            return Err(usage(format!(
-                "--nodes {n}: need an even number of at least 2 (half inputs, half computes)"
-            )))
-        }
-        Some(n) => (n / 2, n / 2),
-        None => (m.inputs, m.computes),
-    };
-    let topology = Topology {
-        inputs,
-        computes,
-        mts_bytes: m.mts_size.unwrap_or(default_mts),
-        slots_per_input: m.slots,
-    };
-    let params = DfsParams {
-        ts_per_intvl: m.ts_per_interval.unwrap_or(default_ts_per_interval),
-        hist_cnt: m.hist_cnt,
-        ssu_th: m.ssu_th,
-        ssu_pct: m.ssu_pct,
-        ssu_criterion: match m.ssu_criterion {
-            SsuCriterionArg::Variance => SsuCriterion::Variance,
-            SsuCriterionArg::Mean => SsuCriterion::MeanDeviation,
-        },
-        theta_pct: m.theta,
-    };
-    Ok((topology, params))
-}
 
 /// Column names of a completion-duration five-number summary, in ms.
 pub(crate) const COMPLETION_MS: [&str; 5] = ["min ms", "p10 ms", "median ms", "p90 ms", "max ms"];
@@ -56,17 +17,50 @@ pub(crate) fn completion_cells(c: &FiveNum) -> [String; 5] {
     [c.min, c.p10, c.median, c.p90, c.max].map(|x| f(x, 3))
 }
 
-/// The configuration and output file of a child job (`latlab child JOBFILE`).
+/// Where and how an MPI run reports, on rank 0: its result file, whether to print, the
+/// command line its result records, and when it started.
 #[cfg(feature = "mpi")]
-pub(crate) fn job_parts<T: serde::de::DeserializeOwned>(
-    job: &latlab_core::child::ChildJob,
-) -> anyhow::Result<(T, std::path::PathBuf)> {
-    let cfg = job.config().map_err(|e| usage(e.to_string()))?;
-    let out = job
-        .output
-        .clone()
-        .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
-    Ok((cfg, out))
+pub(crate) struct Launch {
+    pub out: std::path::PathBuf,
+    pub quiet: bool,
+    pub argv: Vec<String>,
+    pub started_utc: String,
+}
+
+#[cfg(feature = "mpi")]
+impl Launch {
+    /// A run from the command line: `-o FILE`, else `latlab-results/<kind>-<UTC>.json`.
+    pub(crate) fn from_args(
+        out: &crate::args::OutputArgs,
+        kind: &str,
+        argv: Vec<String>,
+    ) -> Launch {
+        let started_utc = latlab_sys::host::utc_now_rfc3339();
+        Launch {
+            out: crate::output::result_path(out, kind, &started_utc),
+            quiet: out.quiet,
+            argv,
+            started_utc,
+        }
+    }
+
+    /// A child job (`latlab child JOBFILE`): its configuration, and the output file it names.
+    pub(crate) fn from_job<T: serde::de::DeserializeOwned>(
+        job: &latlab_core::child::ChildJob,
+    ) -> anyhow::Result<(T, Launch)> {
+        let cfg = job.config().map_err(|e| usage(e.to_string()))?;
+        let out = job
+            .output
+            .clone()
+            .ok_or_else(|| usage(format!("job '{}' names no output file", job.job)))?;
+        let launch = Launch {
+            out,
+            quiet: job.quiet,
+            argv: std::env::args().collect(),
+            started_utc: latlab_sys::host::utc_now_rfc3339(),
+        };
+        Ok((cfg, launch))
+    }
 }
 
 /// `x` as a decimal with `d` digits.

@@ -4,30 +4,9 @@
 
 use crate::args::dfs::DfsExperimentArgs;
 use crate::exit::usage;
-use crate::table::Table;
 use anyhow::Context as _;
-use latlab_dfs::experiment::{self, Context, ExperimentConfig, ExperimentError, FigureFormat};
-
-impl From<&DfsExperimentArgs> for ExperimentConfig {
-    fn from(a: &DfsExperimentArgs) -> ExperimentConfig {
-        ExperimentConfig {
-            nodes: a.nodes.clone(),
-            intervals: a.intervals,
-            ts_per_interval: a.ts_per_interval,
-            drop_intervals: a.drop_intervals,
-            drop_nodes: a.drop_nodes,
-            mpi: !a.no_mpi,
-            ranks: a.ranks,
-            mpi_time_slices: a.mpi_time_slices,
-            seed: a.seed,
-            format: if a.format == "png" {
-                FigureFormat::Png
-            } else {
-                FigureFormat::Svg
-            },
-        }
-    }
-}
+use latlab_core::text::Table;
+use latlab_dfs::experiment::{self, Context, ExperimentConfig, ExperimentError};
 
 pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let started = latlab_sys::host::utc_now_rfc3339();

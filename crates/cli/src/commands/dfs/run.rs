@@ -2,92 +2,35 @@
 //! the library checks it and broadcasts it); `latlab child` runs a [`RunConfig`] from a job
 //! file through the same call.
 
+use super::common::{completion_cells, f, mpi_provenance, save_and_read, Launch, COMPLETION_MS};
 use crate::args::dfs::RunArgs;
 use crate::exit::usage;
 use latlab_core::child::ChildJob;
-#[cfg(feature = "mpi")]
-use {
-    super::common::{completion_cells, f, job_parts, resolve_model, COMPLETION_MS},
-    crate::args::dfs::RunModeArg,
-    crate::output::{default_result_path, unique},
-    crate::table::Table,
-    latlab_core::results::ResultFile,
-    latlab_dfs::mpidata::{
-        RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TIME_SLICES, RUN_DEFAULT_TS_PER_INTERVAL,
-        RUN_MIN_SAMPLE_NS,
-    },
-    latlab_dfs::mpirun::{self, RunConfig, RunData},
-    latlab_dfs::Mode,
-    latlab_sys::host,
-    std::path::Path,
-};
+use latlab_core::results::ResultFile;
+use latlab_core::text::Table;
+use latlab_dfs::mpirun::{self, RunConfig, RunData};
+use latlab_dfs::Mode;
+use std::path::Path;
 
-#[cfg(feature = "mpi")]
-impl TryFrom<&RunArgs> for RunConfig {
-    type Error = String;
-
-    fn try_from(a: &RunArgs) -> Result<RunConfig, String> {
-        let (topology, params) =
-            resolve_model(&a.model, RUN_DEFAULT_MTS_BYTES, RUN_DEFAULT_TS_PER_INTERVAL)
-                .map_err(|e| format!("{e:#}"))?;
-        let kill_dde = match &a.kill_dde {
-            None => None,
-            Some(s) => {
-                let err = || format!("--kill-dde '{s}': expected REPLICA@INTERVAL, e.g. 0@10");
-                let (r, j) = s.split_once('@').ok_or_else(err)?;
-                Some((r.parse().map_err(|_| err())?, j.parse().map_err(|_| err())?))
-            }
-        };
-        Ok(RunConfig {
-            topology,
-            params,
-            mode: match a.mode {
-                RunModeArg::BestEffort => Mode::BestEffort,
-                RunModeArg::Dfs => Mode::Dfs,
-            },
-            time_slices: a.model.time_slices.unwrap_or(RUN_DEFAULT_TIME_SLICES),
-            dde_replicas: a.dde_replicas,
-            kill_dde,
-            clock_skew_ns: a.clock_skew.get() as i64,
-            drift_ppm: a.drift_ppm,
-            sample_ns: (a.sample.get() as i64).max(RUN_MIN_SAMPLE_NS),
-        })
-    }
-}
-
-#[cfg(feature = "mpi")]
 pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let started_utc = host::utc_now_rfc3339();
-    let out_path = a
-        .out
-        .output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path("dfs-run", &started_utc)));
+    let launch = Launch::from_args(&a.out, "dfs-run", argv);
     // rank 0 resolves; the library checks and broadcasts
-    let resolve = |_ranks: usize| RunConfig::try_from(&a);
-    execute(resolve, &out_path, a.out.quiet, argv, &started_utc)
+    execute(|_ranks: usize| RunConfig::try_from(&a), launch)
 }
 
 /// `latlab child` with a `dfs.run` job: the job's configuration, on every rank.
-#[cfg(feature = "mpi")]
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
-    let (cfg, out): (RunConfig, _) = job_parts(job)?;
-    let started_utc = host::utc_now_rfc3339();
-    let argv = std::env::args().collect();
-    execute(|_| Ok(cfg), &out, job.quiet, argv, &started_utc)
+    let (cfg, launch): (RunConfig, _) = Launch::from_job(job)?;
+    execute(|_| Ok(cfg), launch)
 }
 
-/// Runs, saves the result (rank 0) and prints it unless `quiet`.
-#[cfg(feature = "mpi")]
+/// Runs, saves the result (rank 0) and prints it unless quiet.
 fn execute(
     resolve: impl FnOnce(usize) -> Result<RunConfig, String>,
-    out_path: &Path,
-    quiet: bool,
-    argv: Vec<String>,
-    started_utc: &str,
+    l: Launch,
 ) -> anyhow::Result<()> {
-    let provenance = || super::common::mpi_provenance(started_utc);
-    let result = match mpirun::run(resolve, argv, provenance) {
+    let provenance = || mpi_provenance(&l.started_utc);
+    let result = match mpirun::run(resolve, l.argv.clone(), provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
             return Err(usage(e.to_string()))
@@ -95,20 +38,19 @@ fn execute(
         Err(e) => return Err(e.into()),
     };
     let Some(r) = result else { return Ok(()) };
-    let (saved, d): (_, RunData) = super::common::save_and_read(&r, out_path)?;
-    if !quiet {
-        print_run(&d, &saved, out_path);
+    let (saved, d): (_, RunData) = save_and_read(&r, &l.out)?;
+    if !l.quiet {
+        print_run(&d, &saved, &l.out);
     }
     if !d.verified {
         anyhow::bail!(
             "the run lost, duplicated or corrupted contributions (see {})",
-            out_path.display()
+            l.out.display()
         );
     }
     Ok(())
 }
 
-#[cfg(feature = "mpi")]
 fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
     let mut t = Table::new(
         ["mode", "ranks", "ts"]
@@ -154,14 +96,4 @@ fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
         println!("warning: {w}");
     }
     println!("result: {}", out_path.display());
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn run(_a: RunArgs, _argv: Vec<String>) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
-}
-
-#[cfg(not(feature = "mpi"))]
-pub fn child(_job: &ChildJob) -> anyhow::Result<()> {
-    Err(usage(super::common::NO_MPI))
 }

@@ -1,60 +1,21 @@
 //! `latlab dfs sim`: the discrete-event simulator.
 
-use super::common::{completion_cells, f, resolve_model, COMPLETION_MS};
-use crate::args::dfs::{ModeArg, SimArgs};
+use super::common::{completion_cells, f, COMPLETION_MS};
+use crate::args::dfs::SimArgs;
 use crate::exit::usage;
 use crate::output::{default_result_path, unique};
-use crate::table::Table;
 use anyhow::Context as _;
 use latlab_core::results::{Provenance, ResultFile};
-use latlab_dfs::params::DEFAULT_MTS_BYTES;
+use latlab_core::text::Table;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
-use latlab_dfs::sim::{self, result::to_result, NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
+use latlab_dfs::sim::{self, result::to_result, SimConfig};
 use latlab_dfs::Mode;
 use latlab_sys::host;
 use std::path::{Path, PathBuf};
 
-impl TryFrom<&SimArgs> for SimConfig {
-    type Error = anyhow::Error;
-
-    /// The configuration of the run (its mode is set per run); the library checks it.
-    fn try_from(a: &SimArgs) -> anyhow::Result<SimConfig> {
-        let (topology, params) =
-            resolve_model(&a.model, DEFAULT_MTS_BYTES, SIM_DEFAULT_TS_PER_INTERVAL)?;
-        let mut base = SimConfig::new(topology.inputs, topology.computes, Mode::Dfs);
-        base.topology = topology;
-        base.params = params;
-        base.net = NetModel {
-            inj_gbs: a.bandwidth,
-            ej_gbs: a.bandwidth,
-            latency_ns: a.latency.get() as i64,
-            jitter_ns: a.jitter.get() as f64,
-            max_inflight: a.max_inflight,
-            processing_ns: a.processing.get() as f64,
-            noise: a.noise,
-            noise_period_ns: a.noise_period.get() as i64,
-            max_clock_offset_ns: a.clock_offset.get() as i64,
-            max_drift_ppm: a.drift_ppm,
-        };
-        base.seed = a.model.seed;
-        if let Some(n) = a.model.time_slices {
-            base.time_slices = n;
-        }
-        base.slow = parse_all("slow", &a.slow)?;
-        base.drops = parse_all("drop", &a.drop)?;
-        base.dde_replicas = a.dde_replicas;
-        base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
-        Ok(base)
-    }
-}
-
 pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let base = SimConfig::try_from(&a)?;
-    let modes: Vec<Mode> = match a.mode {
-        ModeArg::BestEffort => vec![Mode::BestEffort],
-        ModeArg::Dfs => vec![Mode::Dfs],
-        ModeArg::Both => vec![Mode::BestEffort, Mode::Dfs],
-    };
+    let modes = a.mode.modes();
     let started_utc = host::utc_now_rfc3339();
     let out = a
         .out
@@ -162,14 +123,4 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         println!("result: {}", p.display());
     }
     Ok(())
-}
-
-/// Parses every `flag` value as a `T`, naming the flag and the value in the error.
-fn parse_all<T: std::str::FromStr<Err = String>>(
-    flag: &str,
-    v: &[String],
-) -> anyhow::Result<Vec<T>> {
-    v.iter()
-        .map(|s| s.parse().map_err(|e| usage(format!("--{flag} '{s}': {e}"))))
-        .collect()
 }

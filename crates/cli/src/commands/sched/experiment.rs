@@ -1,8 +1,8 @@
 //! `latlab experiment hourglass`: the Hourglass paper's Section 5 scenarios
 //! ([`latlab_sched::experiment`]), then the experiment's report.
 
-use super::sched_error;
 use crate::args::sched::HourglassExperimentArgs;
+use crate::exit::sched_error;
 use latlab_report::FileFigures as Figures;
 use latlab_sched::experiment::{self, ExperimentConfig};
 

@@ -1,17 +1,21 @@
-//! Plain-text tables for the terminal, and the cell formats every table shares: an
-//! unsupported percentile is printed as `unsupported`, never as a bare number.
+//! Plain-text tables for terminals and text files: one renderer for every latlab table
+//! printed as text (the CLI's tables, `latlab sched`'s run summary and analysis), and the
+//! cell formats they share: an unsupported percentile is printed as `unsupported`, never
+//! as a bare number.
 
-use latlab_core::stats::{PercentileEstimate, Summary};
-use latlab_core::units::{format_decimal, format_ns};
+use crate::stats::{PercentileEstimate, Summary};
+use crate::units::{format_decimal, format_ns};
 
-/// A table with a header row; the first column is left-aligned, the rest right-aligned.
+/// A table with a header row; the first column is left-aligned, the rest right-aligned,
+/// two spaces apart.
+#[derive(Clone, Debug, Default)]
 pub struct Table {
     header: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    /// A table with these column names.
+    /// A table with these column names and no rows.
     pub fn new<S: Into<String>>(header: impl IntoIterator<Item = S>) -> Table {
         Table {
             header: header.into_iter().map(Into::into).collect(),
@@ -19,12 +23,12 @@ impl Table {
         }
     }
 
-    /// Appends a row (missing cells are blank).
+    /// Appends a row (missing cells are blank; cells beyond the header are dropped).
     pub fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
-    /// Renders with two spaces between columns.
+    /// The table as lines of text, each ending in a newline, trailing blanks trimmed.
     pub fn render(&self) -> String {
         let ncol = self.header.len();
         let mut width = vec![0usize; ncol];
@@ -138,10 +142,10 @@ pub fn summary_block(name: &str, s: &Summary) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use latlab_core::hist::LatencyHistogram;
-    use latlab_core::parse::Percentile;
-    use latlab_core::stats::summarize;
-    use latlab_core::units::Nanos;
+    use crate::hist::LatencyHistogram;
+    use crate::parse::Percentile;
+    use crate::stats::summarize;
+    use crate::units::Nanos;
 
     #[test]
     fn columns_align() {
@@ -151,6 +155,14 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines[0], "a          bb");
         assert_eq!(lines[1], "long name   1");
+    }
+
+    #[test]
+    fn short_rows_are_padded_and_extra_cells_dropped() {
+        let mut t = Table::new(["name", "n", "µs"]);
+        t.row(vec!["x".into()]);
+        t.row(vec!["yy".into(), "10".into(), "3".into(), "extra".into()]);
+        assert_eq!(t.render(), "name   n  µs\nx\nyy    10   3\n");
     }
 
     #[test]

@@ -1,0 +1,80 @@
+//! What the argument modules share: the output flags of measuring commands, the value
+//! parsers of durations, percentiles and confidence levels, and name-list resolution.
+//! The argument modules import these from here, never from their parent.
+
+use clap::{Args, ValueEnum};
+use latlab_core::parse::{parse_duration, parse_percentile, Percentile};
+use latlab_core::units::Nanos;
+use std::path::PathBuf;
+
+/// Output options shared by measuring commands.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Result file to write (default: latlab-results/<kind>-<UTC time>.json).
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Print nothing but errors.
+    #[arg(long, short = 'q')]
+    pub quiet: bool,
+}
+
+/// `--no-mlock` of the measuring commands that lock memory by default.
+#[derive(Debug, Args)]
+pub struct MlockArgs {
+    /// Do not lock memory with mlockall (locking is attempted by default).
+    #[arg(long)]
+    pub no_mlock: bool,
+}
+
+/// Which directions of a two-port element (`latlab net forward`, `latlab net delay`) an
+/// option applies to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum DirectionArg {
+    /// Both directions.
+    Both,
+    /// A→B only: what arrives on the first port or interface.
+    AToB,
+    /// B→A only: what arrives on the second port or interface.
+    BToA,
+}
+
+pub(crate) fn duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s).map_err(|e| e.to_string())
+}
+
+pub(crate) fn percentile_arg(s: &str) -> Result<Percentile, String> {
+    parse_percentile(s).map_err(|e| e.to_string())
+}
+
+pub(crate) fn confidence_arg(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(c) if c > 0.0 && c < 1.0 => Ok(c),
+        _ => Err(format!(
+            "'{s}' is not valid; expected a confidence level between 0 and 1, e.g. 0.95"
+        )),
+    }
+}
+
+/// Resolves a list of names given to `flag` (e.g. `--sources`) into distinct values, in
+/// the order first given; an unknown name is a usage error that lists the `accepted` ones.
+pub fn pick_names<T: PartialEq>(
+    names: &[String],
+    flag: &str,
+    what: &str,
+    from_name: impl Fn(&str) -> Option<T>,
+    accepted: &[&str],
+) -> anyhow::Result<Vec<T>> {
+    let mut out = Vec::new();
+    for name in names {
+        let v = from_name(name.trim()).ok_or_else(|| {
+            crate::exit::usage(format!(
+                "{flag}: unknown {what} '{name}'; accepted: {}",
+                accepted.join(", ")
+            ))
+        })?;
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
