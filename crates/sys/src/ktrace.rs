@@ -424,8 +424,7 @@ mod tests {
 
     #[test]
     fn trace_clock_lists_and_selection() {
-        let (offered, cur) =
-            parse_trace_clock("[local] global counter uptime perf mono x86-tsc\n");
+        let (offered, cur) = parse_trace_clock("[local] global counter uptime perf mono x86-tsc\n");
         assert_eq!(cur.as_deref(), Some("local"));
         assert!(offered.contains(&"x86-tsc".to_string()));
         assert_eq!(offered.len(), 7);
