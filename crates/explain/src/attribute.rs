@@ -168,7 +168,7 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             events.push(format!(
                 "{}{} {} for {} ns",
                 if off < 0 { "-" } else { "+" },
-                fmt_ns(off_ns),
+                latlab_core::units::format_ns(off_ns as f64),
                 iv.cause,
                 ns(iv.end - iv.start, hz)
             ));
@@ -187,16 +187,6 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             .map(|(c, t)| cause_time(c, 1, *t, hz))
             .collect(),
         events,
-    }
-}
-
-fn fmt_ns(v: u64) -> String {
-    if v >= 1_000_000 {
-        format!("{:.2}ms", v as f64 / 1e6)
-    } else if v >= 1_000 {
-        format!("{:.1}us", v as f64 / 1e3)
-    } else {
-        format!("{v}ns")
     }
 }
 

@@ -7,6 +7,7 @@
 //! - [`timeline`]: per-CPU cause intervals (IRQ, softirq, timer, IPI, NMI, workqueue,
 //!   preemption of a watched thread), nested, innermost wins;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
+//! - [`render`]: an attribution as terminal text;
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
@@ -17,6 +18,7 @@
 pub mod attribute;
 pub mod decode;
 pub mod gaps;
+pub mod render;
 pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
