@@ -158,11 +158,15 @@ pub fn attribute(
     (a, splits)
 }
 
+/// Most events listed under one worst window (the rest are counted).
+pub const MAX_WORST_EVENTS: usize = 24;
+
 fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstWindow {
     let w = s.window;
     let mut events = Vec::new();
     if let Some(c) = timeline.and_then(|t| t.cpu(w.cpu)) {
-        for iv in c.intervals_in(w.start, w.end) {
+        let overlapping: Vec<_> = c.intervals_in(w.start, w.end).collect();
+        for iv in overlapping.iter().take(MAX_WORST_EVENTS) {
             let off = iv.start as i128 - w.start as i128;
             let off_ns = (off.unsigned_abs() * 1_000_000_000 / u128::from(hz.max(1))) as u64;
             events.push(format!(
@@ -171,6 +175,12 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
                 latlab_core::units::format_ns(off_ns as f64),
                 iv.cause,
                 ns(iv.end - iv.start, hz)
+            ));
+        }
+        if overlapping.len() > MAX_WORST_EVENTS {
+            events.push(format!(
+                "... and {} more",
+                overlapping.len() - MAX_WORST_EVENTS
             ));
         }
         if events.is_empty() && !c.has_event_in(w.start, w.end) {

@@ -147,7 +147,10 @@ mod tests {
         assert!(lines[1].starts_with("outside the kernel"), "{t}");
         assert!(lines[1].ends_with("15.0us  75.0%"), "{t}");
         assert!(lines[2].starts_with("preempted by task (hog)"), "{t}");
-        assert!(t.contains("explained: 19.0us of 20.0us excess (95.0%)"), "{t}");
+        assert!(
+            t.contains("explained: 19.0us of 20.0us excess (95.0%)"),
+            "{t}"
+        );
         assert!(t.contains("2 kernel events were lost"), "{t}");
     }
 
@@ -167,6 +170,9 @@ mod tests {
             worst_text(&a),
             "#1 CPU 1 at TSC 99: 2.50us = irq (eth0) 2.00us\n    +100ns irq (eth0) for 2000 ns\n"
         );
-        assert_eq!(cause_label(&ct("softirq", "NET_RX", 1, 1)), "softirq (NET_RX)");
+        assert_eq!(
+            cause_label(&ct("softirq", "NET_RX", 1, 1)),
+            "softirq (NET_RX)"
+        );
     }
 }

@@ -135,6 +135,12 @@ pub struct NoiseData {
     pub threshold_ns: u64,
     /// Time spun, ns.
     pub elapsed_ns: u64,
+    /// The first read of the spin, raw TSC (the window the gaps lie in).
+    #[serde(default)]
+    pub start_tsc: u64,
+    /// The last read, raw TSC.
+    #[serde(default)]
+    pub end_tsc: u64,
     /// Reads of the TSC.
     pub loop_iterations: u64,
     /// The loop's own cost: the smallest read-to-read step, ns.

@@ -240,6 +240,8 @@ pub fn run(
         tid,
         threshold_ns: r.threshold.get(),
         elapsed_ns: elapsed.get(),
+        start_tsc: spun.start,
+        end_tsc: spun.end,
         loop_iterations: spun.rec.steps() + 1,
         loop_cost_ns: clock.raw_to_nanos(spun.rec.min_step()).get(),
         gaps: gaps.len() as u64 + spun.rec.overflow(),
