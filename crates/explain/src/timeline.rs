@@ -129,6 +129,12 @@ impl CpuTimeline {
         self.events.get(i).is_some_and(|&t| t <= end)
     }
 
+    /// The first event on this CPU in `[start, end]`.
+    pub fn first_event_in(&self, start: u64, end: u64) -> Option<u64> {
+        let i = self.events.partition_point(|&t| t < start);
+        self.events.get(i).copied().filter(|&t| t <= end)
+    }
+
     /// The segments overlapping `[start, end)`.
     pub fn segments_in(&self, start: u64, end: u64) -> &[Segment] {
         // segments are sorted and disjoint, so their ends are sorted too
@@ -477,6 +483,8 @@ mod tests {
                 (130, 200, "softirq (NET_RX)".to_string()),
             ]
         );
+        assert_eq!(c.first_event_in(101, 1000), Some(120));
+        assert_eq!(c.first_event_in(201, 1000), None);
         assert!(c.has_event_in(125, 130) && !c.has_event_in(121, 129) && !c.has_event_in(201, 999));
     }
 
