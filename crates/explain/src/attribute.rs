@@ -76,21 +76,18 @@ pub fn split(w: Window, cpu: Option<&CpuTimeline>, base_ticks: u64) -> WindowSpl
     // Uncovered time before the CPU's first kernel event in the window (all of it when
     // there is none): the kernel had not been entered yet.
     let mut lead = 0u64;
-    match cpu {
-        Some(c) => {
-            let first = c.first_event_in(w.start, w.end).unwrap_or(w.end);
-            let mut lead_covered = 0u64;
-            for s in c.segments_in(w.start, w.end) {
-                let (a, b) = (s.start.max(w.start), s.end.min(w.end));
-                covered += b - a;
-                lead_covered += b.min(first).saturating_sub(a);
-                *parts
-                    .entry(c.intervals[s.interval].cause.clone())
-                    .or_insert(0) += b - a;
-            }
-            lead = (first - w.start).saturating_sub(lead_covered);
+    if let Some(c) = cpu {
+        let first = c.first_event_in(w.start, w.end).unwrap_or(w.end);
+        let mut lead_covered = 0u64;
+        for s in c.segments_in(w.start, w.end) {
+            let (a, b) = (s.start.max(w.start), s.end.min(w.end));
+            covered += b - a;
+            lead_covered += b.min(first).saturating_sub(a);
+            *parts
+                .entry(c.intervals[s.interval].cause.clone())
+                .or_insert(0) += b - a;
         }
-        None => {}
+        lead = (first - w.start).saturating_sub(lead_covered);
     }
     let uncovered = len - covered.min(len);
     let inner = uncovered - lead.min(uncovered);
