@@ -1,41 +1,18 @@
 //! A whole `host noise` run: place the spinning thread, start the kernel-event recorder,
 //! spin, attribute every gap, and write the result — before anything is printed.
 
-use super::{GapRecord, NoiseData, NoiseRun, GAP_HISTOGRAM, MAX_LISTED_GAPS, RESULT_KIND};
+use super::config::{NoiseError, NoiseRun};
+use super::data::{GapRecord, NoiseData, GAP_HISTOGRAM, MAX_LISTED_GAPS, RESULT_KIND};
 use latlab_core::hist::LatencyHistogram;
-use latlab_core::results::{ResultError, ResultFile, StoredHistogram, ThreadPlacement};
+use latlab_core::results::{ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_explain::{attribute, AttributeOptions, GapRecorder, TimelineOptions, Window};
 use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
-use latlab_sys::sched::{self, SchedError};
+use latlab_sys::sched;
 use latlab_sys::tsc::{Clock, Timesource};
 use latlab_sys::{host, rt};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
-
-/// Errors that stop a run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum NoiseError {
-    /// A setting is unusable.
-    #[error("{0}")]
-    Config(String),
-    /// Placing the spinning thread failed (`--cpu`, `--fifo`).
-    #[error("{flag}: {source}")]
-    Placement {
-        /// The flag that asked for it.
-        flag: &'static str,
-        /// What the OS said.
-        #[source]
-        source: SchedError,
-    },
-    /// The spinning thread could not be started or died.
-    #[error("the spinning thread failed: {0}")]
-    Thread(String),
-    /// Writing the result failed.
-    #[error(transparent)]
-    Write(#[from] ResultError),
-}
 
 /// What [`run`] wrote.
 #[derive(Clone, Debug)]
@@ -322,4 +299,55 @@ pub fn run(
     Ok(Written {
         result: out.to_path_buf(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::noise::data::summary;
+    use latlab_core::units::Nanos;
+
+    #[test]
+    fn a_gap_only_run_writes_a_result_that_reads_back() {
+        let dir = std::env::temp_dir().join(format!("latlab-noise-test-{}", std::process::id()));
+        let out = dir.join("n.json");
+        let r = NoiseRun {
+            duration: Nanos::from_millis(50),
+            threshold: Nanos::from_micros(1),
+            kernel: false,
+            mlock: false,
+            capacity: 4096,
+            calibration: Nanos::from_millis(10),
+            ..NoiseRun::default()
+        };
+        let mut notices = Vec::new();
+        run(&r, vec!["latlab".into()], &out, &mut |n| {
+            notices.push(n.to_string())
+        })
+        .unwrap();
+        assert!(
+            notices.is_empty(),
+            "--no-kernel is asked for, not a failure: {notices:?}"
+        );
+        let back = ResultFile::load(&out).unwrap();
+        let d = NoiseData::from_result(&back).unwrap();
+        assert_eq!(d.cpu, 0);
+        assert!(d.elapsed_ns >= 50_000_000, "{}", d.elapsed_ns);
+        assert!(d.loop_iterations > 1000);
+        let h = back.histogram(GAP_HISTOGRAM).unwrap().unwrap();
+        assert_eq!(h.count(), d.gap_list.len() as u64);
+        assert_eq!(back.counters["gaps"], d.gaps);
+        let a = back.explain.as_ref().unwrap();
+        assert!(!a.complete);
+        assert_eq!(a.unavailable.as_deref(), Some("--no-kernel was given"));
+        assert_eq!(a.explained_ns, 0);
+        assert_eq!(a.windows, d.gap_list.len() as u64);
+        let text = summary(&back).unwrap();
+        assert!(text.starts_with("host noise on CPU 0"), "{text}");
+        assert!(
+            text.contains("kernel events unavailable: --no-kernel was given"),
+            "{text}"
+        );
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }
