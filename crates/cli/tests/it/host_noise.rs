@@ -87,6 +87,7 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
 
     let r = ResultFile::load(&out).unwrap();
     let d = NoiseData::from_result(&r).unwrap();
+    let tsc_hz = r.provenance.timebase.tsc.rate_hz.expect("a TSC timebase");
     let a = r
         .explain
         .as_ref()
@@ -102,29 +103,81 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
         "{} hog runs inside the window",
         truth.len()
     );
-    let hog_gaps: Vec<(u64, u64)> = d
+    // A gap "names the hog" when the attribution gives the hog time in it; in a gap where
+    // other tasks also ran (builds sharing the CPU) the hog need not be the top cause.
+    let hog_ns = |g: &latlab_host::noise::GapRecord| -> u64 {
+        g.causes
+            .iter()
+            .filter(|(c, _)| c == "preempted:latlab-hog")
+            .map(|(_, t)| *t)
+            .sum()
+    };
+    let hog_gaps: Vec<(u64, u64, u64)> = d
         .gap_list
         .iter()
-        .filter(|g| g.duration_ns >= 5_000 && g.cause == "preempted:latlab-hog")
-        .map(|g| (g.start_tsc, g.end_tsc))
+        .filter(|g| g.duration_ns >= 5_000 && hog_ns(g) > 0)
+        .map(|g| (g.start_tsc, g.end_tsc, hog_ns(g)))
         .collect();
     let true_pos = hog_gaps
         .iter()
-        .filter(|g| truth.iter().any(|t| overlaps(**g, *t)))
+        .filter(|g| truth.iter().any(|t| overlaps((g.0, g.1), *t)))
         .count();
+    // A run is found when the gaps over it give the hog at least 90 % of the length of
+    // the runs those gaps cover (a gap in which other tasks also ran may cover several).
+    let len_ns = |t: &(u64, u64)| (t.1 - t.0) * 1_000_000_000 / tsc_hz;
+    let mut errors_ns = Vec::new();
     let found = truth
         .iter()
-        .filter(|t| hog_gaps.iter().any(|g| overlaps(*g, **t)))
+        .filter(|t| {
+            let gaps: Vec<&(u64, u64, u64)> = hog_gaps
+                .iter()
+                .filter(|g| overlaps((g.0, g.1), **t))
+                .collect();
+            let covered: Vec<&(u64, u64)> = truth
+                .iter()
+                .filter(|u| gaps.iter().any(|g| overlaps((g.0, g.1), **u)))
+                .collect();
+            let got: u64 = gaps.iter().map(|g| g.2).sum();
+            let want: u64 = covered.iter().map(|u| len_ns(u)).sum();
+            if covered.len() == 1 {
+                errors_ns.push(got as i64 - want as i64);
+            }
+            !gaps.is_empty() && got * 10 >= want * 9
+        })
         .count();
+    errors_ns.sort_unstable();
+    let q = |f: usize| {
+        errors_ns
+            .get(errors_ns.len() * f / 10)
+            .copied()
+            .unwrap_or(0)
+    };
     let precision = true_pos as f64 / hog_gaps.len().max(1) as f64;
     let recall = found as f64 / truth.len() as f64;
     eprintln!(
-        "hog: {} runs, {} gaps attributed to it; precision {precision:.3}, recall {recall:.3}",
+        "hog: {} runs, {} gaps give it time; precision {precision:.3}, recall {recall:.3}; \
+         hog time minus run length over {} single-run gaps: median {} ns, p10 {} ns, p90 {} ns",
         truth.len(),
-        hog_gaps.len()
+        hog_gaps.len(),
+        errors_ns.len(),
+        q(5),
+        q(1),
+        q(9),
     );
-    assert!(precision >= 0.9, "precision {precision:.3}");
-    assert!(recall >= 0.9, "recall {recall:.3}");
+    // what the gaps over the hog's runs were attributed to, for a failure message
+    let mut under: std::collections::BTreeMap<&str, usize> = Default::default();
+    for g in &d.gap_list {
+        if truth.iter().any(|t| overlaps((g.start_tsc, g.end_tsc), *t)) {
+            *under.entry(g.cause.as_str()).or_default() += 1;
+        }
+    }
+    assert!(precision >= 0.9, "precision {precision:.3}; {under:?}");
+    assert!(
+        recall >= 0.9,
+        "recall {recall:.3}; top causes of the gaps over hog runs: {under:?}; {} gaps, {:?}",
+        d.gap_list.len(),
+        r.explain.as_ref().map(|a| (a.lost_events, &a.unavailable))
+    );
 
     // explain reads the same attribution back, as text and as JSON
     let text = ok(&latlab().arg("explain").arg(&out).output().unwrap());
@@ -144,8 +197,14 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
         .iter()
         .find(|c| c["class"] == "preempted" && c["name"] == "latlab-hog")
         .expect("the hog is among the causes");
-    assert!(hog["count"].as_u64().unwrap() >= truth.len() as u64 * 9 / 10);
-    assert!(hog["time_ns"].as_u64().unwrap() >= 150 * 200_000);
+    // the ranked causes and the gap list (top 8 causes per gap) say the same
+    assert!(hog["count"].as_u64().unwrap() >= hog_gaps.len() as u64);
+    let listed: u64 = hog_gaps.iter().map(|g| g.2).sum();
+    let stored = hog["time_ns"].as_u64().unwrap();
+    assert!(
+        stored + hog_gaps.len() as u64 >= listed,
+        "{stored} vs {listed}"
+    );
 }
 
 #[test]

@@ -25,7 +25,14 @@ pub struct GapRecord {
     pub duration_ns: u64,
     /// The cause with the most of its time (`class` or `class:name`).
     pub cause: String,
+    /// Its time by cause, largest first (at most [`MAX_GAP_CAUSES`]): `[cause, ns]`, the
+    /// cause written as in `cause`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<(String, u64)>,
 }
+
+/// Most causes listed per gap in the gap list (the attribution has them all).
+pub const MAX_GAP_CAUSES: usize = 8;
 
 /// The `data` section of a `host.noise` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -16,6 +16,7 @@ mod data;
 mod run;
 pub use config::{NoiseError, NoiseRun, MAX_DURATION};
 pub use data::{
-    summary, DataError, GapRecord, NoiseData, GAP_HISTOGRAM, MAX_LISTED_GAPS, RESULT_KIND,
+    summary, DataError, GapRecord, NoiseData, GAP_HISTOGRAM, MAX_GAP_CAUSES, MAX_LISTED_GAPS,
+    RESULT_KIND,
 };
 pub use run::{run, Written};

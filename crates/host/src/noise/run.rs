@@ -2,7 +2,9 @@
 //! spin, attribute every gap, and write the result — before anything is printed.
 
 use super::config::{NoiseError, NoiseRun};
-use super::data::{GapRecord, NoiseData, GAP_HISTOGRAM, MAX_LISTED_GAPS, RESULT_KIND};
+use super::data::{
+    GapRecord, NoiseData, GAP_HISTOGRAM, MAX_GAP_CAUSES, MAX_LISTED_GAPS, RESULT_KIND,
+};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::results::{ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
@@ -19,6 +21,15 @@ use std::sync::mpsc;
 pub struct Written {
     /// The result file.
     pub result: PathBuf,
+}
+
+/// A cause as the gap list writes it: `class` or `class:name`.
+fn cause_key(c: &latlab_explain::Cause) -> String {
+    if c.name.is_empty() {
+        c.class.as_str().to_string()
+    } else {
+        format!("{}:{}", c.class.as_str(), c.name)
+    }
 }
 
 /// What the spinning thread brings back.
@@ -200,13 +211,13 @@ pub fn run(
                 start_tsc: g.start,
                 end_tsc: g.end,
                 duration_ns: d.get(),
-                cause: s.top().map_or_else(String::new, |c| {
-                    if c.name.is_empty() {
-                        c.class.as_str().to_string()
-                    } else {
-                        format!("{}:{}", c.class.as_str(), c.name)
-                    }
-                }),
+                cause: s.top().map_or_else(String::new, cause_key),
+                causes: s
+                    .parts
+                    .iter()
+                    .take(MAX_GAP_CAUSES)
+                    .map(|(c, t)| (cause_key(c), clock.raw_to_nanos(*t).get()))
+                    .collect(),
             });
         }
     }
