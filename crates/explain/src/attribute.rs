@@ -202,6 +202,20 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             events.push(format!("no kernel event on CPU {}", w.cpu));
         }
     }
+    // Cross-check for time outside the kernel: did the other CPUs log anything meanwhile?
+    // (All quiet hints at the whole guest stalling.)
+    if s.parts.iter().any(|(c, _)| c.class == Class::OutsideKernel) {
+        for other in timeline.iter().flat_map(|t| &t.cpus) {
+            if other.cpu != w.cpu {
+                let n = other.events_in(w.start, w.end);
+                events.push(if n == 0 {
+                    format!("CPU {}: no kernel event meanwhile", other.cpu)
+                } else {
+                    format!("CPU {}: {n} kernel events meanwhile", other.cpu)
+                });
+            }
+        }
+    }
     WorstWindow {
         cpu: w.cpu,
         start_tsc: w.start,
@@ -407,11 +421,20 @@ mod tests {
         assert_eq!(splits[1].top(), Some(&Cause::new(Class::Preempted, "hog")));
         assert_eq!(a.worst.len(), 2);
         assert_eq!(a.worst[0].duration_ns, 500);
-        assert_eq!(a.worst[0].events, vec!["no kernel event on CPU 1"]);
+        assert_eq!(
+            a.worst[0].events,
+            vec![
+                "no kernel event on CPU 1",
+                "CPU 0: no kernel event meanwhile"
+            ]
+        );
         assert_eq!(a.worst[1].duration_ns, 320);
         assert_eq!(
             a.worst[1].events,
-            vec!["+10ns preempted by task (hog) for 300 ns"]
+            vec![
+                "+10ns preempted by task (hog) for 300 ns",
+                "CPU 0: no kernel event meanwhile"
+            ]
         );
     }
 

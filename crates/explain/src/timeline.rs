@@ -129,6 +129,13 @@ impl CpuTimeline {
         self.events.get(i).is_some_and(|&t| t <= end)
     }
 
+    /// How many events this CPU logged in `[start, end]`.
+    pub fn events_in(&self, start: u64, end: u64) -> usize {
+        let a = self.events.partition_point(|&t| t < start);
+        let b = self.events.partition_point(|&t| t <= end);
+        b - a
+    }
+
     /// The first event on this CPU in `[start, end]`.
     pub fn first_event_in(&self, start: u64, end: u64) -> Option<u64> {
         let i = self.events.partition_point(|&t| t < start);
@@ -484,6 +491,8 @@ mod tests {
             ]
         );
         assert_eq!(c.first_event_in(101, 1000), Some(120));
+        assert_eq!(c.events_in(100, 130), 3);
+        assert_eq!(c.events_in(201, 1000), 0);
         assert_eq!(c.first_event_in(201, 1000), None);
         assert!(c.has_event_in(125, 130) && !c.has_event_in(121, 129) && !c.has_event_in(201, 999));
     }
