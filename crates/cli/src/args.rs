@@ -6,6 +6,7 @@ pub mod dfs;
 pub mod experiment;
 pub mod host_breakdown;
 pub mod host_clocks;
+pub mod host_noise;
 pub mod net;
 pub mod net_delay;
 pub mod report;
@@ -103,6 +104,15 @@ percentile, unknown histogram or counter, or unreadable result.")]
   latlab plot run.json --kind ccdf -o tail.svg                          (the tail alone, log scale)
   latlab plot a.json b.json --kind both --series rdtsc -o rdtsc.png")]
     Plot(PlotArgs),
+    /// Why the tail: per result, the causes its excess time went to (kernel events on the
+    /// TSC timeline), ranked, and the worst samples with the events under them.
+    #[command(after_help = "Examples:
+  latlab explain latlab-results/host-noise-*.json
+  latlab explain noise.json --json
+
+A result without an attribution is refused in one line (exit 2). The classes, the JSON
+schema and how time is split are in docs/explain.md.")]
+    Explain(host_noise::ExplainArgs),
     /// Internal: run a job another latlab process wrote (a versioned JSON envelope holding
     /// a resolved library configuration; see `latlab_core::child`). Not for users.
     #[command(hide = true)]
@@ -142,6 +152,18 @@ sample also contains one clock read (the clock_read step). veth_netns needs root
 creates two network namespaces); without root it is skipped and says so. The class rule
 is in docs/host.md.")]
     Breakdown(host_breakdown::BreakdownArgs),
+    /// What interrupts a CPU, and why: a pinned thread spins on the TSC, records every gap,
+    /// and each gap is attributed to the kernel events under it (osnoise/oslat style).
+    #[command(after_help = "Examples:
+  latlab host noise --cpu 1 --duration 10s
+  latlab host noise --cpu 1 --threshold 2us --fifo 50 -o noise.json
+  latlab host noise --cpu 0 --no-kernel
+
+Kernel events need root and tracefs (mounted when absent, and said so); without them the
+gaps are still measured and all their time is unexplained. Time no kernel event covers
+on a CPU that logged nothing is 'outside the kernel' (hypervisor, SMI, firmware). See
+docs/host.md and docs/explain.md.")]
+    Noise(host_noise::NoiseArgs),
 }
 
 /// Which curves `latlab plot` draws.

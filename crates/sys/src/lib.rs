@@ -22,6 +22,8 @@
 //! - [`netstat`]: network drop counters, interrupts, sysctls, interfaces and routes from
 //!   `/proc`, `/sys` and `ip route`;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
+//! - [`ktrace`]: kernel events (IRQs, softirqs, switches, …) on the TSC timeline from a
+//!   private tracefs instance;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
 //! - [`host`]: host provenance (`uname`, CPU model, clocksource, governors, command line,
 //!   hypervisor) and an RFC 3339 UTC timestamp.
@@ -34,6 +36,7 @@ pub mod clocks;
 pub mod futex;
 pub mod host;
 pub mod ipc;
+pub mod ktrace;
 #[cfg(feature = "mpi")]
 pub mod mpi_rma;
 pub mod net;

@@ -4,8 +4,10 @@
 mod child;
 mod dfs;
 mod experiment;
+mod explain;
 mod host_breakdown;
 mod host_clocks;
+mod host_noise;
 mod net;
 mod net_delay;
 mod plot;
@@ -24,6 +26,8 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Net(c) => net::run(c, argv),
         Command::Experiment(c) => experiment::run(c, argv),
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
+        Command::Host(HostCommand::Noise(a)) => host_noise::run(a, argv),
+        Command::Explain(a) => explain::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
         Command::Report(a) => report::report(a),

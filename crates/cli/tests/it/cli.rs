@@ -244,8 +244,14 @@ fn malformed_result_files_are_one_clear_line() {
         ),
         (
             "newer.json",
-            text.replace("\"schema_version\": 1", "\"schema_version\": 7")
-                .into_bytes(),
+            text.replace(
+                &format!(
+                    "\"schema_version\": {}",
+                    latlab_core::results::SCHEMA_VERSION
+                ),
+                "\"schema_version\": 7",
+            )
+            .into_bytes(),
             "schema version 7",
         ),
         (

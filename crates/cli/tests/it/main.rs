@@ -15,6 +15,7 @@ mod dfs;
 mod dfs_report;
 mod golden_report;
 mod host_breakdown;
+mod host_noise;
 mod net;
 mod net_delay;
 mod report;

@@ -10,12 +10,14 @@
 //! Files are written atomically (temporary file, then rename): a reader never sees half a
 //! result.
 
+pub mod attribution;
 pub mod csv;
 pub mod hlog;
 pub mod merge;
 pub mod provenance;
 
 use crate::hist::{HistConfig, HistError, LatencyHistogram};
+pub use attribution::{Attribution, CauseTime, WorstWindow};
 pub use provenance::{HostInfo, Provenance, ThreadPlacement, Timebase, TscFacts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -23,8 +25,9 @@ use std::path::{Path, PathBuf};
 
 /// The value of the `schema` field that identifies a latlab result.
 pub const SCHEMA_NAME: &str = "latlab-result";
-/// The schema version this latlab writes and the newest it reads.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The schema version this latlab writes and the newest it reads. Version 2 added the
+/// optional `explain` field; version 1 files read unchanged.
+pub const SCHEMA_VERSION: u32 = 2;
 /// The histogram encoding used in result files.
 pub const HIST_ENCODING: &str = "hdr-v2-deflate-base64";
 
@@ -127,6 +130,9 @@ pub struct ResultFile {
     /// Kind-specific data (per-series facts that are not distributions).
     #[serde(default)]
     pub data: serde_json::Value,
+    /// Where the run's excess time went, by cause (schema 2; absent when not recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<Attribution>,
 }
 
 /// Errors reading or writing result files; each names the file.
@@ -223,6 +229,7 @@ impl ResultFile {
             warnings: Vec::new(),
             interval_log: None,
             data: serde_json::Value::Null,
+            explain: None,
         }
     }
 
@@ -394,7 +401,10 @@ mod tests {
         assert!(e(&full[..full.len() / 2]).contains("truncated"));
         assert!(e("{\"a\":1}").contains("no 'schema' field"));
         assert!(e("{\"schema\":\"other\"}").contains("schema is 'other'"));
-        let newer = full.replace("\"schema_version\": 1", "\"schema_version\": 99");
+        let newer = full.replace(
+            &format!("\"schema_version\": {SCHEMA_VERSION}"),
+            "\"schema_version\": 99",
+        );
         assert!(e(&newer).contains("schema version 99"), "{}", e(&newer));
         let corrupt = full.replace("HISTF", "HISTX");
         assert!(e(&corrupt).contains("histogram 'rdtsc'"));
@@ -402,6 +412,27 @@ mod tests {
             assert!(msg.starts_with("x.json: "));
             assert!(!msg.contains('\n'));
         }
+    }
+
+    #[test]
+    fn version_1_files_still_load() {
+        let v1 = sample().to_json().replace(
+            &format!("\"schema_version\": {SCHEMA_VERSION}"),
+            "\"schema_version\": 1",
+        );
+        assert!(v1.contains("\"schema_version\": 1"));
+        let r = ResultFile::from_json(&v1, Path::new("v1.json")).unwrap();
+        assert_eq!(r.schema_version, 1);
+        assert_eq!(r.explain, None);
+        let mut with = sample();
+        with.explain = Some(Attribution {
+            complete: true,
+            excess_ns: 10,
+            ..Attribution::default()
+        });
+        let back = ResultFile::from_json(&with.to_json(), Path::new("v2.json")).unwrap();
+        assert_eq!(back.explain, with.explain);
+        assert!(!sample().to_json().contains("\"explain\""));
     }
 
     #[test]

@@ -1,0 +1,38 @@
+//! `latlab host noise`: resolve the flags, run, print the summary from the file written.
+
+use crate::args::host_noise::NoiseArgs;
+use crate::exit::usage;
+use latlab_core::results::ResultFile;
+use latlab_host::noise::{self, NoiseError, NoiseRun};
+
+pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let mut r = NoiseRun::from(&a);
+    r.validate().map_err(|e| usage(e.to_string()))?;
+    let outs = crate::output::outputs("host-noise", &a.out, None)?;
+    r.started_utc = outs.started_utc;
+    let quiet = a.out.quiet;
+    let written = noise::run(&r, argv, &outs.result, &mut |line| {
+        if !quiet {
+            eprintln!("latlab: {line}");
+        }
+    })
+    .map_err(|e| match e {
+        NoiseError::Config(m) => usage(m),
+        other => anyhow::Error::new(other),
+    })?;
+    let saved = ResultFile::load(&written.result)?;
+    if !quiet {
+        print!("{}", noise::summary(&saved)?);
+        if let Some(a) = &saved.explain {
+            if !a.worst.is_empty() {
+                println!("worst gaps:");
+                print!("{}", latlab_explain::render::worst_text(a));
+            }
+        }
+        for w in &saved.warnings {
+            println!("warning: {w}");
+        }
+        println!("result: {}", written.result.display());
+    }
+    Ok(())
+}

@@ -1,0 +1,178 @@
+//! An attribution as terminal text: causes ranked by time with count, total and share of
+//! the excess, then the worst windows with what lay under them. Pure.
+
+use latlab_core::results::{Attribution, CauseTime};
+use latlab_core::units::format_ns;
+
+/// A cause as a person reads it: `irq (virtio1-req.0)`, `preempted by task (hog)`,
+/// `outside the kernel`.
+pub fn cause_label(c: &CauseTime) -> String {
+    match c.class.as_str() {
+        "preempted" => format!("preempted by task ({})", c.name),
+        "outside_kernel" => "outside the kernel".to_string(),
+        "unexplained" => "unexplained".to_string(),
+        class if c.name.is_empty() => class.to_string(),
+        class => format!("{class} ({})", c.name),
+    }
+}
+
+fn share(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".to_string()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// The ranked causes as an aligned table, a line on completeness first when it is partial.
+pub fn causes_table(a: &Attribution) -> String {
+    let mut rows: Vec<[String; 4]> = vec![[
+        "cause".into(),
+        "count".into(),
+        "total".into(),
+        "share".into(),
+    ]];
+    for c in &a.causes {
+        rows.push([
+            cause_label(c),
+            c.count.to_string(),
+            format_ns(c.time_ns as f64),
+            share(c.time_ns, a.excess_ns),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w: Vec<usize> = (1..4)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let pad = w0 - r[0].chars().count();
+        out.push_str(&format!(
+            "{}{}  {:>w1$}  {:>w2$}  {:>w3$}\n",
+            r[0],
+            " ".repeat(pad),
+            r[1],
+            r[2],
+            r[3],
+            w1 = w[0],
+            w2 = w[1],
+            w3 = w[2]
+        ));
+    }
+    out.push_str(&format!(
+        "explained: {} of {} excess ({}); outside the kernel: {}\n",
+        format_ns(a.explained_ns as f64),
+        format_ns(a.excess_ns as f64),
+        share(a.explained_ns, a.excess_ns),
+        share(a.class_time_ns("outside_kernel"), a.excess_ns),
+    ));
+    if let Some(why) = &a.unavailable {
+        out.push_str(&format!(
+            "incomplete: kernel events unavailable: {why}; all time is unexplained\n"
+        ));
+    } else if a.lost_events > 0 {
+        out.push_str(&format!(
+            "incomplete: {} kernel events were lost; the split is partial\n",
+            a.lost_events
+        ));
+    }
+    if !a.missing_events.is_empty() {
+        out.push_str(&format!(
+            "not recorded (absent on this kernel): {}\n",
+            a.missing_events.join(", ")
+        ));
+    }
+    out
+}
+
+/// The worst windows, one block each.
+pub fn worst_text(a: &Attribution) -> String {
+    let mut out = String::new();
+    for (i, w) in a.worst.iter().enumerate() {
+        let parts: Vec<String> = w
+            .causes
+            .iter()
+            .map(|c| format!("{} {}", cause_label(c), format_ns(c.time_ns as f64)))
+            .collect();
+        out.push_str(&format!(
+            "#{} CPU {} at TSC {}: {} = {}\n",
+            i + 1,
+            w.cpu,
+            w.start_tsc,
+            format_ns(w.duration_ns as f64),
+            if parts.is_empty() {
+                "(no excess)".to_string()
+            } else {
+                parts.join(" + ")
+            }
+        ));
+        for e in &w.events {
+            out.push_str(&format!("    {e}\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use latlab_core::results::WorstWindow;
+
+    fn ct(class: &str, name: &str, count: u64, t: u64) -> CauseTime {
+        CauseTime {
+            class: class.into(),
+            name: name.into(),
+            count,
+            time_ns: t,
+        }
+    }
+
+    #[test]
+    fn table_ranks_and_shares() {
+        let a = Attribution {
+            complete: false,
+            lost_events: 2,
+            excess_ns: 20_000,
+            explained_ns: 19_000,
+            causes: vec![
+                ct("outside_kernel", "", 3, 15_000),
+                ct("preempted", "hog", 1, 4_000),
+                ct("unexplained", "", 2, 1_000),
+            ],
+            ..Attribution::default()
+        };
+        let t = causes_table(&a);
+        let lines: Vec<&str> = t.lines().collect();
+        assert!(lines[0].starts_with("cause"), "{t}");
+        assert!(lines[1].starts_with("outside the kernel"), "{t}");
+        assert!(lines[1].ends_with("15.0us  75.0%"), "{t}");
+        assert!(lines[2].starts_with("preempted by task (hog)"), "{t}");
+        assert!(
+            t.contains("explained: 19.0us of 20.0us excess (95.0%)"),
+            "{t}"
+        );
+        assert!(t.contains("2 kernel events were lost"), "{t}");
+    }
+
+    #[test]
+    fn worst_windows_list_their_events() {
+        let a = Attribution {
+            worst: vec![WorstWindow {
+                cpu: 1,
+                start_tsc: 99,
+                duration_ns: 2_500,
+                causes: vec![ct("irq", "eth0", 1, 2_000)],
+                events: vec!["+100ns irq (eth0) for 2000 ns".into()],
+            }],
+            ..Attribution::default()
+        };
+        assert_eq!(
+            worst_text(&a),
+            "#1 CPU 1 at TSC 99: 2.50us = irq (eth0) 2.00us\n    +100ns irq (eth0) for 2000 ns\n"
+        );
+        assert_eq!(
+            cause_label(&ct("softirq", "NET_RX", 1, 1)),
+            "softirq (NET_RX)"
+        );
+    }
+}

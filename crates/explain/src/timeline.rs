@@ -1,0 +1,635 @@
+//! Per-CPU cause intervals built from decoded kernel events. Pure.
+//!
+//! Entry/exit pairs (IRQ handlers, softirqs, `irq_vectors`, hrtimer expiry, work items)
+//! become intervals that nest: an IRQ inside a softirq sits one level deeper, and the
+//! innermost interval owns the time it covers ([`CpuTimeline::segments`]). An exit whose
+//! entry came before the buffer starts from the previous event on that CPU (or the window
+//! start); an entry still open at the end is clipped to the window end. An NMI is the
+//! `delta_ns` before its event. For the watched thread (`tid`) a `sched_switch` away from
+//! it opens "preempted by task (comm)" intervals, one per task that ran, until it is
+//! switched back in; they are the outermost level, so an IRQ during a preemption counts as
+//! the IRQ.
+
+use crate::decode::{Event, EventKind};
+use std::fmt;
+
+/// The classes of cause.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Class {
+    /// A device IRQ handler (name: the handler's name).
+    Irq,
+    /// A softirq (name: the vector, `NET_RX`, `TIMER`, …).
+    Softirq,
+    /// The timer tick or an hrtimer (name: the hrtimer function or `local_timer`).
+    Timer,
+    /// An inter-processor interrupt (name: `reschedule`, `call_function`, …).
+    Ipi,
+    /// The thread was switched out for another task (name: its comm).
+    Preempted,
+    /// A workqueue item (name: the work function).
+    Workqueue,
+    /// A non-maskable interrupt (name: the handler).
+    Nmi,
+    /// The thread lost the CPU with no kernel event on it: hypervisor, SMI, firmware.
+    OutsideKernel,
+    /// Time around kernel events that no interval covers (entry/exit overhead, or a
+    /// cause the recorder does not see).
+    Unexplained,
+}
+
+impl Class {
+    /// The name stored in results and printed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Irq => "irq",
+            Class::Softirq => "softirq",
+            Class::Timer => "timer",
+            Class::Ipi => "ipi",
+            Class::Preempted => "preempted",
+            Class::Workqueue => "workqueue",
+            Class::Nmi => "nmi",
+            Class::OutsideKernel => "outside_kernel",
+            Class::Unexplained => "unexplained",
+        }
+    }
+}
+
+/// A cause: a class and a name within it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Cause {
+    /// The class.
+    pub class: Class,
+    /// The name (empty for `outside_kernel` and `unexplained`).
+    pub name: String,
+}
+
+impl Cause {
+    /// A cause of `class` named `name`.
+    pub fn new(class: Class, name: impl Into<String>) -> Cause {
+        Cause {
+            class,
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for Cause {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.class {
+            Class::Preempted => write!(f, "preempted by task ({})", self.name),
+            Class::OutsideKernel => f.write_str("outside the kernel"),
+            Class::Unexplained => f.write_str("unexplained"),
+            c if self.name.is_empty() => f.write_str(c.as_str()),
+            c => write!(f, "{} ({})", c.as_str(), self.name),
+        }
+    }
+}
+
+/// One cause interval on one CPU.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Interval {
+    /// Start, raw TSC.
+    pub start: u64,
+    /// End, raw TSC (`>= start`).
+    pub end: u64,
+    /// What it was.
+    pub cause: Cause,
+    /// Nesting level: 0 for preemption, 1 for the outermost kernel context, deeper inside.
+    pub depth: u32,
+}
+
+/// A stretch of a CPU's time owned by one interval (the innermost covering it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Start, raw TSC.
+    pub start: u64,
+    /// End, raw TSC.
+    pub end: u64,
+    /// Index into [`CpuTimeline::intervals`].
+    pub interval: usize,
+}
+
+/// One CPU's causes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuTimeline {
+    /// The CPU.
+    pub cpu: u32,
+    /// Every interval, sorted by start.
+    pub intervals: Vec<Interval>,
+    /// Non-overlapping segments, sorted, each owned by its innermost interval.
+    pub segments: Vec<Segment>,
+    /// Timestamps of every event on this CPU, sorted.
+    pub events: Vec<u64>,
+}
+
+impl CpuTimeline {
+    /// Whether any kernel event on this CPU lies in `[start, end]`.
+    pub fn has_event_in(&self, start: u64, end: u64) -> bool {
+        let i = self.events.partition_point(|&t| t < start);
+        self.events.get(i).is_some_and(|&t| t <= end)
+    }
+
+    /// How many events this CPU logged in `[start, end]`.
+    pub fn events_in(&self, start: u64, end: u64) -> usize {
+        let a = self.events.partition_point(|&t| t < start);
+        let b = self.events.partition_point(|&t| t <= end);
+        b - a
+    }
+
+    /// The first event on this CPU in `[start, end]`.
+    pub fn first_event_in(&self, start: u64, end: u64) -> Option<u64> {
+        let i = self.events.partition_point(|&t| t < start);
+        self.events.get(i).copied().filter(|&t| t <= end)
+    }
+
+    /// The segments overlapping `[start, end)`.
+    pub fn segments_in(&self, start: u64, end: u64) -> &[Segment] {
+        // segments are sorted and disjoint, so their ends are sorted too
+        let a = self.segments.partition_point(|s| s.end <= start);
+        let b = self.segments.partition_point(|s| s.start < end);
+        &self.segments[a..b.max(a)]
+    }
+
+    /// The intervals overlapping `[start, end)`.
+    pub fn intervals_in(&self, start: u64, end: u64) -> impl Iterator<Item = &Interval> {
+        let b = self.intervals.partition_point(|iv| iv.start < end);
+        self.intervals[..b].iter().filter(move |iv| iv.end > start)
+    }
+}
+
+/// The causes of every traced CPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// Per CPU, sorted by CPU.
+    pub cpus: Vec<CpuTimeline>,
+}
+
+impl Timeline {
+    /// The timeline of `cpu`, if it was traced.
+    pub fn cpu(&self, cpu: u32) -> Option<&CpuTimeline> {
+        self.cpus.iter().find(|c| c.cpu == cpu)
+    }
+}
+
+/// How to build a timeline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TimelineOptions {
+    /// The window of interest, raw TSC: open intervals are clipped to it.
+    pub window: (u64, u64),
+    /// The watched thread: switches away from it open preemption intervals.
+    pub tid: Option<i32>,
+    /// TSC rate, Hz (converts NMI durations).
+    pub tsc_hz: u64,
+    /// The CPUs traced (a CPU without events still gets an empty timeline).
+    pub cpus: Vec<u32>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Key {
+    Irq(u32),
+    Softirq(u32),
+    Vector(String),
+    Hrtimer,
+    Work,
+}
+
+struct Open {
+    key: Key,
+    cause: Cause,
+    start: u64,
+}
+
+/// The cause class of an `irq_vectors` vector kind.
+pub fn vector_cause(vector: &str) -> Cause {
+    let class = match vector {
+        "local_timer" => Class::Timer,
+        "reschedule"
+        | "call_function"
+        | "call_function_single"
+        | "irq_work"
+        | "x86_platform_ipi" => Class::Ipi,
+        _ => Class::Irq,
+    };
+    Cause::new(class, vector)
+}
+
+/// Builds every CPU's timeline from `events` (any order).
+pub fn build(events: &[Event], opts: &TimelineOptions) -> Timeline {
+    let mut cpus: Vec<u32> = opts.cpus.clone();
+    cpus.extend(events.iter().map(|e| e.cpu));
+    cpus.sort_unstable();
+    cpus.dedup();
+    let cpus = cpus
+        .into_iter()
+        .map(|cpu| {
+            let mut evs: Vec<&Event> = events.iter().filter(|e| e.cpu == cpu).collect();
+            evs.sort_by_key(|e| e.tsc);
+            build_cpu(cpu, &evs, opts)
+        })
+        .collect();
+    Timeline { cpus }
+}
+
+fn build_cpu(cpu: u32, evs: &[&Event], opts: &TimelineOptions) -> CpuTimeline {
+    let (w0, w1) = opts.window;
+    let mut out: Vec<Interval> = Vec::new();
+    let mut stack: Vec<Open> = Vec::new();
+    let mut prev_tsc: Option<u64> = None;
+    // preemption of the watched thread: (since, running comm)
+    let mut away: Option<(u64, String)> = None;
+    let mut seen_tid_switch = false;
+    let push = |out: &mut Vec<Interval>, start: u64, end: u64, cause: Cause, depth: u32| {
+        let (s, e) = (start.max(w0), end.min(w1));
+        if e > s {
+            out.push(Interval {
+                start: s,
+                end: e,
+                cause,
+                depth,
+            });
+        }
+    };
+    for ev in evs {
+        let t = ev.tsc;
+        let open = |key: Key, cause: Cause, stack: &mut Vec<Open>| {
+            stack.push(Open {
+                key,
+                cause,
+                start: t,
+            })
+        };
+        let close = |key: Key, fallback: Cause, stack: &mut Vec<Open>, out: &mut Vec<Interval>| {
+            if let Some(p) = stack.iter().rposition(|o| o.key == key) {
+                // anything opened above it and never closed ends here too
+                while stack.len() > p {
+                    let depth = stack.len() as u32;
+                    let o = stack.pop().expect("len > p");
+                    push(out, o.start, t, o.cause, depth);
+                }
+            } else {
+                // its entry predates the buffer (or was lost)
+                let start = prev_tsc.unwrap_or(w0);
+                push(out, start, t, fallback, stack.len() as u32 + 1);
+            }
+        };
+        match &ev.kind {
+            EventKind::IrqEntry { irq, name } => open(
+                Key::Irq(*irq),
+                Cause::new(Class::Irq, name.clone()),
+                &mut stack,
+            ),
+            EventKind::IrqExit { irq } => close(
+                Key::Irq(*irq),
+                Cause::new(Class::Irq, format!("irq {irq}")),
+                &mut stack,
+                &mut out,
+            ),
+            EventKind::SoftirqEntry { vec, action } => open(
+                Key::Softirq(*vec),
+                Cause::new(Class::Softirq, action.clone()),
+                &mut stack,
+            ),
+            EventKind::SoftirqExit { vec } => close(
+                Key::Softirq(*vec),
+                Cause::new(Class::Softirq, format!("vec{vec}")),
+                &mut stack,
+                &mut out,
+            ),
+            EventKind::VectorEntry { vector } => open(
+                Key::Vector(vector.clone()),
+                vector_cause(vector),
+                &mut stack,
+            ),
+            EventKind::VectorExit { vector } => close(
+                Key::Vector(vector.clone()),
+                vector_cause(vector),
+                &mut stack,
+                &mut out,
+            ),
+            EventKind::HrtimerEntry { function } => open(
+                Key::Hrtimer,
+                Cause::new(Class::Timer, function.clone()),
+                &mut stack,
+            ),
+            EventKind::HrtimerExit => close(
+                Key::Hrtimer,
+                Cause::new(Class::Timer, "hrtimer"),
+                &mut stack,
+                &mut out,
+            ),
+            EventKind::WorkStart { function } => open(
+                Key::Work,
+                Cause::new(Class::Workqueue, function.clone()),
+                &mut stack,
+            ),
+            EventKind::WorkEnd => close(
+                Key::Work,
+                Cause::new(Class::Workqueue, "work"),
+                &mut stack,
+                &mut out,
+            ),
+            EventKind::Nmi { handler, delta_ns } => {
+                let ticks =
+                    (u128::from(*delta_ns) * u128::from(opts.tsc_hz) / 1_000_000_000) as u64;
+                push(
+                    &mut out,
+                    t.saturating_sub(ticks),
+                    t,
+                    Cause::new(Class::Nmi, handler.clone()),
+                    stack.len() as u32 + 1,
+                );
+            }
+            EventKind::Switch { prev, next, .. } => {
+                if let Some(tid) = opts.tid {
+                    if prev.pid == tid {
+                        away = Some((t, next.comm.clone()));
+                    } else if next.pid == tid {
+                        match away.take() {
+                            Some((since, comm)) => {
+                                push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0)
+                            }
+                            None if !seen_tid_switch => push(
+                                &mut out,
+                                w0,
+                                t,
+                                Cause::new(Class::Preempted, prev.comm.clone()),
+                                0,
+                            ),
+                            None => {}
+                        }
+                    } else if let Some((since, comm)) = away.take() {
+                        push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0);
+                        away = Some((t, next.comm.clone()));
+                    }
+                    if prev.pid == tid || next.pid == tid {
+                        seen_tid_switch = true;
+                    }
+                }
+            }
+            EventKind::Wakeup { .. } | EventKind::NapiPoll { .. } | EventKind::Other { .. } => {}
+        }
+        prev_tsc = Some(t);
+    }
+    while let Some(o) = stack.pop() {
+        let depth = stack.len() as u32 + 1;
+        push(&mut out, o.start, w1, o.cause, depth);
+    }
+    if let Some((since, comm)) = away {
+        push(&mut out, since, w1, Cause::new(Class::Preempted, comm), 0);
+    }
+    out.sort_by_key(|iv| (iv.start, iv.depth));
+    let segments = flatten(&out);
+    CpuTimeline {
+        cpu,
+        intervals: out,
+        segments,
+        events: evs.iter().map(|e| e.tsc).collect(),
+    }
+}
+
+/// Splits possibly nested intervals into disjoint segments, each owned by the deepest
+/// interval covering it (the later-starting one on a tie).
+fn flatten(ivs: &[Interval]) -> Vec<Segment> {
+    let mut bounds: Vec<u64> = ivs.iter().flat_map(|iv| [iv.start, iv.end]).collect();
+    bounds.sort_unstable();
+    bounds.dedup();
+    let mut segs: Vec<Segment> = Vec::new();
+    let mut active: Vec<usize> = Vec::new();
+    let mut next = 0;
+    for w in bounds.windows(2) {
+        let (a, b) = (w[0], w[1]);
+        active.retain(|&i| ivs[i].end > a);
+        while next < ivs.len() && ivs[next].start <= a {
+            if ivs[next].end > a {
+                active.push(next);
+            }
+            next += 1;
+        }
+        let Some(&owner) = active
+            .iter()
+            .max_by_key(|&&i| (ivs[i].depth, ivs[i].start, i))
+        else {
+            continue;
+        };
+        match segs.last_mut() {
+            Some(s) if s.interval == owner && s.end == a => s.end = b,
+            _ => segs.push(Segment {
+                start: a,
+                end: b,
+                interval: owner,
+            }),
+        }
+    }
+    segs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::Task;
+
+    fn ev(cpu: u32, tsc: u64, kind: EventKind) -> Event {
+        Event { cpu, tsc, kind }
+    }
+    fn opts(w: (u64, u64), tid: Option<i32>) -> TimelineOptions {
+        TimelineOptions {
+            window: w,
+            tid,
+            tsc_hz: 1_000_000_000,
+            cpus: vec![],
+        }
+    }
+    fn sw(prev: (&str, i32), next: (&str, i32)) -> EventKind {
+        let t = |(c, p): (&str, i32)| Task {
+            comm: c.into(),
+            pid: p,
+            prio: 120,
+        };
+        EventKind::Switch {
+            prev: t(prev),
+            prev_state: "R".into(),
+            next: t(next),
+        }
+    }
+
+    #[test]
+    fn nested_irq_inside_softirq_owns_its_time() {
+        let evs = vec![
+            ev(
+                1,
+                100,
+                EventKind::SoftirqEntry {
+                    vec: 3,
+                    action: "NET_RX".into(),
+                },
+            ),
+            ev(
+                1,
+                120,
+                EventKind::IrqEntry {
+                    irq: 36,
+                    name: "virtio1".into(),
+                },
+            ),
+            ev(1, 130, EventKind::IrqExit { irq: 36 }),
+            ev(1, 200, EventKind::SoftirqExit { vec: 3 }),
+        ];
+        let tl = build(&evs, &opts((0, 1000), None));
+        let c = tl.cpu(1).unwrap();
+        assert_eq!(c.intervals.len(), 2);
+        let owners: Vec<(u64, u64, String)> = c
+            .segments
+            .iter()
+            .map(|s| (s.start, s.end, c.intervals[s.interval].cause.to_string()))
+            .collect();
+        assert_eq!(
+            owners,
+            vec![
+                (100, 120, "softirq (NET_RX)".to_string()),
+                (120, 130, "irq (virtio1)".to_string()),
+                (130, 200, "softirq (NET_RX)".to_string()),
+            ]
+        );
+        assert_eq!(c.first_event_in(101, 1000), Some(120));
+        assert_eq!(c.events_in(100, 130), 3);
+        assert_eq!(c.events_in(201, 1000), 0);
+        assert_eq!(c.first_event_in(201, 1000), None);
+        assert!(c.has_event_in(125, 130) && !c.has_event_in(121, 129) && !c.has_event_in(201, 999));
+    }
+
+    #[test]
+    fn unmatched_edges_are_clipped_to_the_window() {
+        let evs = vec![
+            ev(0, 50, EventKind::HrtimerExit),
+            ev(
+                0,
+                900,
+                EventKind::VectorEntry {
+                    vector: "local_timer".into(),
+                },
+            ),
+        ];
+        let tl = build(&evs, &opts((10, 1000), None));
+        let c = tl.cpu(0).unwrap();
+        assert_eq!(c.intervals[0].start, 10);
+        assert_eq!(c.intervals[0].end, 50);
+        assert_eq!(c.intervals[0].cause, Cause::new(Class::Timer, "hrtimer"));
+        assert_eq!((c.intervals[1].start, c.intervals[1].end), (900, 1000));
+        assert_eq!(
+            c.intervals[1].cause,
+            Cause::new(Class::Timer, "local_timer")
+        );
+    }
+
+    #[test]
+    fn preemption_names_each_task_that_ran() {
+        let evs = vec![
+            ev(1, 100, sw(("spin", 7), ("hog", 9))),
+            ev(
+                1,
+                150,
+                EventKind::VectorEntry {
+                    vector: "reschedule".into(),
+                },
+            ),
+            ev(
+                1,
+                160,
+                EventKind::VectorExit {
+                    vector: "reschedule".into(),
+                },
+            ),
+            ev(1, 300, sw(("hog", 9), ("kworker/1:0", 11))),
+            ev(
+                1,
+                320,
+                EventKind::WorkStart {
+                    function: "vmstat_update".into(),
+                },
+            ),
+            ev(1, 340, EventKind::WorkEnd),
+            ev(1, 350, sw(("kworker/1:0", 11), ("spin", 7))),
+            ev(1, 800, sw(("spin", 7), ("late", 12))),
+        ];
+        let tl = build(&evs, &opts((0, 1000), Some(7)));
+        let c = tl.cpu(1).unwrap();
+        let list: Vec<(u64, u64, String)> = c
+            .segments
+            .iter()
+            .map(|s| (s.start, s.end, c.intervals[s.interval].cause.to_string()))
+            .collect();
+        assert_eq!(
+            list,
+            vec![
+                (100, 150, "preempted by task (hog)".into()),
+                (150, 160, "ipi (reschedule)".into()),
+                (160, 300, "preempted by task (hog)".into()),
+                (300, 320, "preempted by task (kworker/1:0)".into()),
+                (320, 340, "workqueue (vmstat_update)".into()),
+                (340, 350, "preempted by task (kworker/1:0)".into()),
+                (800, 1000, "preempted by task (late)".into()),
+            ]
+        );
+        // without a watched thread, switches make no intervals
+        let tl = build(&evs, &opts((0, 1000), None));
+        assert_eq!(tl.cpu(1).unwrap().intervals.len(), 2);
+    }
+
+    #[test]
+    fn a_switch_in_before_any_switch_out_starts_at_the_window() {
+        let evs = vec![ev(0, 40, sw(("other", 3), ("spin", 7)))];
+        let tl = build(&evs, &opts((10, 100), Some(7)));
+        let iv = &tl.cpu(0).unwrap().intervals[0];
+        assert_eq!((iv.start, iv.end), (10, 40));
+        assert_eq!(iv.cause, Cause::new(Class::Preempted, "other"));
+    }
+
+    #[test]
+    fn nmi_covers_its_reported_duration() {
+        let evs = vec![ev(
+            0,
+            5_000,
+            EventKind::Nmi {
+                handler: "perf".into(),
+                delta_ns: 2_000,
+            },
+        )];
+        let mut o = opts((0, 10_000), None);
+        o.tsc_hz = 2_000_000_000; // 2 ticks per ns
+        o.cpus = vec![0, 1];
+        let tl = build(&evs, &o);
+        let iv = &tl.cpu(0).unwrap().intervals[0];
+        assert_eq!((iv.start, iv.end), (1_000, 5_000));
+        assert!(tl.cpu(1).unwrap().intervals.is_empty(), "traced but quiet");
+    }
+
+    #[test]
+    fn segment_and_interval_queries() {
+        let evs = vec![
+            ev(
+                0,
+                10,
+                EventKind::IrqEntry {
+                    irq: 1,
+                    name: "a".into(),
+                },
+            ),
+            ev(0, 20, EventKind::IrqExit { irq: 1 }),
+            ev(
+                0,
+                40,
+                EventKind::IrqEntry {
+                    irq: 2,
+                    name: "b".into(),
+                },
+            ),
+            ev(0, 50, EventKind::IrqExit { irq: 2 }),
+        ];
+        let tl = build(&evs, &opts((0, 100), None));
+        let c = tl.cpu(0).unwrap();
+        assert_eq!(c.segments_in(15, 45).len(), 2);
+        assert_eq!(c.segments_in(20, 40).len(), 0);
+        assert_eq!(c.segments_in(0, 11).len(), 1);
+        assert_eq!(c.intervals_in(19, 41).count(), 2);
+    }
+}

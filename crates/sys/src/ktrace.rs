@@ -1,0 +1,478 @@
+//! A kernel-event recorder on a private tracefs instance, stamped with the TSC.
+//!
+//! [`Recorder::start`] mounts tracefs when it is not mounted (and says so), creates a
+//! private instance (`instances/latlab-<pid>-<n>`: the global buffer and other users are
+//! untouched), selects the `x86-tsc` trace clock (so event timestamps are raw TSC values,
+//! the timebase of [`crate::tsc::read`]), sizes the per-CPU buffers, restricts tracing to
+//! the CPUs of interest, enables those of the asked-for events that exist (recording the
+//! missing ones) and turns tracing on. [`Recorder::stop`] turns it off, reads each CPU's
+//! `trace` text and lost-event counts, and removes the instance; dropping a recorder also
+//! removes it, so nothing is left behind on an error path.
+//!
+//! Only the OS access lives here: the trace text is returned as is, and decoding it into
+//! events is the job of `latlab-explain`. The parsers of the control files
+//! ([`parse_stats`], [`parse_trace_clock`], [`cpumask_hex`]) are pure and unit-tested.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// Where tracefs is mounted on current kernels.
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+
+/// The events recorded by default, as `group/name`.
+pub const DEFAULT_EVENTS: &[&str] = &[
+    "irq/irq_handler_entry",
+    "irq/irq_handler_exit",
+    "irq/softirq_entry",
+    "irq/softirq_exit",
+    "irq_vectors/local_timer_entry",
+    "irq_vectors/local_timer_exit",
+    "irq_vectors/reschedule_entry",
+    "irq_vectors/reschedule_exit",
+    "irq_vectors/call_function_entry",
+    "irq_vectors/call_function_exit",
+    "irq_vectors/call_function_single_entry",
+    "irq_vectors/call_function_single_exit",
+    "irq_vectors/irq_work_entry",
+    "irq_vectors/irq_work_exit",
+    "irq_vectors/x86_platform_ipi_entry",
+    "irq_vectors/x86_platform_ipi_exit",
+    "nmi/nmi_handler",
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "timer/hrtimer_expire_entry",
+    "timer/hrtimer_expire_exit",
+    "workqueue/workqueue_execute_start",
+    "workqueue/workqueue_execute_end",
+    "napi/napi_poll",
+];
+
+/// What to record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KtraceConfig {
+    /// CPUs to trace (`tracing_cpumask`).
+    pub cpus: Vec<u32>,
+    /// Ring-buffer size per CPU, KiB (`buffer_size_kb`).
+    pub buffer_kb: u32,
+    /// Events as `group/name`.
+    pub events: Vec<String>,
+}
+
+impl Default for KtraceConfig {
+    fn default() -> Self {
+        KtraceConfig {
+            cpus: Vec::new(),
+            buffer_kb: 32768,
+            events: DEFAULT_EVENTS.iter().map(|s| (*s).to_string()).collect(),
+        }
+    }
+}
+
+/// Why the recorder cannot run; each message says what is missing.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum KtraceError {
+    /// tracefs needs root (or CAP_SYS_ADMIN for the mount, write access to tracefs).
+    #[error("kernel events need root: tracefs control files are not writable as uid {uid}")]
+    NotRoot {
+        /// The effective uid.
+        uid: u32,
+    },
+    /// tracefs is not mounted and could not be mounted.
+    #[error("tracefs is not available at {TRACEFS} (mount -t tracefs nodev {TRACEFS}: {reason})")]
+    NoTracefs {
+        /// What the mount attempt said.
+        reason: String,
+    },
+    /// The kernel offers no `x86-tsc` trace clock, so events cannot share the TSC timeline.
+    #[error("the kernel's trace_clock offers no x86-tsc (offered: {offered})")]
+    NoTscClock {
+        /// The clocks the kernel offers.
+        offered: String,
+    },
+    /// None of the asked-for events exists on this kernel.
+    #[error("none of the {asked} asked-for kernel events exists on this kernel")]
+    NoEvents {
+        /// How many were asked for.
+        asked: usize,
+    },
+    /// The configuration is unusable.
+    #[error("invalid kernel-event recorder configuration: {0}")]
+    Config(String),
+    /// A tracefs file could not be read or written.
+    #[error("{what} {path}: {source}")]
+    Io {
+        /// What was done.
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// One CPU's recorded trace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuTrace {
+    /// The CPU.
+    pub cpu: u32,
+    /// The `per_cpu/cpuN/trace` text (one event a line; `#` lines are comments).
+    pub text: String,
+    /// Events lost on this CPU (`overrun` + `dropped events` of its `stats`).
+    pub lost: u64,
+}
+
+/// What a recording returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recording {
+    /// Each traced CPU's text and losses.
+    pub cpus: Vec<CpuTrace>,
+    /// Events enabled.
+    pub enabled: Vec<String>,
+    /// Asked-for events this kernel does not have.
+    pub missing: Vec<String>,
+    /// Whether this recorder mounted tracefs.
+    pub mounted_tracefs: bool,
+}
+
+impl Recording {
+    /// Events lost on all CPUs.
+    pub fn lost(&self) -> u64 {
+        self.cpus.iter().map(|c| c.lost).sum()
+    }
+}
+
+/// A running recorder; see the module docs.
+#[derive(Debug)]
+pub struct Recorder {
+    dir: PathBuf,
+    cpus: Vec<u32>,
+    enabled: Vec<String>,
+    missing: Vec<String>,
+    mounted_tracefs: bool,
+    removed: bool,
+}
+
+static INSTANCE_SEQ: AtomicU32 = AtomicU32::new(0);
+
+fn io<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> KtraceError + 'a {
+    move |source| KtraceError::Io {
+        what,
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn write_file(path: &Path, value: &str) -> Result<(), KtraceError> {
+    std::fs::write(path, value).map_err(io("writing", path))
+}
+
+/// Mounts tracefs at [`TRACEFS`] when its control files are absent. Returns whether it
+/// mounted it.
+///
+/// # Errors
+/// [`KtraceError::NotRoot`] or [`KtraceError::NoTracefs`].
+pub fn ensure_tracefs() -> Result<bool, KtraceError> {
+    if Path::new(TRACEFS).join("trace_clock").exists() {
+        return Ok(false);
+    }
+    // SAFETY: `geteuid` takes no arguments and cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 {
+        return Err(KtraceError::NotRoot { uid });
+    }
+    let c = |s: &str| CString::new(s).expect("no NUL in constant");
+    let (src, target, fstype) = (c("nodev"), c(TRACEFS), c("tracefs"));
+    // SAFETY: all three pointers are valid NUL-terminated strings that outlive the call;
+    // `data` may be NULL for tracefs.
+    let rc = unsafe {
+        libc::mount(
+            src.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ptr(),
+            0,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(KtraceError::NoTracefs {
+            reason: std::io::Error::last_os_error().to_string(),
+        });
+    }
+    if !Path::new(TRACEFS).join("trace_clock").exists() {
+        return Err(KtraceError::NoTracefs {
+            reason: "mounted, but no trace_clock appeared".into(),
+        });
+    }
+    Ok(true)
+}
+
+impl Recorder {
+    /// Starts recording (see the module docs).
+    ///
+    /// # Errors
+    /// [`KtraceError`] naming what is missing; nothing is left behind.
+    pub fn start(cfg: &KtraceConfig) -> Result<Recorder, KtraceError> {
+        if cfg.cpus.is_empty() {
+            return Err(KtraceError::Config("no CPU to trace".into()));
+        }
+        if cfg.buffer_kb == 0 {
+            return Err(KtraceError::Config("buffer_kb must be positive".into()));
+        }
+        // SAFETY: `geteuid` takes no arguments and cannot fail.
+        let uid = unsafe { libc::geteuid() };
+        if uid != 0 {
+            return Err(KtraceError::NotRoot { uid });
+        }
+        let mounted_tracefs = ensure_tracefs()?;
+        let root = Path::new(TRACEFS);
+        let clocks = std::fs::read_to_string(root.join("trace_clock"))
+            .map_err(io("reading", &root.join("trace_clock")))?;
+        let (offered, _) = parse_trace_clock(&clocks);
+        if !offered.iter().any(|c| c == "x86-tsc") {
+            return Err(KtraceError::NoTscClock {
+                offered: offered.join(" "),
+            });
+        }
+        let name = format!(
+            "latlab-{}-{}",
+            std::process::id(),
+            INSTANCE_SEQ.fetch_add(1, Ordering::Relaxed)
+        );
+        let dir = root.join("instances").join(&name);
+        std::fs::create_dir(&dir).map_err(io("creating the tracefs instance", &dir))?;
+        // From here on `Drop` removes the instance on every path.
+        let mut rec = Recorder {
+            dir,
+            cpus: cfg.cpus.clone(),
+            enabled: Vec::new(),
+            missing: Vec::new(),
+            mounted_tracefs,
+            removed: false,
+        };
+        rec.configure(cfg)?;
+        Ok(rec)
+    }
+
+    fn configure(&mut self, cfg: &KtraceConfig) -> Result<(), KtraceError> {
+        let d = self.dir.clone();
+        write_file(&d.join("tracing_on"), "0")?;
+        write_file(&d.join("trace_clock"), "x86-tsc")?;
+        write_file(&d.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
+        write_file(&d.join("tracing_cpumask"), &cpumask_hex(&cfg.cpus))?;
+        for ev in &cfg.events {
+            let (group, name) = ev
+                .split_once('/')
+                .ok_or_else(|| KtraceError::Config(format!("event '{ev}' is not group/name")))?;
+            let enable = d.join("events").join(group).join(name).join("enable");
+            if enable.exists() {
+                write_file(&enable, "1")?;
+                self.enabled.push(ev.clone());
+            } else {
+                self.missing.push(ev.clone());
+            }
+        }
+        if self.enabled.is_empty() {
+            return Err(KtraceError::NoEvents {
+                asked: cfg.events.len(),
+            });
+        }
+        write_file(&d.join("trace"), "")?;
+        write_file(&d.join("tracing_on"), "1")
+    }
+
+    /// The instance's directory (for diagnostics).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Events enabled so far.
+    pub fn enabled(&self) -> &[String] {
+        &self.enabled
+    }
+
+    /// Stops tracing, reads every traced CPU's text and losses, and removes the instance.
+    ///
+    /// # Errors
+    /// [`KtraceError::Io`]; the instance is removed either way.
+    pub fn stop(mut self) -> Result<Recording, KtraceError> {
+        write_file(&self.dir.join("tracing_on"), "0")?;
+        let mut cpus = Vec::with_capacity(self.cpus.len());
+        for &cpu in &self.cpus {
+            let pc = self.dir.join("per_cpu").join(format!("cpu{cpu}"));
+            let text = std::fs::read_to_string(pc.join("trace"))
+                .map_err(io("reading", &pc.join("trace")))?;
+            let stats = std::fs::read_to_string(pc.join("stats"))
+                .map_err(io("reading", &pc.join("stats")))?;
+            let s = parse_stats(&stats);
+            cpus.push(CpuTrace {
+                cpu,
+                text,
+                lost: s.overrun + s.dropped,
+            });
+        }
+        self.remove()?;
+        Ok(Recording {
+            cpus,
+            enabled: std::mem::take(&mut self.enabled),
+            missing: std::mem::take(&mut self.missing),
+            mounted_tracefs: self.mounted_tracefs,
+        })
+    }
+
+    fn remove(&mut self) -> Result<(), KtraceError> {
+        if self.removed {
+            return Ok(());
+        }
+        // Tracing off first; the rmdir frees the buffers.
+        let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        self.removed = true;
+        std::fs::remove_dir(&self.dir).map_err(io("removing the tracefs instance", &self.dir))
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        let _ = self.remove();
+    }
+}
+
+/// Counters of one CPU's `stats` file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// `entries:` events in the buffer.
+    pub entries: u64,
+    /// `overrun:` events overwritten when the ring was full.
+    pub overrun: u64,
+    /// `dropped events:` events dropped.
+    pub dropped: u64,
+}
+
+/// Parses a `per_cpu/cpuN/stats` text. Pure; absent lines read as 0.
+pub fn parse_stats(text: &str) -> Stats {
+    let mut s = Stats::default();
+    for line in text.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        let v = v.trim().parse::<u64>().unwrap_or(0);
+        match k.trim() {
+            "entries" => s.entries = v,
+            "overrun" => s.overrun = v,
+            "dropped events" => s.dropped = v,
+            _ => {}
+        }
+    }
+    s
+}
+
+/// Parses `trace_clock` (`[local] global … x86-tsc`): the offered clocks and the selected
+/// one. Pure.
+pub fn parse_trace_clock(text: &str) -> (Vec<String>, Option<String>) {
+    let mut offered = Vec::new();
+    let mut current = None;
+    for w in text.split_whitespace() {
+        if let Some(inner) = w.strip_prefix('[').and_then(|w| w.strip_suffix(']')) {
+            current = Some(inner.to_string());
+            offered.push(inner.to_string());
+        } else {
+            offered.push(w.to_string());
+        }
+    }
+    (offered, current)
+}
+
+/// The `tracing_cpumask` text for `cpus`: hexadecimal, in comma-separated 32-bit groups,
+/// most significant first (`3` for CPUs 0 and 1; `1,00000000` for CPU 32). Pure.
+pub fn cpumask_hex(cpus: &[u32]) -> String {
+    let max = cpus.iter().copied().max().unwrap_or(0);
+    let mut words = vec![0u32; max as usize / 32 + 1];
+    for &c in cpus {
+        words[c as usize / 32] |= 1 << (c % 32);
+    }
+    let mut out = String::new();
+    for (i, w) in words.iter().rev().enumerate() {
+        if i == 0 {
+            out.push_str(&format!("{w:x}"));
+        } else {
+            out.push_str(&format!(",{w:08x}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_are_parsed() {
+        let text = "entries: 1234\noverrun: 7\ncommit overrun: 0\nbytes: 4096\n\
+            oldest event ts:  4085.433861\nnow ts:  4086.000000\ndropped events: 3\n\
+            read events: 0\n";
+        assert_eq!(
+            parse_stats(text),
+            Stats {
+                entries: 1234,
+                overrun: 7,
+                dropped: 3
+            }
+        );
+        assert_eq!(parse_stats(""), Stats::default());
+    }
+
+    #[test]
+    fn trace_clock_lists_and_selection() {
+        let (offered, cur) = parse_trace_clock("[local] global counter uptime perf mono x86-tsc\n");
+        assert_eq!(cur.as_deref(), Some("local"));
+        assert!(offered.contains(&"x86-tsc".to_string()));
+        assert_eq!(offered.len(), 7);
+        let (_, cur) = parse_trace_clock("local [x86-tsc]");
+        assert_eq!(cur.as_deref(), Some("x86-tsc"));
+    }
+
+    #[test]
+    fn cpumasks_are_hex_in_32_bit_groups() {
+        assert_eq!(cpumask_hex(&[0, 1]), "3");
+        assert_eq!(cpumask_hex(&[1]), "2");
+        assert_eq!(cpumask_hex(&[4]), "10");
+        assert_eq!(cpumask_hex(&[32]), "1,00000000");
+        assert_eq!(cpumask_hex(&[0, 33]), "2,00000001");
+    }
+
+    #[test]
+    fn bad_config_is_refused_before_any_os_access() {
+        let e = Recorder::start(&KtraceConfig::default()).unwrap_err();
+        assert!(e.to_string().contains("no CPU"), "{e}");
+    }
+
+    #[test]
+    fn a_recording_leaves_no_instance_behind() {
+        // Skips (prints why) where tracefs or root is missing.
+        let cfg = KtraceConfig {
+            cpus: vec![0],
+            buffer_kb: 256,
+            ..KtraceConfig::default()
+        };
+        let rec = match Recorder::start(&cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+        };
+        let dir = rec.dir().to_path_buf();
+        assert!(dir.exists());
+        assert!(rec.enabled().iter().any(|e| e == "sched/sched_switch"));
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let out = rec.stop().unwrap();
+        assert!(!dir.exists(), "instance {} left behind", dir.display());
+        assert_eq!(out.cpus.len(), 1);
+        // Dropping without stop removes it too.
+        let rec = Recorder::start(&cfg).unwrap();
+        let dir = rec.dir().to_path_buf();
+        drop(rec);
+        assert!(!dir.exists());
+    }
+}
