@@ -24,7 +24,7 @@ DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
-.PHONY: demo test build deps-demo deps-test fmt-check clippy unit bench bench-pingpong doc clean
+.PHONY: demo test build deps-demo deps-test fmt-check clippy cycles unit bench bench-pingpong doc clean
 
 # The default experiment: How to Measure the Killer Microsecond on this host (every
 # measurement method against the NF configuration ladder, on the namespace testbed as root,
@@ -47,13 +47,17 @@ deps-test:
 	@scripts/ensure-packages.sh $(TEST_PACKAGES)
 	@scripts/ensure-rust-components.sh
 
-test: deps-test fmt-check clippy unit
+test: deps-test fmt-check clippy cycles unit
 
 fmt-check:
 	$(CARGO) fmt --all -- --check
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+# No import cycle between the modules of one crate (a child importing its parent counts).
+cycles:
+	@for src in crates/*/src; do python3 scripts/module-cycles.py $$src > /dev/null || { python3 scripts/module-cycles.py $$src; exit 1; }; done; echo "module cycles: none"
 
 unit:
 	$(CARGO) test --workspace --locked

@@ -1,5 +1,7 @@
-//! Command-line definitions (clap derive). Only parsing and value validation live here:
-//! no system calls, no measurement. `commands` turns these into library configurations.
+//! Command-line definitions (clap derive) and their one resolve step into library
+//! configurations (`TryFrom<&Args>` per command, in the submodules). No measurement
+//! happens here; resolving may look up facts it needs (the CPUs this process may use,
+//! whether it runs as root). `commands` makes the one library call and prints.
 
 mod common;
 pub mod dfs;

@@ -1,13 +1,13 @@
-//! Publication-quality latency distribution figures for latlab.
+//! The only latlab crate that draws: figures, the HTML report, trust warnings, compare and
+//! check, all from result files (never from a live measurement).
 //!
-//! This crate only draws: callers convert measurement results into
-//! [`Curve`]s (x = latency in nanoseconds, y = probability) and pick a
-//! [`PlotKind`]. Two kinds are supported:
-//!
-//! * [`PlotKind::Ccdf`] — complementary CDF on a logarithmic y axis, the
-//!   usual way to show heavy latency tails (tick labels also state the
-//!   percentile, e.g. `10⁻³ (p99.9)`);
-//! * [`PlotKind::Cdf`] — classic CDF on a linear y axis.
+//! The measuring crates describe what to show in `latlab_core::doc` (sections, tables and
+//! figure *specifications*); this crate turns those into SVG, PNG and one offline HTML file
+//! ([`spec::FileFigures`] is the `FigureSink` the CLI hands to experiments). Figure types:
+//! latency distributions ([`PlotKind::Ccdf`], complementary CDF on a logarithmic y axis with
+//! percentile tick labels such as `10⁻³ (p99.9)`, and [`PlotKind::Cdf`]), stacked bars and
+//! error bars ([`charts`]), box plots and line charts ([`boxline`]), timelines
+//! ([`timeline`]) and x–y series ([`xy`]).
 //!
 //! Output is SVG or PNG ([`render`], [`render_svg_string`],
 //! [`render_panels`]). Text is laid out with a TrueType font loaded at run
@@ -26,10 +26,10 @@
 //! ```
 #![deny(unsafe_code)]
 
+pub mod boxline;
 pub mod charts;
 pub mod check;
 pub mod compare;
-pub mod dfs_charts;
 pub mod figures;
 pub mod html;
 pub mod input;

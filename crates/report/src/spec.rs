@@ -2,11 +2,11 @@
 //! HTML report (SVG text) and one for files (`--plot`, `--figures`, experiments' figure
 //! files), so both always draw the same specification the same way.
 
+use crate::boxline::{
+    render_boxplot_png, render_boxplot_svg_string, render_lines_png, render_lines_svg_string,
+};
 use crate::charts::{
     render_errorbars, render_errorbars_svg_string, render_stacked, render_stacked_svg_string,
-};
-use crate::dfs_charts::{
-    render_boxplot_png, render_boxplot_svg_string, render_lines_png, render_lines_svg_string,
 };
 use crate::plot::{render, render_svg_string, ImageFormat, PlotError, PlotSpec};
 use crate::timeline::{render_timeline, render_timeline_svg_string};

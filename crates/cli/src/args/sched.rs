@@ -2,8 +2,8 @@
 //! which clap cannot express (per-thread options after `-t N`); it is collected verbatim
 //! and parsed by `latlab_sched::cmdline`.
 
+use super::common::duration_arg;
 use clap::{Args, Subcommand};
-use latlab_core::parse::parse_duration;
 use latlab_core::units::Nanos;
 use std::path::PathBuf;
 
@@ -157,10 +157,6 @@ pub struct CacheCostArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
-}
-
-fn duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// Options of `latlab experiment hourglass`.

@@ -19,8 +19,9 @@
 //!
 //! The `dfs.experiment` provider lives with its schema in [`crate::experiment`].
 //!
-//! Without the `mpi` feature the `dfs.run` and `dfs.bench` data structures are not compiled,
-//! so those kinds get the report's generic sections only.
+//! Without the `mpi` feature the `dfs.run` and `dfs.bench` providers are not compiled (their
+//! data types are, in [`crate::mpidata`]), so those kinds get the report's generic sections
+//! only.
 
 #[cfg(feature = "mpi")]
 mod bench;

@@ -1,4 +1,4 @@
-//! Two more figure types, drawn to SVG text for the HTML report (first used by the
+//! Box plots and line charts, drawn to SVG text for the HTML report (first used by the
 //! `latlab dfs` results, but nothing in them is specific to DFS):
 //!
 //! - [`render_boxplot_svg_string`]: five-number box plots (whiskers at min and max, box from
