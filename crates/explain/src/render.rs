@@ -163,6 +163,7 @@ mod tests {
                 duration_ns: 2_500,
                 causes: vec![ct("irq", "eth0", 1, 2_000)],
                 events: vec!["+100ns irq (eth0) for 2000 ns".into()],
+                spans: vec![],
             }],
             ..Attribution::default()
         };
