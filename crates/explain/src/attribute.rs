@@ -181,7 +181,7 @@ pub fn bands(splits: &[WindowSplit], hz: u64) -> Vec<Band> {
             Band {
                 from: lo.to_string(),
                 to: hi.map(|p| p.to_string()).unwrap_or_default(),
-                supported: is_supported(lo, n) && hi.is_none_or(|p| is_supported(p, n)),
+                supported: is_supported(lo, n) && hi.map_or(true, |p| is_supported(p, n)),
                 windows: members.len() as u64,
                 min_ns: members.first().map(len).unwrap_or(0),
                 max_ns: members.last().map(len).unwrap_or(0),
