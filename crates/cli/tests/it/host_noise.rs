@@ -405,7 +405,10 @@ fn the_report_explains_the_tail_with_the_numbers_of_latlab_explain() {
     let text = ok(&latlab().arg("explain").arg(&out).output().unwrap());
     let explained = latlab_explain::render::explained_line(&a);
     assert!(text.contains(&explained), "{text}");
-    assert!(s.contains(&html_escaped(&explained)), "explained line missing");
+    assert!(
+        s.contains(&html_escaped(&explained)),
+        "explained line missing"
+    );
     if a.windows > 0 && !a.bands.is_empty() {
         assert!(s.contains("Percentile bands of the attributed windows"));
     }
