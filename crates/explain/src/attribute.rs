@@ -117,12 +117,7 @@ fn ns(ticks: u64, hz: u64) -> u64 {
 }
 
 fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
-    CauseTime {
-        class: c.class.as_str().to_string(),
-        name: c.name.clone(),
-        count,
-        time_ns: ns(ticks, hz),
-    }
+    CauseTime::new(c.class.as_str(), c.name.clone(), count, ns(ticks, hz))
 }
 
 /// The causes of `splits` ranked by time (largest first, then by count), each with the
@@ -554,12 +549,7 @@ mod tests {
         assert_eq!(b[0].excess_ns, (901..=990).sum::<u64>());
         assert_eq!(
             b[0].causes,
-            vec![CauseTime {
-                class: "preempted".into(),
-                name: "hog".into(),
-                count: 90,
-                time_ns: b[0].excess_ns,
-            }]
+            vec![CauseTime::new("preempted", "hog", 90, b[0].excess_ns)]
         );
         // 991..=999, then the longest alone, then nothing above p99.99 of 1000
         assert_eq!((b[1].windows, b[1].min_ns, b[1].max_ns), (9, 991, 999));

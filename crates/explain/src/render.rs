@@ -141,12 +141,7 @@ mod tests {
     use latlab_core::results::WorstWindow;
 
     fn ct(class: &str, name: &str, count: u64, t: u64) -> CauseTime {
-        CauseTime {
-            class: class.into(),
-            name: name.into(),
-            count,
-            time_ns: t,
-        }
+        CauseTime::new(class, name, count, t)
     }
 
     #[test]

@@ -285,11 +285,7 @@ pub fn worst_table(a: &Attribution) -> Table {
                 format!(
                     "+{} {} for {}",
                     format_ns(s.start_ns as f64),
-                    cause_label(&CauseTime {
-                        class: s.class.clone(),
-                        name: s.name.clone(),
-                        ..CauseTime::default()
-                    }),
+                    cause_label(&CauseTime::new(&s.class, &s.name, 0, 0)),
                     format_ns((s.end_ns - s.start_ns) as f64)
                 )
             })
@@ -319,12 +315,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn ct(class: &str, name: &str, count: u64, t: u64) -> CauseTime {
-        CauseTime {
-            class: class.into(),
-            name: name.into(),
-            count,
-            time_ns: t,
-        }
+        CauseTime::new(class, name, count, t)
     }
 
     /// 1000 windows of 1..=1000 ns, the 10 longest an IRQ, the rest preemption by a hog;

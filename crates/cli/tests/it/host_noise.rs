@@ -46,6 +46,16 @@ fn hog(
         .unwrap()
 }
 
+/// What `latlab explain --json RESULT` prints.
+fn explain_json(result: &std::path::Path) -> serde_json::Value {
+    let json = ok(&latlab()
+        .args(["explain", "--json"])
+        .arg(result)
+        .output()
+        .unwrap());
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
@@ -184,12 +194,7 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
     assert!(text.contains("preempted by task (latlab-hog)"), "{text}");
     assert!(text.contains("explained: "), "{text}");
     assert!(text.contains("worst:"), "{text}");
-    let json = ok(&latlab()
-        .args(["explain", "--json"])
-        .arg(&out)
-        .output()
-        .unwrap());
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let v = explain_json(&out);
     assert_eq!(v["excess_ns"].as_u64(), Some(a.excess_ns));
     assert_eq!(v["explained_ns"].as_u64(), Some(a.explained_ns));
     let causes = v["causes"].as_array().unwrap();
@@ -349,12 +354,7 @@ fn noise_result(out: &std::path::Path) {
         Default::default(),
         Default::default(),
     );
-    let ct = |class: &str, name: &str, count, time_ns| latlab_core::results::CauseTime {
-        class: class.into(),
-        name: name.into(),
-        count,
-        time_ns,
-    };
+    let ct = latlab_core::results::CauseTime::new;
     r.explain = Some(latlab_core::results::Attribution {
         complete: true,
         windows: 3,
@@ -375,14 +375,8 @@ fn the_report_explains_the_tail_with_the_numbers_of_latlab_explain() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("noise.json");
     noise_result(&out);
-    let json = ok(&latlab()
-        .args(["explain", "--json"])
-        .arg(&out)
-        .output()
-        .unwrap());
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
-    let a: latlab_core::results::Attribution = serde_json::from_value(v).unwrap();
-    assert!(!a.causes.is_empty(), "{json}");
+    let a: latlab_core::results::Attribution = serde_json::from_value(explain_json(&out)).unwrap();
+    assert!(!a.causes.is_empty(), "{a:?}");
     let html = crate::util::report_html([&out], &dir.path().join("r.html"), &["--no-figures"]);
     let s = crate::util::section(&html, "why-the-tail-host-noise");
     let rows = table_rows(s, "Causes ranked by time (share of the excess)");

@@ -19,6 +19,23 @@ pub struct CauseTime {
     pub time_ns: u64,
 }
 
+impl CauseTime {
+    /// A cause of `class` and `name` that overlapped `count` windows for `time_ns`.
+    pub fn new(
+        class: impl Into<String>,
+        name: impl Into<String>,
+        count: u64,
+        time_ns: u64,
+    ) -> CauseTime {
+        CauseTime {
+            class: class.into(),
+            name: name.into(),
+            count,
+            time_ns,
+        }
+    }
+}
+
 /// One of the worst windows, with what lay under it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorstWindow {
@@ -150,24 +167,9 @@ mod tests {
             excess_ns: 1000,
             explained_ns: 900,
             causes: vec![
-                CauseTime {
-                    class: "irq".into(),
-                    name: "virtio1".into(),
-                    count: 2,
-                    time_ns: 500,
-                },
-                CauseTime {
-                    class: "irq".into(),
-                    name: "eth0".into(),
-                    count: 1,
-                    time_ns: 400,
-                },
-                CauseTime {
-                    class: "unexplained".into(),
-                    name: String::new(),
-                    count: 1,
-                    time_ns: 100,
-                },
+                CauseTime::new("irq", "virtio1", 2, 500),
+                CauseTime::new("irq", "eth0", 1, 400),
+                CauseTime::new("unexplained", "", 1, 100),
             ],
             ..Attribution::default()
         };
