@@ -16,7 +16,9 @@
 //! Without a timeline everything is unexplained and the attribution says why.
 
 use crate::timeline::{Cause, Class, CpuTimeline, Timeline};
-use latlab_core::results::{Attribution, CauseTime, WorstWindow};
+use latlab_core::parse::Percentile;
+use latlab_core::results::{Attribution, Band, CauseSpan, CauseTime, WorstWindow};
+use latlab_core::stats::is_supported;
 use std::collections::BTreeMap;
 
 /// A window to attribute, raw TSC.
@@ -115,12 +117,74 @@ fn ns(ticks: u64, hz: u64) -> u64 {
 }
 
 fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
-    CauseTime {
-        class: c.class.as_str().to_string(),
-        name: c.name.clone(),
-        count,
-        time_ns: ns(ticks, hz),
+    CauseTime::new(c.class.as_str(), c.name.clone(), count, ns(ticks, hz))
+}
+
+/// The causes of `splits` ranked by time (largest first, then by count), each with the
+/// number of windows it overlapped; and the total and explained excess, ticks. The one
+/// ranking of an attribution: the whole run's causes and each band's come from here.
+fn aggregate<'a>(
+    splits: impl Iterator<Item = &'a WindowSplit>,
+    hz: u64,
+) -> (Vec<CauseTime>, u64, u64) {
+    let mut totals: BTreeMap<&Cause, (u64, u64)> = BTreeMap::new();
+    let (mut excess, mut explained) = (0u64, 0u64);
+    for s in splits {
+        for (c, t) in &s.parts {
+            let e = totals.entry(c).or_insert((0, 0));
+            e.0 += 1;
+            e.1 += t;
+            excess += t;
+            if c.class != Class::Unexplained {
+                explained += t;
+            }
+        }
     }
+    let mut causes: Vec<CauseTime> = totals
+        .iter()
+        .map(|(c, (n, t))| cause_time(c, *n, *t, hz))
+        .collect();
+    causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(b.count.cmp(&a.count)));
+    (causes, excess, explained)
+}
+
+/// The edges of the percentile bands: p90, p99, p99.9, p99.99 (the last band is open).
+pub const BAND_EDGES: [(u64, u64); 4] = [(9, 10), (99, 100), (999, 1000), (9999, 10000)];
+
+/// The windows by length in bands between [`BAND_EDGES`]. Windows are ranked by length
+/// (ties in the order given); with `n` windows the one at 1-based rank `r` lies in the band
+/// `(lo, hi]` when `rank(lo) < r <= rank(hi)`, `rank(p) = ceil(n·p)` as for every latlab
+/// percentile, so each window above p90 is in exactly one band. A band is supported when
+/// `n` supports both its edges (at least 10 windows beyond each).
+pub fn bands(splits: &[WindowSplit], hz: u64) -> Vec<Band> {
+    let n = splits.len() as u64;
+    let mut order: Vec<usize> = (0..splits.len()).collect();
+    order.sort_by_key(|&i| splits[i].window.end.saturating_sub(splits[i].window.start));
+    let edge = |(num, den): (u64, u64)| Percentile::from_fraction(num, den).expect("a valid edge");
+    let rank = |p: Percentile| if n == 0 { 0 } else { p.rank(n) };
+    (0..BAND_EDGES.len())
+        .map(|b| {
+            let lo = edge(BAND_EDGES[b]);
+            let hi = BAND_EDGES.get(b + 1).map(|&e| edge(e));
+            let (from, to) = (rank(lo) as usize, hi.map_or(n, rank) as usize);
+            let members: Vec<&WindowSplit> = order[from.min(to)..to]
+                .iter()
+                .map(|&i| &splits[i])
+                .collect();
+            let len = |s: &&WindowSplit| ns(s.window.end.saturating_sub(s.window.start), hz);
+            let (causes, excess, _) = aggregate(members.iter().copied(), hz);
+            Band {
+                from: lo.to_string(),
+                to: hi.map(|p| p.to_string()).unwrap_or_default(),
+                supported: is_supported(lo, n) && hi.map_or(true, |p| is_supported(p, n)),
+                windows: members.len() as u64,
+                min_ns: members.first().map(len).unwrap_or(0),
+                max_ns: members.last().map(len).unwrap_or(0),
+                excess_ns: ns(excess, hz),
+                causes,
+            }
+        })
+        .collect()
 }
 
 /// Attributes every window; returns the stored attribution and each window's split (in
@@ -134,24 +198,7 @@ pub fn attribute(
         .iter()
         .map(|w| split(*w, timeline.and_then(|t| t.cpu(w.cpu)), o.base_ticks))
         .collect();
-    let mut totals: BTreeMap<&Cause, (u64, u64)> = BTreeMap::new();
-    let (mut excess, mut explained) = (0u64, 0u64);
-    for s in &splits {
-        for (c, t) in &s.parts {
-            let e = totals.entry(c).or_insert((0, 0));
-            e.0 += 1;
-            e.1 += t;
-            excess += t;
-            if c.class != Class::Unexplained {
-                explained += t;
-            }
-        }
-    }
-    let mut causes: Vec<CauseTime> = totals
-        .iter()
-        .map(|(c, (n, t))| cause_time(c, *n, *t, o.tsc_hz))
-        .collect();
-    causes.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then(b.count.cmp(&a.count)));
+    let (causes, excess, explained) = aggregate(splits.iter(), o.tsc_hz);
     let mut order: Vec<usize> = (0..splits.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(windows[i].end.saturating_sub(windows[i].start)));
     let worst = order
@@ -169,6 +216,7 @@ pub fn attribute(
         worst,
         missing_events: o.missing_events.clone(),
         unavailable: o.unavailable.clone(),
+        bands: bands(&splits, o.tsc_hz),
     };
     (a, splits)
 }
@@ -179,7 +227,29 @@ pub const MAX_WORST_EVENTS: usize = 24;
 fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstWindow {
     let w = s.window;
     let mut events = Vec::new();
+    let mut spans: Vec<CauseSpan> = Vec::new();
     if let Some(c) = timeline.and_then(|t| t.cpu(w.cpu)) {
+        for seg in c.segments_in(w.start, w.end) {
+            let cause = &c.intervals[seg.interval].cause;
+            let (a, b) = (
+                ns(seg.start.max(w.start) - w.start, hz),
+                ns(seg.end.min(w.end) - w.start, hz),
+            );
+            match spans.last_mut() {
+                // adjacent pieces of one cause are one span
+                Some(l)
+                    if l.end_ns == a && l.class == cause.class.as_str() && l.name == cause.name =>
+                {
+                    l.end_ns = b;
+                }
+                _ => spans.push(CauseSpan {
+                    class: cause.class.as_str().to_string(),
+                    name: cause.name.clone(),
+                    start_ns: a,
+                    end_ns: b,
+                }),
+            }
+        }
         let overlapping: Vec<_> = c.intervals_in(w.start, w.end).collect();
         for iv in overlapping.iter().take(MAX_WORST_EVENTS) {
             let off = iv.start as i128 - w.start as i128;
@@ -226,6 +296,7 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             .map(|(c, t)| cause_time(c, 1, *t, hz))
             .collect(),
         events,
+        spans,
     }
 }
 
@@ -430,12 +501,94 @@ mod tests {
         );
         assert_eq!(a.worst[1].duration_ns, 320);
         assert_eq!(
+            a.worst[1].spans,
+            vec![CauseSpan {
+                class: "preempted".into(),
+                name: "hog".into(),
+                start_ns: 10,
+                end_ns: 310,
+            }]
+        );
+        assert!(a.worst[0].spans.is_empty(), "no kernel event under it");
+        // four windows: every band is empty and unsupported, but listed
+        assert_eq!(a.bands.len(), 4);
+        assert!(a.bands.iter().all(|b| !b.supported && b.windows == 0));
+        assert_eq!(
             a.worst[1].events,
             vec![
                 "+10ns preempted by task (hog) for 300 ns",
                 "CPU 0: no kernel event meanwhile"
             ]
         );
+    }
+
+    fn synthetic(n: u64, cause: impl Fn(u64) -> Cause) -> Vec<WindowSplit> {
+        // window i (1..=n) lasts i ticks and all of it is `cause(i)`; given longest first
+        (1..=n)
+            .rev()
+            .map(|i| WindowSplit {
+                window: w(1, i * 10_000, i * 10_000 + i),
+                parts: vec![(cause(i), i)],
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bands_rank_windows_by_length_between_the_percentiles() {
+        let irq = Cause::new(Class::Irq, "eth0");
+        let hog = Cause::new(Class::Preempted, "hog");
+        let splits = synthetic(1_000, |i| if i > 990 { irq.clone() } else { hog.clone() });
+        let b = bands(&splits, 1_000_000_000);
+        let labels: Vec<String> = b.iter().map(Band::label).collect();
+        assert_eq!(
+            labels,
+            ["p90–p99", "p99–p99.9", "p99.9–p99.99", "above p99.99"]
+        );
+        // ranks 901..=990: 90 windows, all hog
+        assert_eq!((b[0].windows, b[0].min_ns, b[0].max_ns), (90, 901, 990));
+        assert_eq!(b[0].excess_ns, (901..=990).sum::<u64>());
+        assert_eq!(
+            b[0].causes,
+            vec![CauseTime::new("preempted", "hog", 90, b[0].excess_ns)]
+        );
+        // 991..=999, then the longest alone, then nothing above p99.99 of 1000
+        assert_eq!((b[1].windows, b[1].min_ns, b[1].max_ns), (9, 991, 999));
+        assert_eq!(b[1].causes[0].class, "irq");
+        assert_eq!(b[1].causes[0].time_ns, (991..=999).sum::<u64>());
+        assert_eq!((b[2].windows, b[2].max_ns), (1, 1_000));
+        assert_eq!((b[3].windows, b[3].excess_ns), (0, 0));
+        assert!(b[3].causes.is_empty());
+        // 1000 windows support p90 and p99 (10 beyond each), not p99.9
+        let sup: Vec<bool> = b.iter().map(|b| b.supported).collect();
+        assert_eq!(sup, [true, false, false, false]);
+        // each window above p90 in exactly one band
+        assert_eq!(b.iter().map(|b| b.windows).sum::<u64>(), 100);
+    }
+
+    #[test]
+    fn enough_windows_support_every_band_and_causes_rank_within_one() {
+        let mixed = |i: u64| {
+            if i % 3 == 0 {
+                Cause::new(Class::Timer, "tick")
+            } else {
+                Cause::new(Class::OutsideKernel, "")
+            }
+        };
+        let b = bands(&synthetic(100_000, mixed), 1_000_000_000);
+        assert!(b.iter().all(|b| b.supported), "{b:?}");
+        assert_eq!(
+            b.iter().map(|b| b.windows).collect::<Vec<_>>(),
+            [9_000, 900, 90, 10]
+        );
+        let top = &b[3];
+        assert_eq!((top.min_ns, top.max_ns), (99_991, 100_000));
+        // 99991..=100000: multiples of 3 are 99993, 99996, 99999
+        let timer: u64 = 99_993 + 99_996 + 99_999;
+        assert_eq!(top.causes[0].class, "outside_kernel");
+        assert_eq!(top.causes[0].count, 7);
+        assert_eq!(top.causes[1].time_ns, timer);
+        assert_eq!(top.causes[0].time_ns + timer, top.excess_ns);
+        assert!(bands(&[], 1).iter().all(|b| b.windows == 0 && !b.supported));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //!   preemption of a watched thread), nested, innermost wins;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
 //! - [`render`]: an attribution as terminal text;
+//! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
@@ -19,6 +20,7 @@ pub mod attribute;
 pub mod decode;
 pub mod gaps;
 pub mod render;
+pub mod sections;
 pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};

@@ -16,12 +16,58 @@ pub fn cause_label(c: &CauseTime) -> String {
     }
 }
 
-fn share(part: u64, whole: u64) -> String {
+/// `part` as a share of `whole`, `75.0%`; `-` when `whole` is 0.
+pub fn share(part: u64, whole: u64) -> String {
     if whole == 0 {
         "-".to_string()
     } else {
         format!("{:.1}%", part as f64 * 100.0 / whole as f64)
     }
+}
+
+/// One cause as a row of the causes table: its label, count, total and share of
+/// `excess_ns`. The terminal table and the report's table are both made of these.
+pub fn cause_row(c: &CauseTime, excess_ns: u64) -> [String; 4] {
+    [
+        cause_label(c),
+        c.count.to_string(),
+        format_ns(c.time_ns as f64),
+        share(c.time_ns, excess_ns),
+    ]
+}
+
+/// `explained: 19.0us of 20.0us excess (95.0%); outside the kernel: 75.0%`.
+pub fn explained_line(a: &Attribution) -> String {
+    format!(
+        "explained: {} of {} excess ({}); outside the kernel: {}",
+        format_ns(a.explained_ns as f64),
+        format_ns(a.excess_ns as f64),
+        share(a.explained_ns, a.excess_ns),
+        share(a.class_time_ns("outside_kernel"), a.excess_ns),
+    )
+}
+
+/// What makes the attribution partial, one sentence each: kernel events unavailable or
+/// lost, events this kernel does not have. Empty when nothing is missing.
+pub fn completeness(a: &Attribution) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(why) = &a.unavailable {
+        out.push(format!(
+            "incomplete: kernel events unavailable: {why}; all time is unexplained"
+        ));
+    } else if a.lost_events > 0 {
+        out.push(format!(
+            "incomplete: {} kernel events were lost; the split is partial",
+            a.lost_events
+        ));
+    }
+    if !a.missing_events.is_empty() {
+        out.push(format!(
+            "not recorded (absent on this kernel): {}",
+            a.missing_events.join(", ")
+        ));
+    }
+    out
 }
 
 /// The ranked causes as an aligned table, a line on completeness first when it is partial.
@@ -32,14 +78,7 @@ pub fn causes_table(a: &Attribution) -> String {
         "total".into(),
         "share".into(),
     ]];
-    for c in &a.causes {
-        rows.push([
-            cause_label(c),
-            c.count.to_string(),
-            format_ns(c.time_ns as f64),
-            share(c.time_ns, a.excess_ns),
-        ]);
-    }
+    rows.extend(a.causes.iter().map(|c| cause_row(c, a.excess_ns)));
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
     let w: Vec<usize> = (1..4)
         .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
@@ -59,28 +98,11 @@ pub fn causes_table(a: &Attribution) -> String {
             w3 = w[2]
         ));
     }
-    out.push_str(&format!(
-        "explained: {} of {} excess ({}); outside the kernel: {}\n",
-        format_ns(a.explained_ns as f64),
-        format_ns(a.excess_ns as f64),
-        share(a.explained_ns, a.excess_ns),
-        share(a.class_time_ns("outside_kernel"), a.excess_ns),
-    ));
-    if let Some(why) = &a.unavailable {
-        out.push_str(&format!(
-            "incomplete: kernel events unavailable: {why}; all time is unexplained\n"
-        ));
-    } else if a.lost_events > 0 {
-        out.push_str(&format!(
-            "incomplete: {} kernel events were lost; the split is partial\n",
-            a.lost_events
-        ));
-    }
-    if !a.missing_events.is_empty() {
-        out.push_str(&format!(
-            "not recorded (absent on this kernel): {}\n",
-            a.missing_events.join(", ")
-        ));
+    out.push_str(&explained_line(a));
+    out.push('\n');
+    for line in completeness(a) {
+        out.push_str(&line);
+        out.push('\n');
     }
     out
 }
@@ -119,12 +141,7 @@ mod tests {
     use latlab_core::results::WorstWindow;
 
     fn ct(class: &str, name: &str, count: u64, t: u64) -> CauseTime {
-        CauseTime {
-            class: class.into(),
-            name: name.into(),
-            count,
-            time_ns: t,
-        }
+        CauseTime::new(class, name, count, t)
     }
 
     #[test]
@@ -163,6 +180,7 @@ mod tests {
                 duration_ns: 2_500,
                 causes: vec![ct("irq", "eth0", 1, 2_000)],
                 events: vec!["+100ns irq (eth0) for 2000 ns".into()],
+                spans: vec![],
             }],
             ..Attribution::default()
         };

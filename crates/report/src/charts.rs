@@ -109,7 +109,14 @@ where
     DB::ErrorType: 'static,
 {
     area.fill(&WHITE).map_err(draw_err)?;
-    let unit = choose_unit(max_ns);
+    let unit = if spec.x_percent {
+        crate::plot::TimeUnit {
+            name: "%",
+            divisor: 1.0,
+        }
+    } else {
+        choose_unit(max_ns)
+    };
     let labels = segment_labels(bars);
     let n = bars.len();
     let label_w = bars.iter().map(|b| b.label.len()).max().unwrap_or(4) as u32 * 9 + 20;

@@ -34,7 +34,7 @@ where
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .x_desc(format!("time since run start ({})", unit.name))
+        .x_desc(format!("{} ({})", spec.x_desc, unit.name))
         .y_labels(n * 2 + 1)
         .y_label_formatter(&|y| {
             let k = (n as f64 - y - 0.5).round();

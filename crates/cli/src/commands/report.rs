@@ -32,6 +32,8 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
         Box::new(latlab_sched::sections::RunSections),
         Box::new(latlab_sched::sections::CacheCostSections),
         Box::new(latlab_sched::sections::ExperimentSections),
+        // any kind: "Why the tail" for the results that carry an attribution
+        Box::new(latlab_explain::sections::WhyTheTail),
     ]
 }
 

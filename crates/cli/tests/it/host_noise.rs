@@ -46,6 +46,16 @@ fn hog(
         .unwrap()
 }
 
+/// What `latlab explain --json RESULT` prints.
+fn explain_json(result: &std::path::Path) -> serde_json::Value {
+    let json = ok(&latlab()
+        .args(["explain", "--json"])
+        .arg(result)
+        .output()
+        .unwrap());
+    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
+}
+
 fn overlaps(a: (u64, u64), b: (u64, u64)) -> bool {
     a.0 < b.1 && b.0 < a.1
 }
@@ -184,12 +194,7 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
     assert!(text.contains("preempted by task (latlab-hog)"), "{text}");
     assert!(text.contains("explained: "), "{text}");
     assert!(text.contains("worst:"), "{text}");
-    let json = ok(&latlab()
-        .args(["explain", "--json"])
-        .arg(&out)
-        .output()
-        .unwrap());
-    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let v = explain_json(&out);
     assert_eq!(v["excess_ns"].as_u64(), Some(a.excess_ns));
     assert_eq!(v["explained_ns"].as_u64(), Some(a.explained_ns));
     let causes = v["causes"].as_array().unwrap();
@@ -297,5 +302,108 @@ fn bad_numbers_are_usage_errors() {
         let mut full = vec!["host", "noise"];
         full.extend(args);
         assert_usage_error(&full, &[needle]);
+    }
+}
+
+/// The rows of the table captioned `caption` in `html`, each cell's text as written
+/// (escaped), tags of notes left out.
+fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
+    let start = html
+        .find(&format!("<caption>{caption}</caption>"))
+        .unwrap_or_else(|| panic!("no table '{caption}'"));
+    let table = &html[start..start + html[start..].find("</table>").unwrap()];
+    let body = &table[table.find("</thead>").map_or(0, |i| i + 8)..];
+    body.split("<tr>")
+        .skip(1)
+        .map(|row| {
+            row.split("<td")
+                .skip(1)
+                .map(|cell| {
+                    let text = &cell[cell.find('>').unwrap() + 1..];
+                    text[..text.find(['<']).unwrap_or(text.len())].to_string()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn html_escaped(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#39;")
+}
+
+/// A host.noise result with an attribution: recorded (as root), else built here.
+fn noise_result(out: &std::path::Path) {
+    if latlab_testutil::is_root() {
+        let _turn = system_turn();
+        let cpu = measured_cpu().to_string();
+        ok(&latlab()
+            .args(["host", "noise", "--cpu", &cpu, "-d", "1s", "--quiet", "-o"])
+            .arg(out)
+            .output()
+            .unwrap());
+        return;
+    }
+    eprintln!("not root: the host.noise result is built by the test");
+    let mut r = ResultFile::new(
+        "host.noise",
+        vec!["latlab".into()],
+        Default::default(),
+        Default::default(),
+    );
+    let ct = latlab_core::results::CauseTime::new;
+    r.explain = Some(latlab_core::results::Attribution {
+        complete: true,
+        windows: 3,
+        excess_ns: 60_000,
+        explained_ns: 55_000,
+        causes: vec![
+            ct("outside_kernel", "", 3, 40_000),
+            ct("timer", "tick_nohz_handler", 2, 15_000),
+            ct("unexplained", "", 1, 5_000),
+        ],
+        ..Default::default()
+    });
+    r.save(out).unwrap();
+}
+
+#[test]
+fn the_report_explains_the_tail_with_the_numbers_of_latlab_explain() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("noise.json");
+    noise_result(&out);
+    let a: latlab_core::results::Attribution = serde_json::from_value(explain_json(&out)).unwrap();
+    assert!(!a.causes.is_empty(), "{a:?}");
+    let html = crate::util::report_html([&out], &dir.path().join("r.html"), &["--no-figures"]);
+    let s = crate::util::section(&html, "why-the-tail-host-noise");
+    let rows = table_rows(s, "Causes ranked by time (share of the excess)");
+    let expected: Vec<Vec<String>> = a
+        .causes
+        .iter()
+        .map(|c| {
+            latlab_explain::render::cause_row(c, a.excess_ns)
+                .iter()
+                .map(|t| html_escaped(t))
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows, expected);
+    // the same shares as explain's text, and the count and time straight from the JSON
+    for (row, c) in rows.iter().zip(&a.causes) {
+        assert_eq!(row[1], c.count.to_string());
+        assert_eq!(row[2], latlab_core::units::format_ns(c.time_ns as f64));
+    }
+    let text = ok(&latlab().arg("explain").arg(&out).output().unwrap());
+    let explained = latlab_explain::render::explained_line(&a);
+    assert!(text.contains(&explained), "{text}");
+    assert!(
+        s.contains(&html_escaped(&explained)),
+        "explained line missing"
+    );
+    if a.windows > 0 && !a.bands.is_empty() {
+        assert!(s.contains("Percentile bands of the attributed windows"));
     }
 }

@@ -86,6 +86,9 @@ pub struct ChartSpec {
     pub title: String,
     /// x axis description (the stacked chart appends the unit).
     pub x_desc: String,
+    /// The stacked chart's values are percentages (drawn as given, the axis in `%`), not
+    /// nanoseconds.
+    pub x_percent: bool,
     /// y axis description.
     pub y_desc: String,
     /// Width in pixels.
@@ -99,6 +102,7 @@ impl Default for ChartSpec {
         ChartSpec {
             title: String::new(),
             x_desc: String::new(),
+            x_percent: false,
             y_desc: String::new(),
             width: 1000,
             height: 600,
@@ -171,6 +175,8 @@ pub struct TimelineSpec {
     pub row_height: u32,
     /// The window drawn, `(from_ns, to_ns)`; blocks are clipped to it.
     pub window: (f64, f64),
+    /// x axis description (the unit is appended).
+    pub x_desc: String,
 }
 
 impl Default for TimelineSpec {
@@ -180,6 +186,7 @@ impl Default for TimelineSpec {
             width: 1200,
             row_height: 48,
             window: (0.0, 1e9),
+            x_desc: "time since run start".into(),
         }
     }
 }

@@ -19,6 +19,23 @@ pub struct CauseTime {
     pub time_ns: u64,
 }
 
+impl CauseTime {
+    /// A cause of `class` and `name` that overlapped `count` windows for `time_ns`.
+    pub fn new(
+        class: impl Into<String>,
+        name: impl Into<String>,
+        count: u64,
+        time_ns: u64,
+    ) -> CauseTime {
+        CauseTime {
+            class: class.into(),
+            name: name.into(),
+            count,
+            time_ns,
+        }
+    }
+}
+
 /// One of the worst windows, with what lay under it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorstWindow {
@@ -33,6 +50,61 @@ pub struct WorstWindow {
     /// The kernel events that overlapped it, one short line each (offset from the window's
     /// start, what, how long).
     pub events: Vec<String>,
+    /// Where in the window each cause's time lay: the pieces of the CPU's timeline under
+    /// it (innermost cause wins), clipped to the window, in time order. Absent in files
+    /// written before it was recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub spans: Vec<CauseSpan>,
+}
+
+/// A piece of a worst window owned by one kernel cause, relative to the window's start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CauseSpan {
+    /// The cause's class (as in [`CauseTime::class`]).
+    pub class: String,
+    /// The cause's name (as in [`CauseTime::name`]).
+    pub name: String,
+    /// Start, ns after the window's start.
+    pub start_ns: u64,
+    /// End, ns after the window's start (`>= start_ns`, at most the window's length).
+    pub end_ns: u64,
+}
+
+/// The attributed windows whose length ranks between two percentiles of all the
+/// attributed windows' lengths (`p90`–`p99`, …, above `p99.99`), with their time by cause.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Band {
+    /// The lower edge, e.g. `p99`: the band holds the windows ranked above it.
+    pub from: String,
+    /// The upper edge, e.g. `p99.9` (the window at that rank included); empty for the top
+    /// band (everything above `from`).
+    pub to: String,
+    /// Whether the window count supports both edges (at least 10 windows beyond each, the
+    /// rule of `latlab_core::stats::is_supported`); an unsupported band's split is shown
+    /// flagged, never as a plain figure.
+    pub supported: bool,
+    /// Windows in the band.
+    pub windows: u64,
+    /// The shortest and longest window in it, ns (0 when empty).
+    pub min_ns: u64,
+    /// See `min_ns`.
+    pub max_ns: u64,
+    /// The excess time of its windows, ns.
+    pub excess_ns: u64,
+    /// Its causes ranked by time as [`Attribution::causes`] (count = windows of the band
+    /// the cause overlapped).
+    pub causes: Vec<CauseTime>,
+}
+
+impl Band {
+    /// `p90–p99`, `above p99.99`.
+    pub fn label(&self) -> String {
+        if self.to.is_empty() {
+            format!("above {}", self.from)
+        } else {
+            format!("{}–{}", self.from, self.to)
+        }
+    }
 }
 
 /// Where a result's excess time went.
@@ -58,6 +130,11 @@ pub struct Attribution {
     /// Why kernel events were not recorded at all, when they were not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unavailable: Option<String>,
+    /// The windows by length in percentile bands (`p90`–`p99`, `p99`–`p99.9`,
+    /// `p99.9`–`p99.99`, above `p99.99`), each with its time by cause. Absent in files
+    /// written before bands were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub bands: Vec<Band>,
 }
 
 impl Attribution {
@@ -90,24 +167,9 @@ mod tests {
             excess_ns: 1000,
             explained_ns: 900,
             causes: vec![
-                CauseTime {
-                    class: "irq".into(),
-                    name: "virtio1".into(),
-                    count: 2,
-                    time_ns: 500,
-                },
-                CauseTime {
-                    class: "irq".into(),
-                    name: "eth0".into(),
-                    count: 1,
-                    time_ns: 400,
-                },
-                CauseTime {
-                    class: "unexplained".into(),
-                    name: String::new(),
-                    count: 1,
-                    time_ns: 100,
-                },
+                CauseTime::new("irq", "virtio1", 2, 500),
+                CauseTime::new("irq", "eth0", 1, 400),
+                CauseTime::new("unexplained", "", 1, 100),
             ],
             ..Attribution::default()
         };
