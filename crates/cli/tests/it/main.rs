@@ -16,6 +16,7 @@ mod dfs_report;
 mod golden_report;
 mod host_breakdown;
 mod host_noise;
+mod kernel_truth;
 mod net;
 mod net_delay;
 mod report;
