@@ -23,6 +23,67 @@ pub use common::OutputArgs;
 pub use host_clocks::ClocksArgs;
 pub use report::{CheckArgs, CompareArgs, ReportArgs};
 
+/// Whether `a` takes a number: its value parser yields one of the numeric types latlab's
+/// flags use (floats, integers, durations, percentiles, rates).
+pub fn is_numeric(a: &clap::Arg) -> bool {
+    use std::any::TypeId;
+    let t = a.get_value_parser().type_id();
+    a.get_action().takes_values()
+        && [
+            TypeId::of::<f64>(),
+            TypeId::of::<u8>(),
+            TypeId::of::<u16>(),
+            TypeId::of::<u32>(),
+            TypeId::of::<u64>(),
+            TypeId::of::<usize>(),
+            TypeId::of::<i32>(),
+            TypeId::of::<i64>(),
+            TypeId::of::<latlab_core::units::Nanos>(),
+            TypeId::of::<Percentile>(),
+            TypeId::of::<latlab_core::parse::Rate>(),
+        ]
+        .iter()
+        .any(|id| t == *id)
+}
+
+/// The command tree the binary parses with: [`Cli`]'s, where every numeric flag also takes
+/// a value starting with '-', so that `--confidence -0.5` reaches the flag's value parser
+/// (which accepts it where negative numbers mean something and otherwise says why not in
+/// one line) instead of being read as an unknown flag `-0`.
+pub fn command() -> clap::Command {
+    fn numeric_takes_hyphen(c: clap::Command) -> clap::Command {
+        c.mut_args(|a| {
+            if is_numeric(&a) {
+                a.allow_hyphen_values(true)
+            } else {
+                a
+            }
+        })
+        .mut_subcommands(numeric_takes_hyphen)
+    }
+    numeric_takes_hyphen(<Cli as clap::CommandFactory>::command())
+}
+
+/// One line per numeric flag of every command, "SUBCOMMAND PATH<TAB>--FLAG", for the test
+/// that feeds each one NaN, infinities and out-of-range values
+/// (`LATLAB_LIST_NUMERIC_FLAGS=1 latlab`).
+pub fn numeric_flags() -> String {
+    fn walk(c: &clap::Command, path: &str, out: &mut String) {
+        for a in c.get_arguments().filter(|a| is_numeric(a)) {
+            if let Some(long) = a.get_long() {
+                out.push_str(&format!("{path}\t--{long}\n"));
+            }
+        }
+        for s in c.get_subcommands() {
+            let p = format!("{path} {}", s.get_name());
+            walk(s, p.trim(), out);
+        }
+    }
+    let mut out = String::new();
+    walk(&command(), "", &mut out);
+    out
+}
+
 const EXIT_CODES: &str = "\
 Exit codes:
   0  success

@@ -102,10 +102,28 @@ fn sched_run_error(e: RunError) -> anyhow::Error {
 /// Prints `e` as one line and returns its exit code.
 pub fn report(e: &anyhow::Error) -> ExitCode {
     let code = classify(e);
-    // `{:#}` joins the context chain on one line: "reading x.json: x.json: empty file ..."
-    let msg = format!("{e:#}").replace('\n', " ");
+    let msg = chain_line(e);
     eprintln!("latlab: error: {msg}");
     ExitCode::from(code)
+}
+
+/// The context chain on one line, outermost first, like anyhow's `{:#}` ("reading x.json:
+/// x.json: empty file ..."), except that a cause whose text the line already holds is left
+/// out: an error that prints its source (`"{path}: {source}"`) would otherwise show the OS
+/// reason twice.
+fn chain_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string().replace('\n', " ");
+        if line.contains(&text) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&text);
+    }
+    line
 }
 
 fn classify(e: &anyhow::Error) -> u8 {

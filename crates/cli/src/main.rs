@@ -16,13 +16,19 @@ mod exit;
 mod inputs;
 mod output;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     latlab_sys::process::default_sigpipe();
     let argv: Vec<String> = std::env::args().collect();
-    let cli = match args::Cli::try_parse_from(&argv) {
+    if std::env::var_os("LATLAB_LIST_NUMERIC_FLAGS").is_some() {
+        print!("{}", args::numeric_flags());
+        return ExitCode::SUCCESS;
+    }
+    let parsed = args::command()
+        .try_get_matches_from(&argv)
+        .and_then(|m| <args::Cli as clap::FromArgMatches>::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return exit::clap_error(e),
     };

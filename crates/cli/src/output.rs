@@ -34,6 +34,17 @@ pub fn unique(path: PathBuf) -> PathBuf {
         .expect("some suffix is free")
 }
 
+/// The file a run writes to: a path the user named (`-o`, `--output`) is used as given and
+/// an existing file there is replaced; a default path is made [`unique`], so runs that
+/// named nothing never overwrite each other. Every command that writes files follows this.
+pub fn named_or_unique(path: PathBuf, named: bool) -> PathBuf {
+    if named {
+        path
+    } else {
+        unique(path)
+    }
+}
+
 /// Where a measuring command writes.
 pub struct Outputs {
     /// When the run started (RFC 3339, UTC); also names the default result file.
@@ -68,9 +79,10 @@ pub fn outputs(
 /// The result file of a run of `kind` started at `started_utc`: `-o FILE` as given, else
 /// `latlab-results/<kind>-<UTC>.json` (made unique).
 pub fn result_path(out: &crate::args::OutputArgs, kind: &str, started_utc: &str) -> PathBuf {
-    out.output
-        .clone()
-        .unwrap_or_else(|| unique(default_result_path(kind, started_utc)))
+    match &out.output {
+        Some(p) => named_or_unique(p.clone(), true),
+        None => named_or_unique(default_result_path(kind, started_utc), false),
+    }
 }
 
 /// `path` with its extension replaced.

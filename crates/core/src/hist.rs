@@ -43,7 +43,7 @@ impl Default for HistConfig {
 #[non_exhaustive]
 pub enum HistError {
     /// The configuration is not valid for HdrHistogram.
-    #[error("invalid histogram configuration {0:?}: need 1 <= lowest, 2*lowest <= highest, sigfig 1..=5")]
+    #[error("invalid histogram range or precision (lowest {} ns, highest {} ns, {} significant digits): need 1 <= lowest, 2*lowest <= highest, significant digits 1..=5", .0.lowest_ns, .0.highest_ns, .0.sigfig)]
     Config(HistConfig),
     /// Merging histograms of different precision would not be exact.
     #[error("cannot merge exactly: precision differs ({0} vs {1} significant digits)")]
@@ -54,6 +54,25 @@ pub enum HistError {
     /// The base64 or HdrHistogram payload is corrupt.
     #[error("histogram data is corrupt: {0}")]
     Decode(String),
+}
+
+/// Why HdrHistogram could not decode a payload, as a plain phrase (its own Debug text, e.g.
+/// `IoError(Custom { kind: UnexpectedEof, .. })`, means nothing to a reader).
+fn decode_reason(e: &hdrhistogram::serialization::DeserializeError) -> String {
+    use hdrhistogram::serialization::DeserializeError as D;
+    match e {
+        D::IoError(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            "the encoded data ends early (truncated)".into()
+        }
+        D::IoError(_) => "the encoded data cannot be read (damaged compressed stream)".into(),
+        D::InvalidCookie => "not an HdrHistogram encoding (unknown format marker)".into(),
+        D::InvalidParameters => "the encoded range or precision is invalid".into(),
+        D::UnsupportedFeature => "the encoding uses a feature this latlab cannot read".into(),
+        D::UnsuitableCounterType => "a count is too large".into(),
+        D::UsizeTypeTooSmall | D::EncodedArrayTooLong => {
+            "the encoded counts do not fit the stated range".into()
+        }
+    }
 }
 
 /// A latency histogram in nanoseconds.
@@ -250,7 +269,7 @@ impl LatencyHistogram {
             .map_err(|e| HistError::Decode(format!("base64: {e}")))?;
         let decoded: Histogram<u64> = Deserializer::new()
             .deserialize(&mut bytes.as_slice())
-            .map_err(|e| HistError::Decode(format!("{e:?}")))?;
+            .map_err(|e| HistError::Decode(decode_reason(&e)))?;
         let mut out = LatencyHistogram::new(config)?;
         out.h
             .add(&decoded)

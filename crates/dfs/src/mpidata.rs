@@ -76,9 +76,19 @@ impl RunConfig {
         }
     }
 
-    /// Checks sizes and DFS parameters (once, on rank 0, before the run starts).
+    /// Checks sizes, the time-slice count, the injected drift and DFS parameters (once, on
+    /// rank 0, before the run starts).
     pub fn validate(&self) -> Result<(), ParamError> {
         self.topology.validate()?;
+        if self.time_slices == 0 {
+            return Err(ParamError::Zero("--time-slices"));
+        }
+        crate::params::in_range(
+            "--drift-ppm",
+            self.drift_ppm,
+            -crate::params::MAX_DRIFT_PPM,
+            crate::params::MAX_DRIFT_PPM,
+        )?;
         self.params.validate()
     }
 

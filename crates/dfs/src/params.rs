@@ -65,6 +65,25 @@ impl Topology {
     }
 }
 
+/// The largest clock drift a configuration may ask for, in ppm (1 %). A node's clock must
+/// keep running forward (a drift of −10⁶ ppm stops it, and beyond that it runs backwards, so
+/// a simulated node would wait forever); real oscillators stay within tens of ppm.
+pub const MAX_DRIFT_PPM: f64 = 10_000.0;
+
+/// [`ParamError::Range`] naming `name` unless `value` is finite and in `lo..=hi`.
+pub fn in_range(name: &'static str, value: f64, lo: f64, hi: f64) -> Result<(), ParamError> {
+    if value.is_finite() && value >= lo && value <= hi {
+        Ok(())
+    } else {
+        Err(ParamError::Range {
+            name,
+            value,
+            lo,
+            hi,
+        })
+    }
+}
+
 /// [`ParamError::Zero`] naming the first flag whose count is 0.
 fn positive(counts: &[(&'static str, u64)]) -> Result<(), ParamError> {
     match counts.iter().find(|(_, n)| *n == 0) {
@@ -124,21 +143,9 @@ impl DfsParams {
             ("--ts-per-interval", self.ts_per_intvl),
             ("--hist-cnt", self.hist_cnt as u64),
         ])?;
-        let pct = |name, value: f64, lo, hi| {
-            if value.is_finite() && value >= lo && value <= hi {
-                Ok(())
-            } else {
-                Err(ParamError::Range {
-                    name,
-                    value,
-                    lo,
-                    hi,
-                })
-            }
-        };
-        pct("--ssu-th", self.ssu_th, 0.0, 1e6)?;
-        pct("--ssu-pct", self.ssu_pct, 0.0, 99.0)?;
-        pct("--theta", self.theta_pct, 0.0, 100.0)?;
+        in_range("--ssu-th", self.ssu_th, 0.0, 1e6)?;
+        in_range("--ssu-pct", self.ssu_pct, 0.0, 99.0)?;
+        in_range("--theta", self.theta_pct, 0.0, 100.0)?;
         Ok(())
     }
 

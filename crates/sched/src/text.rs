@@ -143,6 +143,18 @@ pub fn rta_bound(r: &RtaRow) -> String {
         .unwrap_or_else(|| "unbounded".into())
 }
 
+/// An RTA row's verdict: `ok` only when a bound exists and the observed worst response
+/// stayed within it; a task set that needs more than the CPU has no bound, and no
+/// observation can be `ok` against it. Pure.
+pub fn rta_verdict(r: &RtaRow) -> &'static str {
+    match (r.bound_ns, r.observed_ns) {
+        (None, _) => "UNBOUNDED: the task set needs more than the CPU",
+        (Some(_), None) => "nothing observed",
+        (Some(_), Some(_)) if r.exceeds_bound => "OBSERVED > BOUND",
+        (Some(_), Some(_)) => "ok",
+    }
+}
+
 /// An RTA row's observed worst response, or `-`. Pure.
 pub fn rta_observed(r: &RtaRow) -> String {
     r.observed_ns
@@ -225,12 +237,7 @@ pub fn analysis_text(a: &Analysis) -> String {
                 rta_bound(r),
                 if r.schedulable { "yes" } else { "no" }.into(),
                 rta_observed(r),
-                if r.exceeds_bound {
-                    "OBSERVED > BOUND"
-                } else {
-                    "ok"
-                }
-                .into(),
+                rta_verdict(r).into(),
             ]);
         }
         s.push_str("response-time analysis (fixed priority, one CPU):\n");
@@ -300,6 +307,39 @@ pub fn cache_cost_table(rows: &[crate::cache::SizeRow]) -> String {
 mod tests {
     use super::*;
     use crate::analyze::stats;
+
+    #[test]
+    fn rta_verdict_is_ok_only_within_a_bound() {
+        let row = |bound_ns, observed_ns, exceeds_bound| RtaRow {
+            thread: 0,
+            task: crate::rta::Task::new("t", 6_000_000, 10_000_000),
+            bound_ns,
+            schedulable: bound_ns.is_some(),
+            observed_ns,
+            exceeds_bound,
+        };
+        // an overloaded task set: no bound, whatever was observed
+        assert_eq!(
+            rta_verdict(&row(None, Some(9_000_000), false)),
+            "UNBOUNDED: the task set needs more than the CPU"
+        );
+        assert_eq!(
+            rta_verdict(&row(None, None, false)),
+            "UNBOUNDED: the task set needs more than the CPU"
+        );
+        assert_eq!(
+            rta_verdict(&row(Some(6_000_000), None, false)),
+            "nothing observed"
+        );
+        assert_eq!(
+            rta_verdict(&row(Some(6_000_000), Some(7_000_000), true)),
+            "OBSERVED > BOUND"
+        );
+        assert_eq!(
+            rta_verdict(&row(Some(6_000_000), Some(5_000_000), false)),
+            "ok"
+        );
+    }
 
     #[test]
     fn one_stats_formatter_in_two_lengths() {

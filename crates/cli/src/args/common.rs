@@ -39,7 +39,30 @@ pub enum DirectionArg {
 }
 
 pub(crate) fn duration_arg(s: &str) -> Result<Nanos, String> {
+    if s.trim_start().starts_with('-') {
+        return Err(format!("'{s}' is not valid; a duration cannot be negative"));
+    }
     parse_duration(s).map_err(|e| e.to_string())
+}
+
+/// A duration that must be positive (how long to measure or run): `0s` is rejected here,
+/// before anything starts, so no run begins that could only fail or do nothing.
+pub(crate) fn positive_duration_arg(s: &str) -> Result<Nanos, String> {
+    match duration_arg(s)? {
+        d if d.get() == 0 => Err(format!("'{s}' is not valid; must be positive, e.g. 2s")),
+        d => Ok(d),
+    }
+}
+
+/// A flag's number: finite and in `lo..=hi`. NaN, infinities and values outside the range
+/// are rejected with one line giving the accepted form.
+pub(crate) fn number_in(s: &str, lo: f64, hi: f64) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= lo && x <= hi => Ok(x),
+        _ => Err(format!(
+            "'{s}' is not valid; expected a finite number from {lo} to {hi}"
+        )),
+    }
 }
 
 pub(crate) fn percentile_arg(s: &str) -> Result<Percentile, String> {

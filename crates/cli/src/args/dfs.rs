@@ -1,12 +1,13 @@
 //! `latlab dfs …` and `latlab experiment dfs` command-line definitions, and their
 //! resolution into the library's configurations (which the library checks).
 
-use super::common::{duration_arg, OutputArgs};
+use super::common::{duration_arg, number_in, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::units::Nanos;
 use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
+use latlab_dfs::params::MAX_DRIFT_PPM;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
 use latlab_dfs::sim::{NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
 use latlab_dfs::Mode;
@@ -83,7 +84,7 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = 4)]
     pub computes: usize,
     /// Time-slices to build (rounded up to whole rounds of C).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub time_slices: Option<u64>,
     /// Size of one contribution (micro-time-slice), e.g. 65536, 64K, 1M.
     #[arg(long, value_parser = size_arg)]
@@ -98,16 +99,16 @@ pub struct ModelArgs {
     #[arg(long, default_value_t = DfsParams::default().hist_cnt)]
     pub hist_cnt: usize,
     /// Speed-up threshold ssu_TH, percent.
-    #[arg(long, default_value_t = DfsParams::default().ssu_th)]
+    #[arg(long, default_value_t = DfsParams::default().ssu_th, value_parser = |s: &str| number_in(s, 0.0, 1e6))]
     pub ssu_th: f64,
     /// Speed-up amount ssu_pct, percent.
-    #[arg(long, default_value_t = DfsParams::default().ssu_pct)]
+    #[arg(long, default_value_t = DfsParams::default().ssu_pct, value_parser = |s: &str| number_in(s, 0.0, 99.0))]
     pub ssu_pct: f64,
     /// Statistic compared with ssu_TH: the paper's variance, or the mean deviation.
     #[arg(long, value_enum, default_value_t = SsuCriterionArg::Variance)]
     pub ssu_criterion: SsuCriterionArg,
     /// θ: percent of an interval's contributions acknowledged before the next starts.
-    #[arg(long, default_value_t = DfsParams::default().theta_pct)]
+    #[arg(long, default_value_t = DfsParams::default().theta_pct, value_parser = |s: &str| number_in(s, 0.0, 100.0))]
     pub theta: f64,
     /// Seed of every random draw.
     #[arg(long, default_value_t = 1)]
@@ -132,7 +133,7 @@ pub struct SimArgs {
     #[arg(long, value_enum, default_value_t = ModeArg::Both)]
     pub mode: ModeArg,
     /// Injection and ejection bandwidth per node in GB/s.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = 4.0, value_parser = |s: &str| number_in(s, 0.001, 1e4))]
     pub bandwidth: f64,
     /// One-way latency.
     #[arg(long, default_value = "2us", value_parser = duration_arg)]
@@ -147,7 +148,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "20us", value_parser = duration_arg)]
     pub processing: Nanos,
     /// Bandwidth noise: each port redrawn uniformly in [1-noise, 1] of nominal.
-    #[arg(long, default_value_t = 0.2)]
+    #[arg(long, default_value_t = 0.2, value_parser = |s: &str| number_in(s, 0.0, 0.99))]
     pub noise: f64,
     /// How often the noise is redrawn.
     #[arg(long, default_value = "200us", value_parser = duration_arg)]
@@ -156,7 +157,7 @@ pub struct SimArgs {
     #[arg(long, default_value = "1ms", value_parser = duration_arg)]
     pub clock_offset: Nanos,
     /// Largest clock drift in ppm.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = 10.0, value_parser = |s: &str| number_in(s, 0.0, MAX_DRIFT_PPM))]
     pub drift_ppm: f64,
     /// A slow node: input:INDEX:FACTOR or compute:INDEX:FACTOR (repeatable).
     #[arg(long, value_name = "ROLE:INDEX:FACTOR")]
@@ -193,7 +194,8 @@ pub struct RunArgs {
     #[arg(long, default_value = "0ns", value_parser = duration_arg)]
     pub clock_skew: Nanos,
     /// Injected drift: rank r's clock drifts r × this many ppm.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true,
+          value_parser = |s: &str| number_in(s, -MAX_DRIFT_PPM, MAX_DRIFT_PPM))]
     pub drift_ppm: f64,
     /// Buffer-fill sampling period at the compute nodes.
     #[arg(long, default_value = "5ms", value_parser = duration_arg)]

@@ -2,7 +2,7 @@
 //! experiment writes its result files first, then figures, a summary and an HTML report
 //! built from those files.
 
-use super::common::{duration_arg, OutputArgs};
+use super::common::{duration_arg, positive_duration_arg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand};
 use latlab_core::units::Nanos;
@@ -79,7 +79,7 @@ pub struct WhereTimeArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeats: u32,
     /// Length of one benchmark run (whole seconds).
-    #[arg(long, default_value = "4s", value_parser = duration_arg)]
+    #[arg(long, default_value = "4s", value_parser = positive_duration_arg)]
     pub run_time: Nanos,
     /// Applications, comma separated: memcached, nginx.
     #[arg(long, value_delimiter = ',', default_value = "memcached,nginx")]

@@ -1,6 +1,6 @@
 //! Options of `latlab host breakdown`, and their resolution into a [`BreakdownConfig`].
 
-use super::common::{duration_arg, pick_names, MlockArgs, OutputArgs};
+use super::common::{duration_arg, pick_names, positive_duration_arg, MlockArgs, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct BreakdownArgs {
     /// Measured time per step, e.g. 500ms, 2s.
-    #[arg(long, short = 'd', default_value = "2s", value_parser = duration_arg)]
+    #[arg(long, short = 'd', default_value = "2s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// Unrecorded warm-up per step.
     #[arg(long, default_value = "200ms", value_parser = duration_arg)]

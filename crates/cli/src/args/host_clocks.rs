@@ -1,6 +1,6 @@
 //! Options of `latlab host clocks`, and their resolution into a [`ClocksRun`].
 
-use super::common::{duration_arg, pick_names, MlockArgs, OutputArgs};
+use super::common::{duration_arg, pick_names, positive_duration_arg, MlockArgs, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -12,7 +12,7 @@ use std::path::PathBuf;
 #[derive(Debug, Args)]
 pub struct ClocksArgs {
     /// How long to read each source, e.g. 250ms, 2s, 1.5m.
-    #[arg(long, short = 'd', default_value = "2s", value_parser = duration_arg)]
+    #[arg(long, short = 'd', default_value = "2s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// Clock sources, comma separated: rdtsc, rdtscp, monotonic, monotonic_raw, realtime,
     /// gettimeofday.
@@ -27,7 +27,7 @@ pub struct ClocksArgs {
     pub cpu: Option<u32>,
     /// Run the reading thread under SCHED_FIFO at this priority (1-99; needs root or
     /// CAP_SYS_NICE).
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     /// Length of one interval of the time series written to the .hlog interval log.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]

@@ -1,6 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::common::{duration_arg, DirectionArg, OutputArgs};
+use super::common::{duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -143,7 +143,7 @@ pub struct NfArgs {
     #[arg(long, value_parser = cpu_list_arg)]
     pub cpu: Option<CpuList>,
     /// SCHED_FIFO priority of the NF threads (needs root or CAP_SYS_NICE).
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     #[command(flatten)]
     pub rt: RtThrottleArgs,
@@ -159,7 +159,7 @@ pub struct NfArgs {
     pub busy_poll: u32,
     /// Stop after this long (default: run until interrupted, or until stdin closes with
     /// --until-stdin-closes).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = positive_duration_arg)]
     pub duration: Option<Nanos>,
     /// Stop when standard input reaches end of file (for orchestration), then write the
     /// result.
@@ -264,7 +264,7 @@ pub struct ProbeArgs {
     #[arg(long, default_value_t = 64)]
     pub size: usize,
     /// Measured duration.
-    #[arg(long, short = 'd', default_value = "5s", value_parser = duration_arg)]
+    #[arg(long, short = 'd', default_value = "5s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// Warm-up before the measured phase (sent and counted, not recorded).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
@@ -286,7 +286,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub rx_cpu: Option<u32>,
     /// SCHED_FIFO priority of the TX and RX threads.
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     #[command(flatten)]
     pub rt: RtThrottleArgs,
@@ -336,7 +336,7 @@ pub struct CalibrateArgs {
     #[arg(long, value_delimiter = ',', default_value = "0ns,10us,50us", value_parser = duration_arg)]
     pub delays: Vec<Nanos>,
     /// Measured duration per delay.
-    #[arg(long, short = 'd', default_value = "5s", value_parser = duration_arg)]
+    #[arg(long, short = 'd', default_value = "5s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// Warm-up per delay.
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
@@ -373,7 +373,7 @@ pub struct KillerUsArgs {
     #[arg(long)]
     pub quick: bool,
     /// Measured duration per run (default 5 s with --quick, 60 s otherwise).
-    #[arg(long, short = 'd', value_parser = duration_arg)]
+    #[arg(long, short = 'd', value_parser = positive_duration_arg)]
     pub duration: Option<Nanos>,
     /// Probe rate.
     #[arg(long, default_value = "20kpps", value_parser = rate_arg)]

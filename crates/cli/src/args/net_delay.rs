@@ -1,7 +1,7 @@
 //! Options of `latlab net delay`, the latency injector, and their resolution into the
 //! engine's or the testbed check's configuration.
 
-use super::common::{duration_arg, DirectionArg, OutputArgs};
+use super::common::{positive_duration_arg, DirectionArg, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -38,10 +38,10 @@ pub struct DelayArgs {
     pub cpu: Option<u32>,
     /// Run the forwarding thread (and, with --testbed, client and server) under
     /// SCHED_FIFO at this priority (1-99): the forwarder then owns its CPU.
-    #[arg(long, value_name = "PRIO")]
+    #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     /// Stop after this long (default: run until Ctrl-C).
-    #[arg(long, short = 'd', value_parser = duration_arg)]
+    #[arg(long, short = 'd', value_parser = positive_duration_arg)]
     pub duration: Option<Nanos>,
     /// Run inside this network namespace (as created by `ip netns add`).
     #[arg(long, value_name = "NAME")]
@@ -54,7 +54,7 @@ pub struct DelayArgs {
     #[arg(long, conflicts_with_all = ["ifaces", "netns"])]
     pub testbed: bool,
     /// With --testbed: measured time per configuration.
-    #[arg(long, default_value = "8s", value_parser = duration_arg)]
+    #[arg(long, default_value = "8s", value_parser = positive_duration_arg)]
     pub check_duration: Nanos,
     /// With --testbed: alternating rounds.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=100))]

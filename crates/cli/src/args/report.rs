@@ -32,7 +32,7 @@ pub struct ReportArgs {
     #[arg(long, short = 'p', value_delimiter = ',', value_parser = percentile_arg)]
     pub percentiles: Vec<Percentile>,
     /// Confidence level of the percentile intervals, in (0, 1).
-    #[arg(long, default_value_t = 0.95, value_parser = confidence_arg)]
+    #[arg(long, default_value_t = 0.95, allow_hyphen_values = true, value_parser = confidence_arg)]
     pub confidence: f64,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
@@ -55,7 +55,7 @@ pub struct CompareArgs {
     #[arg(long, value_delimiter = ',')]
     pub series: Vec<String>,
     /// Confidence level of each side's percentile intervals, in (0, 1).
-    #[arg(long, default_value_t = 0.95, value_parser = confidence_arg)]
+    #[arg(long, default_value_t = 0.95, allow_hyphen_values = true, value_parser = confidence_arg)]
     pub confidence: f64,
 }
 

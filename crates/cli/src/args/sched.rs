@@ -2,7 +2,7 @@
 //! which clap cannot express (per-thread options after `-t N`); it is collected verbatim
 //! and parsed by `latlab_sched::cmdline`.
 
-use super::common::duration_arg;
+use super::common::{duration_arg, positive_duration_arg};
 use clap::{Args, Subcommand};
 use latlab_core::units::Nanos;
 use std::path::PathBuf;
@@ -140,7 +140,7 @@ pub struct CacheCostArgs {
     #[arg(long, default_value_t = 5)]
     pub trials: u32,
     /// Length of each run.
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    #[arg(long, default_value = "1s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// Threads in the contended run.
     #[arg(long, default_value_t = 10)]
@@ -166,7 +166,7 @@ pub struct HourglassExperimentArgs {
     #[arg(long, default_value = "latlab-results/hourglass")]
     pub dir: PathBuf,
     /// Length of each run (the paper used 20 s to 6 min).
-    #[arg(long, default_value = "5s", value_parser = duration_arg)]
+    #[arg(long, default_value = "5s", value_parser = positive_duration_arg)]
     pub duration: Nanos,
     /// The CPU that stands in for the paper's uniprocessor (default: the last one).
     #[arg(long)]

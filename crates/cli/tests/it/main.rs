@@ -9,6 +9,7 @@
 
 mod util;
 
+mod bad_input;
 mod browser;
 mod cli;
 mod dfs;

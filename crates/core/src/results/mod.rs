@@ -187,6 +187,16 @@ pub enum ResultError {
         /// Newest version this build reads.
         supported: u32,
     },
+    /// Two histograms have the same name (names identify series and must be unique).
+    #[error(
+        "{path}: two histograms are named '{name}'; histogram names in a result must be unique"
+    )]
+    DuplicateHistogram {
+        /// The file.
+        path: PathBuf,
+        /// The repeated name.
+        name: String,
+    },
     /// A histogram in the file is corrupt.
     #[error("{path}: histogram '{name}': {source}")]
     Histogram {
@@ -288,13 +298,13 @@ impl ResultFile {
                 })
             }
         }
-        let version = v
-            .get("schema_version")
-            .and_then(|s| s.as_u64())
-            .ok_or_else(|| ResultError::Foreign {
-                path: p(),
-                detail: "no 'schema_version' field".into(),
-            })?;
+        let version = match v.get("schema_version") {
+            None => Err("no 'schema_version' field".to_string()),
+            Some(s) => s
+                .as_u64()
+                .ok_or_else(|| format!("'schema_version' is {s}, not a whole number")),
+        }
+        .map_err(|detail| ResultError::Foreign { path: p(), detail })?;
         if version > u64::from(SCHEMA_VERSION) {
             return Err(ResultError::NewerSchema {
                 path: p(),
@@ -306,6 +316,13 @@ impl ResultFile {
             path: p(),
             detail: e.to_string(),
         })?;
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(dup) = r.histograms.iter().find(|h| !seen.insert(&h.name)) {
+            return Err(ResultError::DuplicateHistogram {
+                path: p(),
+                name: dup.name.clone(),
+            });
+        }
         r.decode_all(path)?;
         Ok(r)
     }

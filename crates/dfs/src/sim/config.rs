@@ -1,7 +1,7 @@
 //! What a simulation is told: the network and node model, slow nodes, bandwidth drops,
 //! DDE faults ([`SimConfig`]), and its check ([`SimConfig::validate`]).
 
-use crate::params::{DfsParams, Mode, ParamError, Topology};
+use crate::params::{in_range, DfsParams, Mode, ParamError, Topology, MAX_DRIFT_PPM};
 use serde::{Deserialize, Serialize};
 
 /// Network and node model parameters.
@@ -172,8 +172,11 @@ impl SimConfig {
         self.topology.validate()?;
         self.params.validate()?;
         let n = &self.net;
-        if !(n.inj_gbs > 0.0 && n.ej_gbs > 0.0) {
-            return Err(SimError::Invalid("bandwidths must be positive".into()));
+        in_range("--drift-ppm", n.max_drift_ppm, 0.0, MAX_DRIFT_PPM)?;
+        if !(n.inj_gbs > 0.0 && n.ej_gbs > 0.0 && n.inj_gbs.is_finite() && n.ej_gbs.is_finite()) {
+            return Err(SimError::Invalid(
+                "bandwidths must be positive and finite".into(),
+            ));
         }
         if n.max_inflight == 0 {
             return Err(SimError::Invalid(
@@ -183,9 +186,12 @@ impl SimConfig {
         if !(0.0..1.0).contains(&n.noise) {
             return Err(SimError::Invalid("noise must be in [0, 1)".into()));
         }
-        if n.latency_ns < 0 || n.jitter_ns < 0.0 || n.processing_ns < 0.0 {
+        if n.latency_ns < 0
+            || !(n.jitter_ns >= 0.0 && n.jitter_ns.is_finite())
+            || !(n.processing_ns >= 0.0 && n.processing_ns.is_finite())
+        {
             return Err(SimError::Invalid(
-                "latency, jitter and processing must be ≥ 0".into(),
+                "latency, jitter and processing must be finite and ≥ 0".into(),
             ));
         }
         if self.time_slices == 0 {

@@ -3,7 +3,7 @@
 use super::common::{completion_cells, f, COMPLETION_MS};
 use crate::args::dfs::SimArgs;
 use crate::exit::usage;
-use crate::output::{default_result_path, unique};
+use crate::output::{default_result_path, named_or_unique};
 use anyhow::Context as _;
 use latlab_core::results::{Provenance, ResultFile};
 use latlab_core::text::Table;
@@ -22,18 +22,16 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .output
         .clone()
         .unwrap_or_else(|| default_result_path("dfs-sim", &started_utc));
-    let paths: Vec<PathBuf> = if modes.len() == 1 {
-        vec![if a.out.output.is_some() {
-            out.clone()
-        } else {
-            unique(out.clone())
-        }]
-    } else {
-        modes
-            .iter()
-            .map(|m| unique(suffixed(&out, m.name())))
-            .collect()
-    };
+    // `-o q.json` names the files of this run: a second run replaces them (q.json, or
+    // q-best-effort.json and q-dfs.json for both modes) instead of numbering new ones.
+    let named = a.out.output.is_some();
+    let paths: Vec<PathBuf> = modes
+        .iter()
+        .map(|m| match modes.len() {
+            1 => named_or_unique(out.clone(), named),
+            _ => named_or_unique(suffixed(&out, m.name()), named),
+        })
+        .collect();
 
     let mut saved = Vec::new();
     for (mode, path) in modes.iter().zip(&paths) {
@@ -66,6 +64,15 @@ pub(crate) fn provenance(started_utc: &str) -> Provenance {
         false,
         started_utc.to_string(),
     )
+}
+
+/// `x` as "1.23x", or "n/a" when it is not a number (a ratio with a zero denominator).
+fn ratio(x: f64, digits: usize) -> String {
+    if x.is_finite() {
+        format!("{}x", f(x, digits))
+    } else {
+        "n/a".into()
+    }
 }
 
 fn suffixed(p: &Path, s: &str) -> PathBuf {
@@ -108,12 +115,20 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         if be.config.mode == Mode::BestEffort && dfs.config.mode == Mode::Dfs {
             let c = compare(be, dfs);
             println!(
-                "best effort / DFS: median {}x, p90 {}x, variance {}x; DFS / best effort bandwidth {}x",
-                f(c.median_ratio, 2),
-                f(c.p90_ratio, 2),
-                f(c.variance_ratio, 1),
-                f(c.bandwidth_ratio, 3)
+                "best effort / DFS: median {}, p90 {}, variance {}; DFS / best effort bandwidth {}",
+                ratio(c.median_ratio, 2),
+                ratio(c.p90_ratio, 2),
+                ratio(c.variance_ratio, 1),
+                ratio(c.bandwidth_ratio, 3)
             );
+            if ![c.median_ratio, c.p90_ratio, c.variance_ratio]
+                .iter()
+                .all(|r| r.is_finite())
+            {
+                println!(
+                    "(n/a: a ratio of zero durations is undefined; with one input a time-slice completes with its only contribution, so its completion duration is 0)"
+                );
+            }
         }
     }
     for (p, r) in saved {
