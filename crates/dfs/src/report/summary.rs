@@ -2,7 +2,7 @@
 //! best-effort/DFS comparison) and [`build`], which puts every section in order.
 
 use super::charts::{bandwidth, completion, fill, interval_block};
-use super::view::{bytes, count_cell, f, ms, pairs, ratios, Runtime, View};
+use super::view::{bytes, f, ms, pairs, ratios, Runtime, View};
 use crate::paper::{PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO};
 use crate::params::Mode;
 use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
@@ -135,10 +135,10 @@ pub(crate) fn accounting(rt: Runtime, views: &[View<'_>]) -> Section {
                     CellStyle::Number
                 },
             ),
-            count_cell(a.lost, true),
-            count_cell(c.duplicates, true),
-            count_cell(c.overruns, true),
-            count_cell(c.misrouted, true),
+            Cell::problem_count(a.lost),
+            Cell::problem_count(c.duplicates),
+            Cell::problem_count(c.overruns),
+            Cell::problem_count(c.misrouted),
             if a.verified() {
                 Cell::styled("complete, all verified", CellStyle::Good)
             } else {

@@ -7,7 +7,7 @@ use crate::dde::DdeCounters;
 use crate::ie::IeCounters;
 use crate::params::{DfsParams, Mode, Topology};
 use crate::sim::{FillSample, FiveNum, IntervalRow, SimData};
-use latlab_core::doc::{Block, Cell, CellStyle, Figure};
+use latlab_core::doc::{Block, Cell, Figure};
 use latlab_core::doc::{ChartSpec, Input};
 use latlab_core::results::ResultFile;
 
@@ -184,14 +184,6 @@ pub(crate) fn bytes(n: u64) -> String {
         format!("{} KiB", n / K)
     } else {
         format!("{n} B")
-    }
-}
-
-pub(crate) fn count_cell(v: u64, bad_if_nonzero: bool) -> Cell {
-    if bad_if_nonzero && v > 0 {
-        Cell::styled(v.to_string(), CellStyle::Bad)
-    } else {
-        Cell::number(v.to_string())
     }
 }
 
