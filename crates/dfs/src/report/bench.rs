@@ -1,6 +1,6 @@
 //! The sections of `dfs.bench` results (`latlab dfs bench` under mpirun; feature `mpi`).
 
-use super::view::{axes, bytes, decoded, f, svg_figure};
+use super::view::{axes, bytes, decoded, f, figure_block};
 use crate::mpibench::{BenchData, RESULT_KIND as BENCH_KIND};
 use latlab_core::doc::Input;
 use latlab_core::doc::{Block, Cell, KindSections, Section, Table};
@@ -135,7 +135,7 @@ fn bench_section(label: &str, d: &BenchData) -> Result<Section, String> {
                 ..LineChart::default()
             };
             let spec = axes(title, "message size", y_desc);
-            s.push(svg_figure(Figure::Lines {
+            s.push(figure_block(Figure::Lines {
                 title: format!("{title}: {label}"),
                 spec,
                 chart,

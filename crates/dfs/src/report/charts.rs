@@ -2,7 +2,7 @@
 //! aggregate bandwidth (Fig. 7), interval durations (Fig. 8), buffer fill (Fig. 9).
 
 use super::data::interval_series;
-use super::view::{axes, f, mode_name, ms, svg_figure, Runtime, View};
+use super::view::{axes, f, figure_block, mode_name, ms, Runtime, View};
 use crate::params::Mode;
 use crate::sim::IntervalRow;
 use latlab_core::doc::{Block, Cell, CellStyle, Section, Table};
@@ -69,7 +69,7 @@ pub(crate) fn completion(rt: Runtime, views: &[View<'_>]) -> Result<Section, Str
                 if log { ", log scale" } else { "" }
             ),
         );
-        s.push(svg_figure(Figure::Boxes {
+        s.push(figure_block(Figure::Boxes {
             title: format!("{p}: completion duration box plot"),
             spec,
             boxes,
@@ -145,7 +145,7 @@ pub(crate) fn bandwidth(rt: Runtime, views: &[View<'_>]) -> Result<Section, Stri
             "nodes",
             "aggregate bandwidth (GB/s)",
         );
-        s.push(svg_figure(Figure::Lines {
+        s.push(figure_block(Figure::Lines {
             title: format!("{p}: bandwidth against node count"),
             spec,
             chart,
@@ -262,7 +262,7 @@ pub(crate) fn interval_block(v: &View<'_>, s: &mut Section) -> Result<(), String
         "interval",
         "duration (ms)",
     );
-    s.push(svg_figure(Figure::Lines {
+    s.push(figure_block(Figure::Lines {
         title: format!("interval durations: {}", v.label),
         spec,
         chart,
@@ -354,7 +354,7 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
             "time (ms)",
             "fill over connections (% of slots)",
         );
-        s.push(svg_figure(Figure::Lines {
+        s.push(figure_block(Figure::Lines {
             title: format!("buffer fill over time: {}", v.label),
             spec,
             chart,
@@ -377,7 +377,7 @@ pub(crate) fn fill(rt: Runtime, views: &[View<'_>]) -> Result<Section, String> {
                     "connection rank at its compute node (1 = fullest)",
                     "fill (% of slots)",
                 );
-                s.push(svg_figure(Figure::Boxes {
+                s.push(figure_block(Figure::Boxes {
                     title: format!("buffer fill by rank: {}", v.label),
                     spec,
                     boxes,

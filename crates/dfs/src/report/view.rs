@@ -203,7 +203,7 @@ pub(crate) fn axes(
 
 /// The figure as a block; a figure with nothing to draw is an error naming it (the
 /// report would otherwise show an empty frame).
-pub(crate) fn svg_figure(f: Figure) -> Result<Block, String> {
+pub(crate) fn figure_block(f: Figure) -> Result<Block, String> {
     if f.drawable() {
         Ok(Block::Figure(f))
     } else {
