@@ -9,6 +9,8 @@
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
 //! - [`render`]: an attribution as terminal text;
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
+//! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
+//!   attribute; a missing kernel half is a notice, never an error);
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
@@ -21,10 +23,12 @@ pub mod decode;
 pub mod gaps;
 pub mod render;
 pub mod sections;
+pub mod session;
 pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
 pub use gaps::{Gap, GapRecorder};
+pub use session::{ExplainOptions, KernelCollected, KernelRequest, KernelSession};
 pub use timeline::{Cause, Class, Timeline, TimelineOptions};
 
 use latlab_sys::ktrace::Recording;

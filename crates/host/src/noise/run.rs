@@ -8,8 +8,7 @@ use super::data::{
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::results::{ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
-use latlab_explain::{attribute, AttributeOptions, GapRecorder, TimelineOptions, Window};
-use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
+use latlab_explain::{ExplainOptions, GapRecorder, KernelRequest, KernelSession, Window};
 use latlab_sys::sched;
 use latlab_sys::tsc::{Clock, Timesource};
 use latlab_sys::{host, rt};
@@ -115,67 +114,29 @@ pub fn run(
 
     // The kernel recorder, on every online CPU (the others cross-check simultaneous stalls).
     let traced: Vec<u32> = (0..sched::online_cpus()).collect();
-    let mut unavailable = None;
-    let recorder = if !r.kernel {
-        unavailable = Some("--no-kernel was given".to_string());
-        None
-    } else if !clock.is_tsc() {
-        let why = format!(
-            "the timebase is not the TSC ({})",
-            timebase
-                .fallback_reason
-                .as_deref()
-                .unwrap_or("no reason recorded")
-        );
-        notice(&format!(
-            "kernel events unavailable: {why}; measuring gaps only"
-        ));
-        unavailable = Some(why);
-        None
-    } else {
-        let cfg = KtraceConfig {
+    let ks = KernelSession::start(
+        &KernelRequest {
+            enabled: r.kernel,
+            disabled_reason: "--no-kernel was given".into(),
+            not_tsc: (!clock.is_tsc()).then(|| {
+                timebase
+                    .fallback_reason
+                    .clone()
+                    .unwrap_or_else(|| "no reason recorded".into())
+            }),
             cpus: traced.clone(),
             buffer_kb: r.buffer_kb,
-            ..KtraceConfig::default()
-        };
-        match Recorder::start(&cfg) {
-            Ok(rec) => Some(rec),
-            Err(e) => {
-                notice(&format!(
-                    "kernel events unavailable: {e}; measuring gaps only"
-                ));
-                unavailable = Some(e.to_string());
-                None
-            }
-        }
-    };
+        },
+        notice,
+    );
     let _ = go_tx.send(());
     let spun = handle
         .join()
         .map_err(|_| NoiseError::Thread("it panicked".into()))?
         .ok_or_else(|| NoiseError::Thread("it did not run".into()))?;
-    let recording: Option<Recording> = match recorder.map(Recorder::stop) {
-        Some(Ok(rec)) => Some(rec),
-        Some(Err(e)) => {
-            notice(&format!(
-                "kernel events unavailable: {e}; measuring gaps only"
-            ));
-            unavailable = Some(e.to_string());
-            None
-        }
-        None => None,
-    };
+    let got = ks.finish(notice);
 
     // Attribution.
-    let topts = TimelineOptions {
-        window: (spun.start, spun.end),
-        tid: Some(tid),
-        tsc_hz,
-        cpus: traced.clone(),
-    };
-    let kt = recording
-        .as_ref()
-        .map(|rec| latlab_explain::kernel_timeline(rec, &topts));
     let gaps = spun.rec.gaps();
     let windows: Vec<Window> = gaps
         .iter()
@@ -185,18 +146,17 @@ pub fn run(
             end: g.end,
         })
         .collect();
-    let aopts = AttributeOptions {
-        tsc_hz,
-        base_ticks: spun.rec.min_step(),
-        worst: r.worst,
-        lost_events: kt.as_ref().map_or(0, |k| k.lost),
-        missing_events: recording
-            .as_ref()
-            .map(|rec| rec.missing.clone())
-            .unwrap_or_default(),
-        unavailable: unavailable.clone(),
-    };
-    let (attribution, splits) = attribute(&windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+    let (attribution, splits, kt) = got.attribute(
+        &windows,
+        &ExplainOptions {
+            window: (spun.start, spun.end),
+            tid: Some(tid),
+            tsc_hz,
+            base_ticks: spun.rec.min_step(),
+            worst: r.worst,
+        },
+    );
+    let unavailable = got.unavailable.clone();
 
     // The result.
     let mut hist = LatencyHistogram::default();
@@ -239,8 +199,12 @@ pub fn run(
         longest_ns: if hist.is_empty() { 0 } else { hist.max() },
         kernel_events: kt.as_ref().map_or(0, |k| k.events),
         malformed_events: kt.as_ref().map_or(0, |k| k.malformed),
-        mounted_tracefs: recording.as_ref().is_some_and(|rec| rec.mounted_tracefs),
-        traced_cpus: if recording.is_some() { traced } else { vec![] },
+        mounted_tracefs: got.mounted_tracefs(),
+        traced_cpus: if got.recording.is_some() {
+            traced
+        } else {
+            vec![]
+        },
         gap_list,
     };
     let thread = ThreadPlacement {

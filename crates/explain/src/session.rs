@@ -1,0 +1,255 @@
+//! The kernel half of `--explain` as one object every measuring command uses the same way:
+//! start the recorder before the measured loop, stop it after, attribute the windows.
+//!
+//! ```text
+//! let ks = KernelSession::start(&KernelRequest { .. }, &mut notice);   // before the run
+//! … the measured loop, recording its own gaps / slow samples as raw-TSC windows …
+//! let got = ks.finish(&mut notice);                                     // after the run
+//! let (attribution, splits) = got.attribute(&windows, &opts);
+//! ```
+//!
+//! When kernel events cannot be had (not root, no tracefs, no `x86-tsc`, a timebase that
+//! is not the TSC, or the user said no) the session says why once through `notice`, the
+//! run carries on, and the attribution is the gap half alone with `unavailable` set: every
+//! window's excess is *unexplained* and the output says which causes cannot be told apart.
+
+use crate::attribute::{attribute, AttributeOptions, Window, WindowSplit};
+use crate::timeline::TimelineOptions;
+use crate::{kernel_timeline, KernelTimeline};
+use latlab_core::results::Attribution;
+use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
+
+/// What a command asks of the kernel half.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelRequest {
+    /// Record kernel events at all (`false`: the user asked for the gap half only; the
+    /// reason below is recorded as is, and nothing is printed).
+    pub enabled: bool,
+    /// Why not, when `enabled` is false (e.g. "--no-kernel was given").
+    pub disabled_reason: String,
+    /// `Some(reason)` when the command's clock is not the TSC: kernel events carry TSC
+    /// stamps, so they cannot be placed on another timebase.
+    pub not_tsc: Option<String>,
+    /// CPUs to trace: those carrying the measured work, plus any others worth a
+    /// cross-check (a simultaneous stall on every CPU points at the hypervisor).
+    pub cpus: Vec<u32>,
+    /// Ring buffer per CPU, KiB.
+    pub buffer_kb: u32,
+}
+
+impl Default for KernelRequest {
+    fn default() -> Self {
+        KernelRequest {
+            enabled: true,
+            disabled_reason: String::new(),
+            not_tsc: None,
+            cpus: Vec::new(),
+            buffer_kb: KtraceConfig::default().buffer_kb,
+        }
+    }
+}
+
+/// A running kernel half: the recorder, or why there is none.
+#[derive(Debug)]
+pub struct KernelSession {
+    recorder: Option<Recorder>,
+    unavailable: Option<String>,
+    cpus: Vec<u32>,
+}
+
+/// The line a command prints when kernel events cannot be had and it carries on.
+pub fn unavailable_notice(why: &str) -> String {
+    format!(
+        "kernel events unavailable: {why}; measuring gaps only (every gap's cause is unexplained)"
+    )
+}
+
+impl KernelSession {
+    /// Starts recording (or records why not). Never fails: a missing kernel half is a
+    /// notice and an `unavailable` reason, not an error.
+    pub fn start(req: &KernelRequest, notice: &mut dyn FnMut(&str)) -> KernelSession {
+        let mut s = KernelSession {
+            recorder: None,
+            unavailable: None,
+            cpus: req.cpus.clone(),
+        };
+        if !req.enabled {
+            s.unavailable = Some(req.disabled_reason.clone());
+        } else if let Some(why) = &req.not_tsc {
+            let why = format!("the timebase is not the TSC ({why})");
+            notice(&unavailable_notice(&why));
+            s.unavailable = Some(why);
+        } else {
+            let cfg = KtraceConfig {
+                cpus: req.cpus.clone(),
+                buffer_kb: req.buffer_kb,
+                ..KtraceConfig::default()
+            };
+            match Recorder::start(&cfg) {
+                Ok(r) => s.recorder = Some(r),
+                Err(e) => {
+                    notice(&unavailable_notice(&e.to_string()));
+                    s.unavailable = Some(e.to_string());
+                }
+            }
+        }
+        s
+    }
+
+    /// Whether kernel events are being recorded.
+    pub fn recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// Stops recording and reads what was recorded (removing the tracefs instance).
+    pub fn finish(self, notice: &mut dyn FnMut(&str)) -> KernelCollected {
+        let mut unavailable = self.unavailable;
+        let recording = match self.recorder.map(Recorder::stop) {
+            Some(Ok(r)) => Some(r),
+            Some(Err(e)) => {
+                notice(&unavailable_notice(&e.to_string()));
+                unavailable = Some(e.to_string());
+                None
+            }
+            None => None,
+        };
+        KernelCollected {
+            recording,
+            unavailable,
+            cpus: self.cpus,
+        }
+    }
+}
+
+/// What a finished session holds.
+#[derive(Clone, Debug, Default)]
+pub struct KernelCollected {
+    /// The raw recording, when there is one.
+    pub recording: Option<Recording>,
+    /// Why there is none.
+    pub unavailable: Option<String>,
+    /// The CPUs that were asked for.
+    pub cpus: Vec<u32>,
+}
+
+/// How to attribute windows with [`KernelCollected::attribute`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExplainOptions {
+    /// The run's span, raw TSC (events outside it are ignored).
+    pub window: (u64, u64),
+    /// The measuring thread whose switch-outs are *preempted by task* (None: no thread).
+    pub tid: Option<i32>,
+    /// TSC rate, Hz.
+    pub tsc_hz: u64,
+    /// Baseline of a window, ticks.
+    pub base_ticks: u64,
+    /// How many worst windows to keep.
+    pub worst: usize,
+}
+
+impl KernelCollected {
+    /// Whether the tracefs mount was made by this run.
+    pub fn mounted_tracefs(&self) -> bool {
+        self.recording.as_ref().is_some_and(|r| r.mounted_tracefs)
+    }
+
+    /// The recording as a timeline, when there is one.
+    pub fn timeline(&self, o: &ExplainOptions) -> Option<KernelTimeline> {
+        let topts = TimelineOptions {
+            window: o.window,
+            tid: o.tid,
+            tsc_hz: o.tsc_hz,
+            cpus: self.cpus.clone(),
+        };
+        self.recording
+            .as_ref()
+            .map(|rec| kernel_timeline(rec, &topts))
+    }
+
+    /// Splits every window over the causes under it and aggregates the result file's
+    /// attribution; also returns the timeline used (for event counts) and each split.
+    pub fn attribute(
+        &self,
+        windows: &[Window],
+        o: &ExplainOptions,
+    ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
+        let kt = self.timeline(o);
+        let aopts = AttributeOptions {
+            tsc_hz: o.tsc_hz,
+            base_ticks: o.base_ticks,
+            worst: o.worst,
+            lost_events: kt.as_ref().map_or(0, |k| k.lost),
+            missing_events: self
+                .recording
+                .as_ref()
+                .map(|r| r.missing.clone())
+                .unwrap_or_default(),
+            unavailable: self.unavailable.clone(),
+        };
+        let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+        (a, splits, kt)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_disabled_session_says_why_without_a_notice_and_leaves_every_gap_unexplained() {
+        let mut notices = Vec::new();
+        let ks = KernelSession::start(
+            &KernelRequest {
+                enabled: false,
+                disabled_reason: "--no-kernel was given".into(),
+                ..KernelRequest::default()
+            },
+            &mut |n| notices.push(n.to_string()),
+        );
+        assert!(!ks.recording());
+        let got = ks.finish(&mut |n| notices.push(n.to_string()));
+        assert!(notices.is_empty(), "{notices:?}");
+        let w = [Window {
+            cpu: 0,
+            start: 100,
+            end: 1_100,
+        }];
+        let (a, splits, kt) = got.attribute(
+            &w,
+            &ExplainOptions {
+                window: (0, 2_000),
+                tid: None,
+                tsc_hz: 1_000_000_000,
+                base_ticks: 100,
+                worst: 4,
+            },
+        );
+        assert!(kt.is_none());
+        assert!(!a.complete);
+        assert_eq!(a.unavailable.as_deref(), Some("--no-kernel was given"));
+        assert_eq!(a.windows, 1);
+        assert_eq!(a.explained_ns, 0);
+        assert_eq!(a.excess_ns, 900);
+        assert_eq!(splits[0].excess(), 900);
+    }
+
+    #[test]
+    fn a_clock_other_than_the_tsc_is_named_once() {
+        let mut notices = Vec::new();
+        let ks = KernelSession::start(
+            &KernelRequest {
+                not_tsc: Some("TSC not invariant".into()),
+                ..KernelRequest::default()
+            },
+            &mut |n| notices.push(n.to_string()),
+        );
+        let got = ks.finish(&mut |n| notices.push(n.to_string()));
+        assert_eq!(notices.len(), 1, "{notices:?}");
+        assert!(notices[0].contains("the timebase is not the TSC (TSC not invariant)"));
+        assert!(notices[0].contains("measuring gaps only"));
+        assert_eq!(
+            got.unavailable.as_deref(),
+            Some("the timebase is not the TSC (TSC not invariant)")
+        );
+    }
+}
