@@ -257,7 +257,8 @@ fn log_tail(path: &Path) -> String {
 
 /// A private PostgreSQL cluster in `dir/postgresql`: created with `initdb` (as an
 /// unprivileged account, trusting connections from the testbed's two addresses), started in
-/// the server namespace listening on the server address only (TCP, no Unix socket), and
+/// the server namespace listening on the server address only (TCP, no Unix socket), without
+/// flushes to disk (`fsync`, `synchronous_commit` and `full_page_writes` off), and
 /// loaded with `pgbench -i` from the server namespace, so that loading does not go through
 /// the injector (which runs only while a delay is measured).
 fn start_postgres(
@@ -347,6 +348,15 @@ fn start_postgres(
             // English messages: the start-up wait below reads them.
             "-c",
             "lc_messages=C",
+            // A scratch cluster nobody keeps: no flushes to disk. On a shared host the
+            // disk's flush time (other users' I/O) otherwise decides the throughput and
+            // swamps the delay's effect (see docs/host.md).
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
         ],
     )
     .and_then(|mut c| c.stdout(log_file).stderr(log_err).spawn())
