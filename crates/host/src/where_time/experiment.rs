@@ -248,6 +248,24 @@ pub(super) fn pgbench_scale(connections: u32) -> u32 {
     connections.clamp(1, 16)
 }
 
+/// `pgbench` with `options`, connecting to the testbed's server as [`POSTGRES_DB`].
+fn pgbench_argv(pgbench: &str, options: &[&str]) -> Vec<String> {
+    let port = POSTGRES_PORT.to_string();
+    std::iter::once(pgbench)
+        .chain(options.iter().copied())
+        .chain([
+            "-h",
+            testbed::SERVER_IP,
+            "-p",
+            &port,
+            "-U",
+            POSTGRES_DB,
+            POSTGRES_DB,
+        ])
+        .map(str::to_string)
+        .collect()
+}
+
 /// The last lines of a server's log, for an error message.
 fn log_tail(path: &Path) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
@@ -377,20 +395,8 @@ fn start_postgres(
     // The port opens before the server accepts sessions ("the database system is starting
     // up"): the load is retried until it does.
     let scale = pgbench_scale(connections).to_string();
-    let load = [
-        pgbench.as_str(),
-        "-i",
-        "-q",
-        "-s",
-        &scale,
-        "-h",
-        testbed::SERVER_IP,
-        "-p",
-        &port,
-        "-U",
-        POSTGRES_DB,
-        POSTGRES_DB,
-    ];
+    let load = pgbench_argv(&pgbench, &["-i", "-q", "-s", &scale]);
+    let load: Vec<&str> = load.iter().map(String::as_str).collect();
     let start = Instant::now();
     loop {
         match run_in(&tb.server, cpu, None, &load, Duration::from_secs(300)) {
@@ -525,30 +531,10 @@ fn bench(
             // The built-in TPC-B-like transaction over TCP through the injector; no vacuum
             // before the run (-n: it would add a delay-dependent pause to every run).
             let pgbench = programs.get("pgbench").to_string_lossy().into_owned();
-            let (t, port) = (secs.to_string(), POSTGRES_PORT.to_string());
-            let out = run_in(
-                &tb.client,
-                cfg.endpoint_cpu,
-                None,
-                &[
-                    &pgbench,
-                    "-n",
-                    "-c",
-                    &conns,
-                    "-j",
-                    "1",
-                    "-T",
-                    &t,
-                    "-h",
-                    testbed::SERVER_IP,
-                    "-p",
-                    &port,
-                    "-U",
-                    POSTGRES_DB,
-                    POSTGRES_DB,
-                ],
-                limit,
-            )?;
+            let t = secs.to_string();
+            let argv = pgbench_argv(&pgbench, &["-n", "-c", &conns, "-j", "1", "-T", &t]);
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r =
                 parse::pgbench(&out).map_err(|e| WhereTimeError::Run(format!("pgbench: {e}")))?;
             Ok((r.tps, r.transactions, r.failed))
