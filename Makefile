@@ -17,9 +17,10 @@ TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 # latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
 TEST_PACKAGES += sockperf
 # host breakdown, net delay and the where-time experiment: namespaces, offload control,
-# real servers and benchmark clients (memcaslap is in libmemcached-tools)
-DEMO_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
-TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk
+# real servers and benchmark clients (memcaslap is in libmemcached-tools; postgresql brings
+# postgres, initdb and pgbench under /usr/lib/postgresql/<version>/bin)
+DEMO_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk postgresql
+TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk postgresql
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))

@@ -40,17 +40,18 @@ method and a summary table (summary.md, summary.csv)."
     Hourglass(super::sched::HourglassExperimentArgs),
 
     /// How much added network latency real applications bear (Where Has My Time Gone?,
-    /// Fig. 1): memcached/memcaslap and nginx/wrk across client, delay and server
-    /// namespaces, with latlab's injector adding 0 to 1000 us per round trip.
+    /// Fig. 1): memcached/memcaslap, nginx/wrk and PostgreSQL/pgbench across client, delay
+    /// and server namespaces, with latlab's injector adding 0 to 1000 us per round trip.
     #[command(after_help = "Examples:
-  latlab experiment where-time                          (11 delays x 5 repeats x 2 apps, about 9 min)
+  latlab experiment where-time                          (11 delays x 5 repeats x 3 apps, about 13 min)
   latlab experiment where-time --quick                  (3 delays, 1 repeat, about 20 s)
   latlab experiment where-time --delays 0,10us,100us --repeats 3 --apps memcached
   latlab experiment where-time -o wt.json --plot wt.svg
 
-Needs root and the packages memcached, libmemcached-tools (memcaslap), nginx-light and wrk
-(`make deps-demo` installs them). The servers and clients are started and stopped by the
-experiment; the delay applies to client-to-server frames, so a request/response round trip
+Needs root and the packages memcached, libmemcached-tools (memcaslap), nginx-light, wrk and
+postgresql (postgres, initdb, pgbench; `make deps-demo` installs them). The servers and
+clients are started and stopped by the experiment (PostgreSQL in a private cluster, as the
+account postgres or nobody, deleted at the end); the delay applies to client-to-server frames, so a request/response round trip
 gains exactly the added delay. Before the curve, the injector's base latency and its shift
 at 20 us are measured and reported.")]
     WhereTime(WhereTimeArgs),
@@ -81,9 +82,17 @@ pub struct WhereTimeArgs {
     /// Length of one benchmark run (whole seconds).
     #[arg(long, default_value = "4s", value_parser = positive_duration_arg)]
     pub run_time: Nanos,
-    /// Applications, comma separated: memcached, nginx.
-    #[arg(long, value_delimiter = ',', default_value = "memcached,nginx")]
+    /// Applications, comma separated: memcached, nginx, postgresql.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "memcached,nginx,postgresql"
+    )]
     pub apps: Vec<String>,
+    /// Directory of PostgreSQL's postgres, initdb and pgbench (default: the newest
+    /// /usr/lib/postgresql/<version>/bin, then PATH).
+    #[arg(long, value_name = "DIR")]
+    pub pg_bin: Option<PathBuf>,
     /// Concurrent connections of each benchmark client.
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub connections: u32,
@@ -137,13 +146,14 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
             .map(|n| {
                 App::from_name(n.trim()).ok_or_else(|| {
                     usage(format!(
-                        "--apps: unknown application '{n}'; accepted: memcached, nginx"
+                        "--apps: unknown application '{n}'; accepted: memcached, nginx, postgresql"
                     ))
                 })
             })
             .collect::<anyhow::Result<_>>()?;
         cfg.connections = a.connections;
         cfg.fifo = a.fifo;
+        cfg.pg_bin.clone_from(&a.pg_bin);
         let allowed = sched::allowed_cpus();
         cfg.place(a.cpu, &allowed);
         match cfg.validate(&allowed) {

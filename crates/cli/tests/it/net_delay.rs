@@ -128,20 +128,63 @@ fn where_time_rejects_a_curve_without_baseline() {
     );
 }
 
+/// `latlab experiment where-time --apps postgresql --pg-bin DIR` where DIR holds `present`
+/// (empty stand-ins): the one-line error and its exit code.
+fn where_time_pg_missing(present: &[&str]) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    for p in present {
+        std::fs::write(dir.path().join(p), "").unwrap();
+    }
+    latlab()
+        .args([
+            "experiment",
+            "where-time",
+            "--quick",
+            "--apps",
+            "postgresql",
+            "--pg-bin",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn where_time_names_the_missing_postgresql_program_and_its_package() {
+    let out = where_time_pg_missing(&[]);
+    assert_one_line_error(
+        &out,
+        1,
+        &["'postgres' is not installed", "Debian package postgresql"],
+    );
+    let out = where_time_pg_missing(&["postgres", "initdb"]);
+    assert_one_line_error(
+        &out,
+        1,
+        &["'pgbench' is not installed", "Debian package postgresql"],
+    );
+}
+
 #[test]
 fn where_time_quick_writes_every_raw_figure_and_the_figure() {
     let _turn = system_test!("namespaces, AF_PACKET");
-    if let Err(e) = latlab_host::where_time::check_programs(&[
-        latlab_host::where_time::App::Memcached,
-        latlab_host::where_time::App::Nginx,
-    ]) {
+    if let Err(e) = latlab_host::where_time::check_programs(&latlab_host::where_time::App::ALL) {
         skip!("{e}");
     }
     let dir = tempfile::tempdir().unwrap();
+    // The experiment's scratch directory (PostgreSQL's cluster among it) goes here; its
+    // unprivileged account must be able to reach it.
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        scratch.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
     let result = dir.path().join("wt.json");
     let fig = dir.path().join("wt.svg");
     let stdout = run_ok(
         latlab()
+            .env("TMPDIR", scratch.path())
             .args(["experiment", "where-time", "--quick", "-o"])
             .arg(&result)
             .arg("--plot")
@@ -150,9 +193,15 @@ fn where_time_quick_writes_every_raw_figure_and_the_figure() {
     let r = ResultFile::load(&result).unwrap();
     assert_eq!(r.kind, latlab_host::where_time::RESULT_KIND);
     let d = latlab_host::where_time::data(&r).unwrap();
-    assert_eq!(d.apps.len(), 2);
+    let names: Vec<&str> = d.apps.iter().map(|a| a.app.as_str()).collect();
+    assert_eq!(names, ["memcached", "nginx", "postgresql"]);
     for a in &d.apps {
         assert_eq!(a.runs.len(), 3, "{}", a.app);
+        assert!(
+            a.runs.iter().all(|r| r.value > 0.0 && r.completed > 0),
+            "{}",
+            a.app
+        );
         let n = latlab_host::where_time::normalise(&a.runs).unwrap();
         assert_eq!(n[0].delay_ns, 0);
         assert!((n[0].mean - 1.0).abs() < 1e-12);
@@ -161,7 +210,24 @@ fn where_time_quick_writes_every_raw_figure_and_the_figure() {
         stdout.contains("paper: memcached -25% at 20 us"),
         "{stdout}"
     );
-    assert!(std::fs::read_to_string(&fig).unwrap().contains("memcached"));
+    assert!(
+        stdout.contains("paper: tpc-c on mysql (here: postgresql) -3% at 100 us"),
+        "{stdout}"
+    );
+    // Three curves with error bars in the figure.
+    let svg = std::fs::read_to_string(&fig).unwrap();
+    for app in names {
+        assert!(svg.contains(app), "{app} missing from the figure");
+    }
+    // The database was stopped and its cluster deleted: nothing runs in, or is left in,
+    // the scratch directory.
+    assert_eq!(
+        latlab_sys::process::pids_under(scratch.path()),
+        Vec::<u32>::new(),
+        "processes left in the scratch directory"
+    );
+    let left: Vec<_> = std::fs::read_dir(scratch.path()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
     // The experiment writes its HTML report beside the result and says where.
     let page_path = dir.path().join("wt-report").join("report.html");
     assert!(
@@ -171,4 +237,5 @@ fn where_time_quick_writes_every_raw_figure_and_the_figure() {
     let page = std::fs::read_to_string(&page_path).unwrap();
     assert!(page.contains("id=\"where-has-my-time-gone-performance-against-added-delay-wt\""));
     assert!(page.contains("Against the paper") && page.contains("nginx"));
+    assert!(page.contains("postgresql"));
 }

@@ -6,6 +6,7 @@ use latlab_net::delay::engine;
 use latlab_net::delay::testbed;
 use latlab_sys::netns;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// The result kind.
 pub const RESULT_KIND: &str = "experiment.where_time";
@@ -21,22 +22,26 @@ pub enum App {
     Memcached,
     /// nginx + wrk.
     Nginx,
+    /// PostgreSQL + pgbench's TPC-B-like transactions (the paper's TPC-C on MySQL).
+    Postgresql,
 }
 
 impl App {
+    /// Every application, in the order of the paper's figure legend (and the default).
+    pub const ALL: [App; 3] = [App::Memcached, App::Nginx, App::Postgresql];
+
     /// Name on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             App::Memcached => "memcached",
             App::Nginx => "nginx",
+            App::Postgresql => "postgresql",
         }
     }
 
     /// Parses a name.
     pub fn from_name(s: &str) -> Option<App> {
-        [App::Memcached, App::Nginx]
-            .into_iter()
-            .find(|a| a.name() == s)
+        App::ALL.into_iter().find(|a| a.name() == s)
     }
 
     /// The metric reported.
@@ -44,17 +49,24 @@ impl App {
         match self {
             App::Memcached => "memcaslap throughput (ops/s)",
             App::Nginx => "wrk requests/s",
+            App::Postgresql => "pgbench TPC-B-like transactions/s",
         }
     }
 
-    /// The programs it needs (server, client) and the Debian packages providing them.
-    pub fn programs(self) -> [(&'static str, &'static str); 2] {
+    /// The programs it needs (servers and tools, then the client) and the Debian packages
+    /// providing them.
+    pub fn programs(self) -> &'static [(&'static str, &'static str)] {
         match self {
-            App::Memcached => [
+            App::Memcached => &[
                 ("memcached", "memcached"),
                 ("memcaslap", "libmemcached-tools"),
             ],
-            App::Nginx => [("nginx", "nginx-light"), ("wrk", "wrk")],
+            App::Nginx => &[("nginx", "nginx-light"), ("wrk", "wrk")],
+            App::Postgresql => &[
+                ("postgres", "postgresql"),
+                ("initdb", "postgresql"),
+                ("pgbench", "postgresql"),
+            ],
         }
     }
 }
@@ -82,6 +94,10 @@ pub struct WhereTimeConfig {
     /// cannot preempt it (it then owns its CPU, as a hardware appliance would). Servers and
     /// clients stay SCHED_OTHER: at equal FIFO priority a spinning client starves its server.
     pub fifo: Option<i32>,
+    /// Where PostgreSQL's `postgres`, `initdb` and `pgbench` are; `None`: the newest
+    /// `/usr/lib/postgresql/<version>/bin` (Debian's layout), then `PATH`.
+    #[serde(default)]
+    pub pg_bin: Option<PathBuf>,
 }
 
 impl Default for WhereTimeConfig {
@@ -90,12 +106,13 @@ impl Default for WhereTimeConfig {
             delays_ns: PAPER_DELAYS_US.iter().map(|u| u * 1_000).collect(),
             repeats: 5,
             run_time: Nanos::from_secs(4),
-            apps: vec![App::Memcached, App::Nginx],
+            apps: App::ALL.to_vec(),
             connections: 4,
             engine_cpu: None,
             endpoint_cpu: None,
             check_duration: Nanos::from_secs(2),
             fifo: None,
+            pg_bin: None,
         }
     }
 }
@@ -155,23 +172,91 @@ pub enum WhereTimeError {
     Io(String, #[source] std::io::Error),
 }
 
-fn which(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
-        .unwrap_or(false)
+/// Debian installs each PostgreSQL major version's programs here, off `PATH`
+/// (`/usr/bin/pgbench` is a wrapper that needs a configured cluster).
+const DEBIAN_PG_ROOT: &str = "/usr/lib/postgresql";
+
+/// The newest of `versions` (directory names like `15`, `9.6`), compared numerically part
+/// by part; names that are not versions are ignored.
+pub fn newest_version<'a>(versions: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let key = |v: &str| -> Option<Vec<u32>> { v.split('.').map(|p| p.parse().ok()).collect() };
+    versions
+        .into_iter()
+        .filter_map(|v| Some((key(v)?, v)))
+        .max()
+        .map(|(_, v)| v)
 }
 
-/// Checks that every program the configured applications need is installed.
+/// Where PostgreSQL's programs are looked for: `pg_bin` when given (only there), else the
+/// newest version's directory under `root` (Debian's layout) and then `path`.
+pub fn pg_search_dirs(pg_bin: Option<&Path>, root: &Path, path: &[PathBuf]) -> Vec<PathBuf> {
+    if let Some(d) = pg_bin {
+        return vec![d.to_path_buf()];
+    }
+    let names: Vec<String> = std::fs::read_dir(root)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    newest_version(names.iter().map(String::as_str))
+        .map(|v| root.join(v).join("bin"))
+        .into_iter()
+        .chain(path.iter().cloned())
+        .collect()
+}
+
+fn path_dirs() -> Vec<PathBuf> {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default()
+}
+
+/// The first `dirs/program` that is a file.
+fn find_in(program: &str, dirs: &[PathBuf]) -> Option<PathBuf> {
+    dirs.iter().map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// Every program of `apps`, found: the executable to run for each name.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Programs {
+    found: Vec<(&'static str, PathBuf)>,
+}
+
+impl Programs {
+    /// The executable of `program` (its bare name when it was not resolved).
+    pub fn get(&self, program: &str) -> PathBuf {
+        self.found
+            .iter()
+            .find(|(p, _)| *p == program)
+            .map_or_else(|| PathBuf::from(program), |(_, path)| path.clone())
+    }
+}
+
+/// Finds every program the configured applications need: PostgreSQL's in
+/// [`pg_search_dirs`], the others on `PATH`.
+///
+/// # Errors
+/// [`WhereTimeError::Missing`] for the first missing one.
+pub fn find_programs(apps: &[App], pg_bin: Option<&Path>) -> Result<Programs, WhereTimeError> {
+    let path = path_dirs();
+    let pg = pg_search_dirs(pg_bin, Path::new(DEBIAN_PG_ROOT), &path);
+    let mut found = Vec::new();
+    for a in apps {
+        let dirs = if *a == App::Postgresql { &pg } else { &path };
+        for &(program, package) in a.programs() {
+            let exe = find_in(program, dirs).ok_or(WhereTimeError::Missing { program, package })?;
+            found.push((program, exe));
+        }
+    }
+    Ok(Programs { found })
+}
+
+/// Checks that every program the configured applications need is installed (PostgreSQL's
+/// where [`pg_search_dirs`] looks without `--pg-bin`).
 ///
 /// # Errors
 /// [`WhereTimeError::Missing`] for the first missing one.
 pub fn check_programs(apps: &[App]) -> Result<(), WhereTimeError> {
-    for a in apps {
-        for (program, package) in a.programs() {
-            if !which(program) {
-                return Err(WhereTimeError::Missing { program, package });
-            }
-        }
-    }
-    Ok(())
+    find_programs(apps, None).map(|_| ())
 }

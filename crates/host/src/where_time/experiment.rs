@@ -2,64 +2,145 @@
 //! namespace, latlab's injector in the delay namespace, every (delay, application) pair in
 //! turn.
 
-use super::config::{check_programs, App, WhereTimeConfig, WhereTimeError};
+use super::config::{find_programs, App, Programs, WhereTimeConfig, WhereTimeError};
 use super::parse;
 use super::stored::{AppRuns, RawRun, WhereTimeOutcome};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::testbed::{self, Testbed};
 use latlab_net::delay::DelaySpec;
 use latlab_sys::netns;
+use latlab_sys::process::Account;
 use latlab_sys::tsc::Clock;
-use std::path::PathBuf;
-use std::process::{Child, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// A server process in the server namespace, killed (by its pid) when dropped.
+/// A server process in the server namespace, stopped (by its pid) by [`Server::stop`] or,
+/// on an error path, when dropped.
 struct Server {
     child: Child,
     name: &'static str,
+    /// The server's private directory, when its processes work there: after it stops,
+    /// nothing may be left running in it.
+    home: Option<PathBuf>,
+    /// Ask with SIGINT instead of SIGTERM (PostgreSQL's "fast" shutdown: it ends open
+    /// sessions instead of waiting for them).
+    interrupt: bool,
+    stopped: bool,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        // SIGTERM first: nginx's master then stops its workers (SIGKILL would orphan them).
-        let _ = latlab_sys::process::terminate(self.child.id());
+/// How long a server has to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+
+impl Server {
+    fn new(child: Child, name: &'static str, home: Option<PathBuf>) -> Server {
+        Server {
+            child,
+            name,
+            home,
+            interrupt: false,
+            stopped: false,
+        }
+    }
+
+    /// SIGTERM, or SIGINT when `interrupt` (nginx's master then stops its workers,
+    /// PostgreSQL ends its sessions and shuts down after a checkpoint; SIGKILL would orphan
+    /// them), SIGKILL after [`STOP_GRACE`]. True when it stopped by itself.
+    fn terminate(&mut self) -> bool {
+        self.stopped = true;
+        let pid = self.child.id();
+        let _ = if self.interrupt {
+            latlab_sys::process::interrupt(pid)
+        } else {
+            latlab_sys::process::terminate(pid)
+        };
         let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(3) {
+        while start.elapsed() < STOP_GRACE {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                return true;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        false
+    }
+
+    /// Stops the server and checks that none of its processes is left.
+    fn stop(mut self) -> Result<(), WhereTimeError> {
+        let clean = self.terminate();
+        if let Some(home) = &self.home {
+            // Children notice a killed parent within a moment; give them that moment.
+            let start = Instant::now();
+            let mut left = latlab_sys::process::pids_under(home);
+            while !left.is_empty() && start.elapsed() < Duration::from_secs(5) {
+                std::thread::sleep(Duration::from_millis(50));
+                left = latlab_sys::process::pids_under(home);
+            }
+            if !left.is_empty() {
+                return Err(WhereTimeError::Run(format!(
+                    "{}: processes {left:?} still run in {} after it stopped",
+                    self.name,
+                    home.display()
+                )));
+            }
+        }
+        if !clean {
+            return Err(WhereTimeError::Run(format!(
+                "{} did not stop within {} s of SIGTERM and was killed",
+                self.name,
+                STOP_GRACE.as_secs()
+            )));
+        }
+        Ok(())
     }
 }
 
-/// Starts `argv` inside namespace `ns` (through sys's `ip netns exec`), under `chrt -f
-/// fifo` and `taskset -c cpu` when asked.
-fn spawn_in(
+impl Drop for Server {
+    fn drop(&mut self) {
+        if !self.stopped {
+            self.terminate();
+        }
+    }
+}
+
+/// `argv` to run inside namespace `ns` (through sys's `ip netns exec`), under `chrt -f
+/// fifo`, `taskset -c cpu` and as `account` when asked; stdin is closed.
+fn command_in(
     ns: &str,
     cpu: Option<u32>,
     fifo: Option<i32>,
+    account: Option<&Account>,
     argv: &[&str],
-) -> std::io::Result<Child> {
+) -> std::io::Result<Command> {
     let (fifo, cpu) = (fifo.map(|p| p.to_string()), cpu.map(|c| c.to_string()));
-    let mut words: Vec<&str> = Vec::with_capacity(argv.len() + 6);
+    let run_as = account.map(Account::run_as_words).unwrap_or_default();
+    let mut words: Vec<&str> = Vec::with_capacity(argv.len() + 6 + run_as.len());
     if let Some(p) = &fifo {
         words.extend(["chrt", "-f", p]);
     }
     if let Some(c) = &cpu {
         words.extend(["taskset", "-c", c]);
     }
+    words.extend(run_as.iter().map(String::as_str));
     words.extend(argv);
     let Some((exe, args)) = words.split_first() else {
         return Err(std::io::Error::other("nothing to run"));
     };
-    netns::exec_command(ns, std::path::Path::new(exe))
-        .args(args)
-        .stdin(Stdio::null())
+    let mut c = netns::exec_command(ns, std::path::Path::new(exe));
+    c.args(args).stdin(Stdio::null());
+    Ok(c)
+}
+
+/// Starts `argv` inside namespace `ns` with its output piped (see [`command_in`]).
+fn spawn_in(
+    ns: &str,
+    cpu: Option<u32>,
+    fifo: Option<i32>,
+    argv: &[&str],
+) -> std::io::Result<Child> {
+    command_in(ns, cpu, fifo, None, argv)?
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -68,11 +149,12 @@ fn spawn_in(
 fn run_in(
     ns: &str,
     cpu: Option<u32>,
-    fifo: Option<i32>,
+    account: Option<&Account>,
     argv: &[&str],
     limit: Duration,
 ) -> Result<String, WhereTimeError> {
-    let child = spawn_in(ns, cpu, fifo, argv)
+    let child = command_in(ns, cpu, None, account, argv)
+        .and_then(|mut c| c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn())
         .map_err(|e| WhereTimeError::Io(format!("starting {}", argv[0]), e))?;
     let start = Instant::now();
     let pid = child.id();
@@ -98,11 +180,15 @@ fn run_in(
         String::from_utf8_lossy(&out.stderr)
     );
     if !out.status.success() {
+        // The last two lines: pgbench, for one, says what failed before it gives up.
+        let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
         return Err(WhereTimeError::Run(format!(
             "{} failed ({}): {}",
-            argv[0],
+            Path::new(argv[0])
+                .file_name()
+                .map_or(argv[0].into(), |n| n.to_string_lossy()),
             out.status,
-            text.lines().last().unwrap_or("")
+            lines[lines.len().saturating_sub(2)..].join(" | ")
         )));
     }
     Ok(text)
@@ -143,18 +229,199 @@ fn nginx_conf(dir: &std::path::Path) -> String {
     )
 }
 
+/// An OS error while doing `what`.
+fn io(what: &str) -> impl FnOnce(std::io::Error) -> WhereTimeError {
+    let w = what.to_string();
+    move |e| WhereTimeError::Io(w, e)
+}
+
+const POSTGRES_PORT: u16 = 5_432;
+/// The database (and superuser) pgbench uses.
+const POSTGRES_DB: &str = "postgres";
+/// The accounts PostgreSQL may run under, in order of preference (it refuses root).
+const POSTGRES_ACCOUNTS: [&str; 2] = ["postgres", "nobody"];
+
+/// pgbench's scale factor for `connections` clients: one branch row per client, as
+/// pgbench's documentation advises (fewer make the clients queue on the branch rows' locks),
+/// at most 16 (16 × 100,000 accounts, about 250 MB, loads in seconds).
+pub(super) fn pgbench_scale(connections: u32) -> u32 {
+    connections.clamp(1, 16)
+}
+
+/// `pgbench` with `options`, connecting to the testbed's server as [`POSTGRES_DB`].
+fn pgbench_argv(pgbench: &str, options: &[&str]) -> Vec<String> {
+    let port = POSTGRES_PORT.to_string();
+    std::iter::once(pgbench)
+        .chain(options.iter().copied())
+        .chain([
+            "-h",
+            testbed::SERVER_IP,
+            "-p",
+            &port,
+            "-U",
+            POSTGRES_DB,
+            POSTGRES_DB,
+        ])
+        .map(str::to_string)
+        .collect()
+}
+
+/// The last lines of a server's log, for an error message.
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+/// A private PostgreSQL cluster in `dir/postgresql`: created with `initdb` (as an
+/// unprivileged account, trusting connections from the testbed's two addresses), started in
+/// the server namespace listening on the server address only (TCP, no Unix socket), without
+/// flushes to disk (`fsync`, `synchronous_commit` and `full_page_writes` off), and
+/// loaded with `pgbench -i` from the server namespace, so that loading does not go through
+/// the injector (which runs only while a delay is measured).
+fn start_postgres(
+    tb: &Testbed,
+    cpu: Option<u32>,
+    connections: u32,
+    programs: &Programs,
+    dir: &Path,
+) -> Result<Server, WhereTimeError> {
+    let account = POSTGRES_ACCOUNTS
+        .into_iter()
+        .find_map(Account::lookup)
+        .ok_or_else(|| {
+            WhereTimeError::Run(format!(
+                "postgresql: PostgreSQL refuses to run as root and none of the accounts {} exists",
+                POSTGRES_ACCOUNTS.join(", ")
+            ))
+        })?;
+    let home = dir.join("postgresql");
+    std::fs::create_dir_all(&home).map_err(io("creating PostgreSQL's directory"))?;
+    account
+        .own_tree(&home)
+        .map_err(io("giving PostgreSQL's directory to its account"))?;
+    let data = home.join("data");
+    let data_s = data.to_string_lossy().into_owned();
+    let (initdb, postgres, pgbench) = (
+        programs.get("initdb").to_string_lossy().into_owned(),
+        programs.get("postgres").to_string_lossy().into_owned(),
+        programs.get("pgbench").to_string_lossy().into_owned(),
+    );
+    run_in(
+        &tb.server,
+        cpu,
+        Some(&account),
+        &[
+            &initdb,
+            "-D",
+            &data_s,
+            "-U",
+            POSTGRES_DB,
+            "--auth=trust",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        Duration::from_secs(120),
+    )?;
+    let mut hba = std::fs::OpenOptions::new()
+        .append(true)
+        .open(data.join("pg_hba.conf"))
+        .map_err(io("opening pg_hba.conf"))?;
+    std::io::Write::write_all(
+        &mut hba,
+        format!(
+            "host all all {}/32 trust\nhost all all {}/32 trust\n",
+            testbed::CLIENT_IP,
+            testbed::SERVER_IP
+        )
+        .as_bytes(),
+    )
+    .map_err(io("writing pg_hba.conf"))?;
+    let log = home.join("server.log");
+    let log_file = std::fs::File::create(&log).map_err(io("creating PostgreSQL's log"))?;
+    let log_err = log_file
+        .try_clone()
+        .map_err(io("creating PostgreSQL's log"))?;
+    let max_conn = format!("max_connections={}", connections + 10);
+    let listen = format!("listen_addresses={}", testbed::SERVER_IP);
+    let port = POSTGRES_PORT.to_string();
+    let child = command_in(
+        &tb.server,
+        cpu,
+        None,
+        Some(&account),
+        &[
+            &postgres,
+            "-D",
+            &data_s,
+            "-p",
+            &port,
+            "-c",
+            &listen,
+            "-c",
+            "unix_socket_directories=",
+            "-c",
+            &max_conn,
+            // English messages: the start-up wait below reads them.
+            "-c",
+            "lc_messages=C",
+            // A scratch cluster nobody keeps: no flushes to disk. On a shared host the
+            // disk's flush time (other users' I/O) otherwise decides the throughput and
+            // swamps the delay's effect (see docs/host.md).
+            "-c",
+            "fsync=off",
+            "-c",
+            "synchronous_commit=off",
+            "-c",
+            "full_page_writes=off",
+        ],
+    )
+    .and_then(|mut c| c.stdout(log_file).stderr(log_err).spawn())
+    .map_err(io("starting postgres"))?;
+    let mut server = Server::new(child, App::Postgresql.name(), Some(home));
+    server.interrupt = true;
+    wait_port(
+        &tb.server,
+        &format!("{}:{POSTGRES_PORT}", testbed::SERVER_IP),
+        Duration::from_secs(30),
+    )
+    .map_err(|e| {
+        WhereTimeError::Run(format!(
+            "postgres did not come up: {e}; its log: {}",
+            log_tail(&log)
+        ))
+    })?;
+    // The port opens before the server accepts sessions ("the database system is starting
+    // up"): the load is retried until it does.
+    let scale = pgbench_scale(connections).to_string();
+    let load = pgbench_argv(&pgbench, &["-i", "-q", "-s", &scale]);
+    let load: Vec<&str> = load.iter().map(String::as_str).collect();
+    let start = Instant::now();
+    loop {
+        match run_in(&tb.server, cpu, None, &load, Duration::from_secs(300)) {
+            Ok(_) => break,
+            Err(WhereTimeError::Run(why))
+                if why.contains("starting up") && start.elapsed() < Duration::from_secs(30) =>
+            {
+                std::thread::sleep(Duration::from_millis(200));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(server)
+}
+
 fn start_server(
     tb: &Testbed,
     app: App,
-    cpu: Option<u32>,
-    fifo: Option<i32>,
-    dir: &std::path::Path,
+    cfg: &WhereTimeConfig,
+    programs: &Programs,
+    dir: &Path,
 ) -> Result<Server, WhereTimeError> {
-    let io = |what: &str| {
-        let w = what.to_string();
-        move |e| WhereTimeError::Io(w, e)
-    };
+    let (cpu, fifo) = (cfg.endpoint_cpu, None);
     let (child, port) = match app {
+        App::Postgresql => return start_postgres(tb, cpu, cfg.connections, programs, dir),
         App::Memcached => (
             spawn_in(
                 &tb.server,
@@ -203,10 +470,7 @@ fn start_server(
             )
         }
     };
-    let server = Server {
-        child,
-        name: app.name(),
-    };
+    let server = Server::new(child, app.name(), None);
     wait_port(
         &tb.server,
         &format!("{}:{port}", testbed::SERVER_IP),
@@ -216,7 +480,12 @@ fn start_server(
     Ok(server)
 }
 
-fn bench(tb: &Testbed, app: App, cfg: &WhereTimeConfig) -> Result<(f64, u64, u64), WhereTimeError> {
+fn bench(
+    tb: &Testbed,
+    app: App,
+    cfg: &WhereTimeConfig,
+    programs: &Programs,
+) -> Result<(f64, u64, u64), WhereTimeError> {
     let secs = (cfg.run_time.get() / 1_000_000_000).max(1);
     let limit = Duration::from_secs(secs + 20);
     let conns = cfg.connections.to_string();
@@ -258,6 +527,18 @@ fn bench(tb: &Testbed, app: App, cfg: &WhereTimeConfig) -> Result<(f64, u64, u64
             let r = parse::wrk(&out).map_err(|e| WhereTimeError::Run(format!("wrk: {e}")))?;
             Ok((r.requests_per_sec, r.requests, r.socket_errors + r.non_2xx))
         }
+        App::Postgresql => {
+            // The built-in TPC-B-like transaction over TCP through the injector; no vacuum
+            // before the run (-n: it would add a delay-dependent pause to every run).
+            let pgbench = programs.get("pgbench").to_string_lossy().into_owned();
+            let t = secs.to_string();
+            let argv = pgbench_argv(&pgbench, &["-n", "-c", &conns, "-j", "1", "-T", &t]);
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
+            let r =
+                parse::pgbench(&out).map_err(|e| WhereTimeError::Run(format!("pgbench: {e}")))?;
+            Ok((r.tps, r.transactions, r.failed))
+        }
     }
 }
 
@@ -280,7 +561,7 @@ pub fn run(
             "need at least one repeat and one application".into(),
         ));
     }
-    check_programs(&cfg.apps)?;
+    let programs = find_programs(&cfg.apps, cfg.pg_bin.as_deref())?;
     progress("verifying the injector");
     let check = testbed::check(
         &testbed::CheckConfig {
@@ -313,7 +594,7 @@ pub fn run(
         let servers: Vec<Server> = cfg
             .apps
             .iter()
-            .map(|a| start_server(&tb, *a, cfg.endpoint_cpu, None, &dir))
+            .map(|a| start_server(&tb, *a, cfg, &programs, &dir))
             .collect::<Result<_, _>>()?;
         for repeat in 0..cfg.repeats {
             for &d in &cfg.delays_ns {
@@ -358,7 +639,7 @@ pub fn run(
                             repeat + 1,
                             cfg.repeats
                         ));
-                        match bench(&tb, *a, cfg) {
+                        match bench(&tb, *a, cfg, &programs) {
                             Ok(v) => out.push((i, v)),
                             Err(e) => {
                                 err = Some(e);
@@ -366,6 +647,10 @@ pub fn run(
                             }
                         }
                     }
+                    // The clients' last frames (a closing FIN, PostgreSQL's Terminate) may
+                    // still wait in the injector's queue: let them through before it stops,
+                    // or the server keeps the session open.
+                    std::thread::sleep(Duration::from_nanos(d) + Duration::from_millis(20));
                     stop_r.store(true, Ordering::Relaxed);
                     let rep = h.join().expect("injector panicked")?;
                     if let Some(e) = err {
@@ -387,8 +672,11 @@ pub fn run(
                 res?;
             }
         }
-        drop(servers);
-        Ok(())
+        // Every server is stopped; the first failure to stop cleanly is the error.
+        servers
+            .into_iter()
+            .map(Server::stop)
+            .fold(Ok(()), Result::and)
     })();
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);

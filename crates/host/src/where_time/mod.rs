@@ -10,7 +10,12 @@
 //! - memcached driven by `memcaslap` (Debian `libmemcached-tools`), metric: throughput
 //!   (TPS, operations per second);
 //! - nginx driven by `wrk`, metric: requests per second (the paper used Apache with `ab`;
-//!   nginx/wrk is the closest pair Debian packages well).
+//!   nginx/wrk is the closest pair Debian packages well);
+//! - PostgreSQL driven by `pgbench`'s built-in TPC-B-like transaction, metric:
+//!   transactions per second (the paper used TPC-C on MySQL, `tpcc-mysql`, which Debian does
+//!   not package). Each run of the experiment creates a private cluster in a scratch
+//!   directory, runs it as an unprivileged account, loads it with `pgbench -i` in the server
+//!   namespace, and stops and deletes it at the end.
 //!
 //! The experiment first verifies the injector ([`latlab_net::delay::testbed::check`]:
 //! base latency and the shift at 20 µs), then runs every (delay, application) pair
@@ -26,7 +31,8 @@ mod session;
 mod stored;
 
 pub use config::{
-    check_programs, App, WhereTimeConfig, WhereTimeError, PAPER_DELAYS_US, RESULT_KIND,
+    check_programs, find_programs, newest_version, pg_search_dirs, App, Programs, WhereTimeConfig,
+    WhereTimeError, PAPER_DELAYS_US, RESULT_KIND,
 };
 pub use experiment::run;
 pub use session::{run_to_file, SessionError};
@@ -99,11 +105,95 @@ mod tests {
             ("memcaslap", "libmemcached-tools")
         );
         assert_eq!(App::from_name("nginx"), Some(App::Nginx));
+        assert_eq!(App::from_name("postgresql"), Some(App::Postgresql));
+        assert_eq!(
+            App::Postgresql.programs(),
+            [
+                ("postgres", "postgresql"),
+                ("initdb", "postgresql"),
+                ("pgbench", "postgresql")
+            ]
+        );
         let e = WhereTimeError::Missing {
             program: "wrk",
             package: "wrk",
         };
         assert!(e.to_string().contains("package wrk"));
+    }
+
+    /// A fresh scratch directory for one test (removed when dropped).
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(tag: &str) -> Scratch {
+            let d =
+                std::env::temp_dir().join(format!("latlab-host-test-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&d);
+            std::fs::create_dir_all(&d).unwrap();
+            Scratch(d)
+        }
+
+        fn path(&self) -> &std::path::Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn the_newest_postgresql_version_wins() {
+        assert_eq!(newest_version(["13", "9.6", "15", "extension"]), Some("15"));
+        assert_eq!(newest_version(["9.6", "9.10"]), Some("9.10"), "numerically");
+        assert_eq!(newest_version(["x"]), None);
+    }
+
+    #[test]
+    fn postgresql_is_looked_for_in_debians_directory_then_path() {
+        let root = Scratch::new("pg-root");
+        for v in ["13", "15"] {
+            std::fs::create_dir_all(root.path().join(v).join("bin")).unwrap();
+        }
+        let path = vec![std::path::PathBuf::from("/usr/bin")];
+        assert_eq!(
+            pg_search_dirs(None, root.path(), &path),
+            [root.path().join("15/bin"), "/usr/bin".into()]
+        );
+        let given = std::path::Path::new("/opt/pg/bin");
+        assert_eq!(
+            pg_search_dirs(Some(given), root.path(), &path),
+            [given.to_path_buf()],
+            "--pg-bin is the only place looked at"
+        );
+        let missing = std::path::Path::new("/latlab-no-such-dir");
+        assert_eq!(
+            pg_search_dirs(None, missing, &[]),
+            Vec::<std::path::PathBuf>::new()
+        );
+    }
+
+    #[test]
+    fn missing_postgresql_programs_are_named() {
+        let dir = Scratch::new("pg-bin");
+        let e = find_programs(&[App::Postgresql], Some(dir.path())).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'postgres' is not installed (Debian package postgresql; `make deps-demo` installs it)"
+        );
+        for p in ["postgres", "initdb"] {
+            std::fs::write(dir.path().join(p), "").unwrap();
+        }
+        let e = find_programs(&[App::Postgresql], Some(dir.path())).unwrap_err();
+        assert!(
+            e.to_string().starts_with("'pgbench' is not installed"),
+            "{e}"
+        );
+        std::fs::write(dir.path().join("pgbench"), "").unwrap();
+        let found = find_programs(&[App::Postgresql], Some(dir.path())).unwrap();
+        assert_eq!(found.get("pgbench"), dir.path().join("pgbench"));
     }
 
     #[test]
@@ -122,7 +212,7 @@ mod tests {
     #[test]
     fn quick_experiment_runs_end_to_end() {
         latlab_testutil::require_root!("network namespaces");
-        if let Err(e) = check_programs(&[App::Memcached, App::Nginx]) {
+        if let Err(e) = check_programs(&App::ALL) {
             latlab_testutil::skip!("{e}");
         }
         let cpus = latlab_sys::sched::allowed_cpus();
@@ -133,6 +223,7 @@ mod tests {
         };
         let (clock, _) = Clock::establish(Nanos(20_000_000));
         let o = super::run(&cfg, &clock, |_| {}).unwrap();
+        assert_eq!(o.apps.len(), 3, "memcached, nginx and postgresql");
         for a in &o.apps {
             assert_eq!(a.runs.len(), 3, "{}", a.app);
             assert!(a.runs.iter().all(|r| r.value > 0.0 && r.completed > 0));

@@ -26,6 +26,17 @@ pub struct WrkReport {
     pub non_2xx: u64,
 }
 
+/// What `pgbench` reported at the end of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PgbenchReport {
+    /// Transactions per second without the initial connection time, the throughput.
+    pub tps: f64,
+    /// `number of transactions actually processed:`.
+    pub transactions: u64,
+    /// `number of failed transactions:` (PostgreSQL 15 and later; 0 when not printed).
+    pub failed: u64,
+}
+
 fn num_after(line: &str, key: &str) -> Option<f64> {
     let rest = &line[line.find(key)? + key.len()..];
     let tok = rest.split_whitespace().next()?;
@@ -94,6 +105,46 @@ pub fn wrk(out: &str) -> Result<WrkReport, String> {
     })
 }
 
+/// Parses pgbench's summary: the `tps = ... (without initial connection time)` line
+/// (`excluding connections establishing` before PostgreSQL 14), the transactions processed
+/// and the failed ones.
+///
+/// # Errors
+/// A message quoting what was missing.
+pub fn pgbench(out: &str) -> Result<PgbenchReport, String> {
+    let tps_lines: Vec<&str> = out
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("tps ="))
+        .collect();
+    let tps_line = tps_lines
+        .iter()
+        .find(|l| l.contains("without initial connection") || l.contains("excluding"))
+        .or(tps_lines.first())
+        .ok_or_else(|| "no 'tps = ...' line in pgbench's output".to_string())?;
+    let tps = num_after(tps_line, "tps =").ok_or_else(|| format!("no number in '{tps_line}'"))?;
+    let transactions = out
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("number of transactions actually processed:")
+        })
+        .and_then(|v| v.split(['/', ' ']).find(|w| !w.is_empty())?.parse().ok())
+        .ok_or_else(|| {
+            "no 'number of transactions actually processed:' line in pgbench's output".to_string()
+        })?;
+    let failed = out
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("number of failed transactions:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    Ok(PgbenchReport {
+        tps,
+        transactions,
+        failed,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,6 +167,21 @@ mod tests {
     }
 
     #[test]
+    fn parses_captured_pgbench_output() {
+        let r = pgbench(include_str!("fixtures/pgbench.txt")).unwrap();
+        assert_eq!(r.tps, 361.153593);
+        assert_eq!((r.transactions, r.failed), (358, 0));
+    }
+
+    #[test]
+    fn pgbench_before_15_reports_two_tps_lines() {
+        // PostgreSQL 13: no failed-transaction line, connection time in a second tps line.
+        let out = "number of transactions actually processed: 1200/1200\nlatency average = 3.3 ms\ntps = 1190.5 (including connections establishing)\ntps = 1204.25 (excluding connections establishing)\n";
+        let r = pgbench(out).unwrap();
+        assert_eq!((r.tps, r.transactions, r.failed), (1204.25, 1200, 0));
+    }
+
+    #[test]
     fn wrk_errors_are_summed() {
         let out = "  10 requests in 1.00s, 1KB read\n  Socket errors: connect 1, read 2, write 0, timeout 4\n  Non-2xx or 3xx responses: 3\nRequests/sec:     10.00\n";
         let r = wrk(out).unwrap();
@@ -128,6 +194,12 @@ mod tests {
         assert!(wrk("unable to connect")
             .unwrap_err()
             .contains("Requests/sec"));
+        assert!(pgbench("connection to server failed")
+            .unwrap_err()
+            .contains("tps"));
+        assert!(pgbench("tps = 5.0 (without initial connection time)")
+            .unwrap_err()
+            .contains("transactions actually processed"));
         assert!(memcaslap("Run time: 1.0s Ops: x TPS: 5")
             .unwrap_err()
             .contains("Ops:"));

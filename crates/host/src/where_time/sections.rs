@@ -128,7 +128,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
         "Where has my time gone: performance against added delay ({label})"
     ));
     s.push(Block::Paragraph(
-        "Client ⇄ delay ⇄ server network namespaces: real servers (memcached, nginx) and real benchmark clients (memcaslap, wrk); latlab's injector in the middle adds the delay to client → server frames, so every request/response round trip gains it once. Each point is normalised to the mean of the same application's zero-delay runs; the spread is the sample standard deviation of the normalised runs.".into(),
+        "Client ⇄ delay ⇄ server network namespaces: real servers (memcached, nginx, PostgreSQL) and real benchmark clients (memcaslap, wrk, pgbench's TPC-B-like transactions); latlab's injector in the middle adds the delay to client → server frames, so every request/response round trip gains it once. Each point is normalised to the mean of the same application's zero-delay runs; the spread is the sample standard deviation of the normalised runs.".into(),
     ));
     let i = &d.injector;
     s.push(Block::Heading("The injector, measured first".into()));
@@ -345,7 +345,13 @@ mod tests {
         assert_eq!(ng100[5].text, "0.550");
         assert_eq!(ng100[6].style, CellStyle::Unsupported, "one run has no sd");
         let paper = t[1];
-        assert_eq!(paper.rows.len(), 3);
+        assert_eq!(paper.rows.len(), 4);
+        assert_eq!(paper.rows[3][2].text, "−3%");
+        assert_eq!(
+            paper.rows[3][3].style,
+            CellStyle::Unsupported,
+            "no postgresql runs: not measured"
+        );
         assert_eq!(paper.rows[0][2].text, "−25%");
         assert_eq!(paper.rows[0][3].text, "−20% ± 0");
         assert_eq!(paper.rows[2][3].text, "−45% ± 0");

@@ -1,7 +1,7 @@
 //! A whole where-time run: the configuration checked once, the experiment run, and the
 //! versioned result written before anything is printed.
 
-use super::config::{check_programs, WhereTimeConfig, WhereTimeError, RESULT_KIND};
+use super::config::{find_programs, WhereTimeConfig, WhereTimeError, RESULT_KIND};
 use super::experiment::run;
 use super::stored::fill_result;
 use latlab_core::results::{ResultError, ResultFile, ThreadPlacement};
@@ -11,7 +11,8 @@ use std::path::Path;
 
 impl WhereTimeConfig {
     /// Checks what a run needs: a zero-delay baseline, runs of at least 1 s, placement on
-    /// CPUs this process may use (`allowed`) and the applications' programs installed.
+    /// CPUs this process may use (`allowed`) and the applications' programs installed
+    /// (PostgreSQL's in `pg_bin` when it is set).
     ///
     /// # Errors
     /// [`WhereTimeError::Config`] naming the flag, or [`WhereTimeError::Missing`].
@@ -34,7 +35,7 @@ impl WhereTimeConfig {
                 )));
             }
         }
-        check_programs(&self.apps)
+        find_programs(&self.apps, self.pg_bin.as_deref()).map(|_| ())
     }
 
     /// Places the injector on `cpu` (default: the last allowed CPU) and the servers and
