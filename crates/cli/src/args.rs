@@ -41,6 +41,7 @@ pub fn is_numeric(a: &clap::Arg) -> bool {
             TypeId::of::<latlab_core::units::Nanos>(),
             TypeId::of::<Percentile>(),
             TypeId::of::<latlab_core::parse::Rate>(),
+            TypeId::of::<latlab_core::selfcheck::CiTarget>(),
         ]
         .iter()
         .any(|id| t == *id)
