@@ -69,7 +69,12 @@ fn self_check_warnings(r: &ResultFile, warn: &mut impl FnMut(Severity, String)) 
         match v.outcome {
             Outcome::Fail => warn(
                 Severity::Serious,
-                format!("self-check '{}' failed: {}; {}", v.check, v.rule(), v.detail),
+                format!(
+                    "self-check '{}' failed: {}; {}",
+                    v.check,
+                    v.rule(),
+                    v.detail
+                ),
             ),
             Outcome::Inconclusive => warn(
                 Severity::Info,
@@ -305,6 +310,9 @@ mod tests {
             Severity::Info,
             "self-check 'stationarity' could not decide: 3 intervals with samples; at least 6 are needed for the trend test to reach the 1 % level (a shorter --interval or a longer run)"
         )), "{text:?}");
-        assert!(text.contains(&(Severity::Info, "self-checks passed: arrivals")), "{text:?}");
+        assert!(
+            text.contains(&(Severity::Info, "self-checks passed: arrivals")),
+            "{text:?}"
+        );
     }
 }

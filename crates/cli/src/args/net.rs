@@ -1,8 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::common::{
-    ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, OutputArgs,
-};
+use super::common::{ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;

@@ -195,8 +195,8 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             );
         } else {
             eprintln!(
-            "probing {} for {} after {} warm-up…",
-            cfg.target, cfg.duration, cfg.warmup
+                "probing {} for {} after {} warm-up…",
+                cfg.target, cfg.duration, cfg.warmup
             );
         }
     }
