@@ -4,23 +4,21 @@
 use super::*;
 use crate::hist::HistConfig;
 
-/// xorshift64* (the generator latlab's schedules use), with exponential and normal draws.
-struct Rng(u64);
+/// The project's seeded generator, with normal draws (Box–Muller) for these tests.
+struct Rng(crate::rng::Rng);
 
 impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(crate::rng::Rng::new(seed))
+    }
     fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        self.0.next_u64()
     }
     fn unit(&mut self) -> f64 {
-        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+        self.0.unit_open0()
     }
     fn exp(&mut self, mean: f64) -> f64 {
-        -self.unit().ln() * mean
+        self.0.exponential(mean)
     }
     fn normal(&mut self) -> f64 {
         let (u, v) = (self.unit(), self.unit());
@@ -29,14 +27,14 @@ impl Rng {
 }
 
 fn exp_gaps(seed: u64, n: usize, mean: f64) -> Vec<f64> {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     (0..n).map(|_| r.exp(mean)).collect()
 }
 
 /// Bursty arrivals: bursts of `b` sends 1 µs apart, the bursts Poisson with the same
 /// overall mean gap.
 fn bursty_gaps(seed: u64, n: usize, mean: f64, b: usize) -> Vec<f64> {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     (0..n)
         .map(|i| {
             if i % b == 0 {
@@ -50,7 +48,7 @@ fn bursty_gaps(seed: u64, n: usize, mean: f64, b: usize) -> Vec<f64> {
 
 /// An AR(1) latency series around 20 µs: x_k = φ·x_{k−1} + noise.
 fn ar1(seed: u64, n: usize, phi: f64) -> Vec<u64> {
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     let mut x = 0.0;
     (0..n)
         .map(|_| {
@@ -120,7 +118,7 @@ fn poisson_arrivals_pass_and_bursty_arrivals_fail_anderson_darling() {
 
 #[test]
 fn evenly_spaced_sends_pass_and_bursts_fail_the_constant_rate_check() {
-    let mut r = Rng(3);
+    let mut r = Rng::new(3);
     // 100 µs gaps with ±1 µs of send jitter
     let even: Vec<f64> = (0..2_000).map(|_| 100_000.0 + 700.0 * r.normal()).collect();
     let ok = constant_arrivals(&even, 100_000.0);
@@ -171,7 +169,7 @@ fn independent_latencies_pass_and_correlated_ones_fail_with_the_lag_at_which_the
     assert_eq!(passing_lag(&corr, corr.len()), Some(5));
     assert!(bad.detail.contains("passes at lag 5"), "{}", bad.detail);
     // a slow drift under the noise: correlated at every lag the windows allow
-    let mut r = Rng(5);
+    let mut r = Rng::new(5);
     let stuck: Vec<u64> = (0..4_000)
         .map(|i| 20_000 + 10 * (i % 1_000) + (100.0 * r.unit()) as u64)
         .collect();
@@ -216,7 +214,7 @@ fn mann_kendall_p_is_exact_for_small_series() {
 
 #[test]
 fn a_drifting_series_fails_and_a_stationary_one_passes_the_trend_test() {
-    let mut r = Rng(21);
+    let mut r = Rng::new(21);
     // interval medians around 20 µs with ±200 ns of noise
     let flat: Vec<u64> = (0..30)
         .map(|_| (20_000.0 + 200.0 * r.normal()) as u64)
@@ -272,7 +270,7 @@ fn ci_targets_parse_as_percentile_and_width() {
 
 fn hist_of(seed: u64, n: usize) -> LatencyHistogram {
     let mut h = LatencyHistogram::new(HistConfig::default()).unwrap();
-    let mut r = Rng(seed);
+    let mut r = Rng::new(seed);
     for _ in 0..n {
         h.record(Nanos(10_000 + r.exp(2_000.0) as u64));
     }
