@@ -261,6 +261,16 @@ pub(super) fn monitor(
     out
 }
 
+/// Marks the TX side done when dropped: a run that returns early (a thread could not be
+/// spawned) still ends the monitor and the RX thread, which wait for that flag.
+pub(super) struct EndOnDrop(pub(super) Arc<Shared>);
+
+impl Drop for EndOnDrop {
+    fn drop(&mut self) {
+        self.0.tx_done.store(true, Ordering::Release);
+    }
+}
+
 /// Starts the monitor thread when `cfg` has a stop rule; returns the feed the RX thread
 /// copies latencies into and the thread.
 #[allow(clippy::type_complexity)]

@@ -130,7 +130,9 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         return Ok(o);
     }
 
-    // the stop rule's monitor, fed a copy of every latency by the RX thread
+    // the stop rule's monitor, fed a copy of every latency by the RX thread; whatever
+    // way this function returns, the threads waiting for the TX side see it done
+    let _end = checks::EndOnDrop(shared.clone());
     let monitor = checks::start_monitor(cfg, &shared, clock, start)
         .map_err(sock_err("spawning the stop rule's thread"))?;
     if let Some((feed, _)) = &monitor {
