@@ -41,6 +41,7 @@ pub fn is_numeric(a: &clap::Arg) -> bool {
             TypeId::of::<latlab_core::units::Nanos>(),
             TypeId::of::<Percentile>(),
             TypeId::of::<latlab_core::parse::Rate>(),
+            TypeId::of::<latlab_core::selfcheck::CiTarget>(),
         ]
         .iter()
         .any(|id| t == *id)
@@ -146,9 +147,11 @@ docs/cli.md); percentiles either sample count cannot support get no verdict.")]
   latlab check run.json --budget 'p99.99 < 50us' --budget 'max < 1ms' --budget 'lost == 0'
   latlab check run.json --budget 'rdtsc:p50 <= 30ns'
   latlab check run1.json run2.json --budgets budgets.toml
+  latlab check probe.json --budget 'self_checks_failed == 0'   (the run's self-checks)
 
 Budget form: [SERIES:]METRIC OP VALUE; METRIC is pNN, min, max, mean (durations such as
-50us), count or a counter of the result (whole numbers); OP is < <= > >= == !=. Without
+50us), count, self_checks_failed or a counter of the result (whole numbers); OP is
+< <= > >= == !=. Without
 SERIES a latency budget must hold for every histogram. A budget file is TOML:
   budgets = [\"p99.99 < 50us\", \"lost == 0\"]
 

@@ -9,6 +9,9 @@
 //!   intervals, CDF/CCDF series;
 //! - [`results`]: the versioned result file, host provenance, interval logs and CSV export;
 //! - [`doc`]: the plot-free document model of reports (sections, tables, figure specs);
+//! - [`rng`]: the seeded xorshift64* generator of schedules, delays and test data;
+//! - [`selfcheck`]: the self-checks that decide whether a run counts (throughput, arrivals,
+//!   independence, stationarity, the confidence-interval stop rule), each a typed verdict;
 //! - [`text`]: plain-text tables and latency cells as terminals and text files show them
 //!   (an unsupported percentile is never a bare number);
 //! - [`child`]: the versioned job envelope one latlab process hands another.
@@ -22,6 +25,8 @@ pub mod doc;
 pub mod hist;
 pub mod parse;
 pub mod results;
+pub mod rng;
+pub mod selfcheck;
 pub mod stats;
 pub mod text;
 pub mod units;

@@ -97,10 +97,11 @@ pub fn probe_result(
         sent_measured,
         received_measured,
         lost_measured: lost,
-        achieved_pps: if elapsed_ns > 0.0 {
-            sent_measured as f64 * 1e9 / elapsed_ns
-        } else {
-            0.0
+        // open loop: the measured sends over the time they took (see `checks`)
+        achieved_pps: match o.checks.achieved_pps {
+            Some(a) if cfg.mode == crate::probe::Mode::OpenLoop => a,
+            _ if elapsed_ns > 0.0 => sent_measured as f64 * 1e9 / elapsed_ns,
+            _ => 0.0,
         },
         configured_pps: cfg.milli_pps as f64 / 1000.0,
         generator_behind: behind,
@@ -108,6 +109,7 @@ pub fn probe_result(
         interfaces: o.interfaces.clone(),
         network: crate::netinfo::collect(),
         nf,
+        ci_stop: o.checks.ci_stop(cfg),
     };
     let p50 = Percentile::LADDER[0];
     for (n, h) in &o.histograms {
@@ -157,7 +159,25 @@ pub fn probe_result(
         }
     }
     r.data = serde_json::to_value(&data).unwrap_or(serde_json::Value::Null);
+    r.self_checks = probe_verdicts(cfg, o);
     r
+}
+
+/// The self-checks of a probe run (see [`crate::probe::checks`]): on `user.sched` in the
+/// open loop, `user.actual` in the closed loop.
+pub fn probe_verdicts(cfg: &ProbeConfig, o: &ProbeOutcome) -> Vec<latlab_core::selfcheck::Verdict> {
+    let name = match cfg.mode {
+        crate::probe::Mode::OpenLoop => series::USER_SCHED,
+        crate::probe::Mode::Pingpong => series::USER_ACTUAL,
+    };
+    let empty = LatencyHistogram::new(cfg.hist).unwrap_or_default();
+    let h = o
+        .histograms
+        .iter()
+        .find(|(n, _)| n == name)
+        .map_or(&empty, |(_, h)| h);
+    let intervals: Vec<&LatencyHistogram> = o.intervals.iter().map(|(_, s, _)| s).collect();
+    crate::probe::checks::verdicts(cfg, &o.checks, h, &intervals)
 }
 
 /// The interval log of a probe run: `user.sched` and `user.actual` per interval (by

@@ -218,7 +218,7 @@ pub fn probe(
         job.argv.clone().unwrap_or(argv),
         provenance,
         job.nf.clone(),
-        cfg.duration,
+        Nanos(outcome.checks.measured_ns),
     );
     result.warnings.extend(lock_warnings);
     result.warnings.extend(job.warnings.iter().cloned());

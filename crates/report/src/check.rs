@@ -2,8 +2,10 @@
 //!
 //! A budget is `[SERIES:]METRIC OP VALUE`:
 //! - METRIC is a percentile (`p50`, `p99.99`, …), `min`, `max`, `mean` (compared with a
-//!   duration such as `250ns`, `50us`, `1.5ms`), `count` (samples, an integer), or the name
-//!   of one of the result's counters (`lost`, `malformed`, …; an integer);
+//!   duration such as `250ns`, `50us`, `1.5ms`), `count` (samples, an integer),
+//!   `self_checks_failed` (how many of the run's self-checks failed, an integer: `latlab
+//!   check run.json 'self_checks_failed == 0'` gates CI on them), or the name of one of the
+//!   result's counters (`lost`, `malformed`, …; an integer);
 //! - OP is one of `<`, `<=`, `>`, `>=`, `==`, `!=`;
 //! - SERIES (a histogram name) restricts a latency metric to that histogram; without it the
 //!   budget must hold for every histogram of the result.
@@ -20,7 +22,7 @@ use std::fmt;
 use std::path::Path;
 
 /// The accepted form, quoted in every parse error.
-pub const BUDGET_FORM: &str = "expected [SERIES:]METRIC OP VALUE, e.g. 'p99.99 < 50us', 'max < 1ms', 'lost == 0', 'rdtsc:p50 <= 30ns' (METRIC: pNN, min, max, mean, count or a counter name; OP: < <= > >= == !=)";
+pub const BUDGET_FORM: &str = "expected [SERIES:]METRIC OP VALUE, e.g. 'p99.99 < 50us', 'max < 1ms', 'lost == 0', 'rdtsc:p50 <= 30ns', 'self_checks_failed == 0' (METRIC: pNN, min, max, mean, count, self_checks_failed or a counter name; OP: < <= > >= == !=)";
 
 /// A comparison operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +82,8 @@ pub enum Metric {
     Count,
     /// A counter of the result (lost, dropped, …).
     Counter(String),
+    /// How many of the result's self-checks failed.
+    SelfChecksFailed,
 }
 
 impl Metric {
@@ -196,6 +200,7 @@ pub fn parse_budget(text: &str) -> Result<Budget, CheckError> {
         "max" => Metric::Max,
         "mean" => Metric::Mean,
         "count" | "samples" => Metric::Count,
+        "self_checks_failed" => Metric::SelfChecksFailed,
         m if m.starts_with('p') && m[1..].starts_with(|c: char| c.is_ascii_digit()) => {
             Metric::Percentile(parse_percentile(m).map_err(|e| bad(&e.to_string()))?)
         }
@@ -269,6 +274,37 @@ pub struct Outcome {
 /// [`CheckError::Missing`] for an unknown histogram or counter.
 pub fn evaluate(budget: &Budget, input: &Input) -> Result<Vec<Outcome>, CheckError> {
     let r = &input.merged;
+    if budget.metric == Metric::SelfChecksFailed {
+        if r.self_checks.is_empty() {
+            return Err(CheckError::Missing {
+                text: budget.text.clone(),
+                input: input.label.clone(),
+                what: "self-checks".into(),
+                available: format!("a {} result that records none", r.kind),
+            });
+        }
+        let failed: Vec<&str> = r
+            .self_checks
+            .iter()
+            .filter(|v| v.outcome == latlab_core::selfcheck::Outcome::Fail)
+            .map(|v| v.check.as_str())
+            .collect();
+        let n = failed.len();
+        return Ok(vec![Outcome {
+            budget: budget.text.clone(),
+            series: String::new(),
+            observed: if failed.is_empty() {
+                format!("self_checks_failed = 0 of {}", r.self_checks.len())
+            } else {
+                format!(
+                    "self_checks_failed = {n} of {} ({})",
+                    r.self_checks.len(),
+                    failed.join(", ")
+                )
+            },
+            holds: budget.op.holds(n as f64, budget.limit as f64),
+        }]);
+    }
     if let Metric::Counter(name) = &budget.metric {
         let Some(v) = r.counters.get(name) else {
             let mut names: Vec<&str> = r.counters.keys().map(String::as_str).collect();
@@ -351,7 +387,7 @@ pub fn evaluate(budget: &Budget, input: &Input) -> Result<Vec<Outcome>, CheckErr
                     format!("{p} {}{ci}", format_ns(e.value_ns as f64)),
                 )
             }
-            Metric::Counter(_) => unreachable!("handled above"),
+            Metric::Counter(_) | Metric::SelfChecksFailed => unreachable!("handled above"),
         };
         out.push(Outcome {
             budget: budget.text.clone(),
@@ -433,6 +469,27 @@ mod tests {
         let o = evaluate(&parse_budget("lost == 0").unwrap(), &i).unwrap();
         assert!(!o[0].holds && o[0].observed == "lost = 2");
         assert!(evaluate(&parse_budget("lost <= 2").unwrap(), &i).unwrap()[0].holds);
+    }
+
+    #[test]
+    fn failed_self_checks_gate_like_a_counter() {
+        let b = parse_budget("self_checks_failed == 0").unwrap();
+        assert_eq!(b.metric, Metric::SelfChecksFailed);
+        // a result without self-checks cannot decide this budget
+        let e = evaluate(&b, &input()).unwrap_err().to_string();
+        assert!(e.contains("has no self-checks"), "{e}");
+        let mut i = input();
+        i.merged.self_checks = vec![
+            latlab_core::selfcheck::throughput(9_000.0, 10_000.0, "pps"),
+            latlab_core::selfcheck::throughput(10_000.0, 10_000.0, "pps"),
+        ];
+        let o = evaluate(&b, &i).unwrap();
+        assert!(!o[0].holds);
+        assert_eq!(o[0].observed, "self_checks_failed = 1 of 2 (throughput)");
+        i.merged.self_checks.remove(0);
+        let o = evaluate(&b, &i).unwrap();
+        assert!(o[0].holds, "{o:?}");
+        assert!(parse_budget("x:self_checks_failed == 0").is_err());
     }
 
     #[test]

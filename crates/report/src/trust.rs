@@ -1,8 +1,8 @@
 //! Warnings that matter for trusting a result, computed from the result file alone:
 //! unsupported percentiles, values clamped at the histogram's range, lost or dropped samples,
 //! generator lateness, the timebase (no invariant TSC, calibration error), unpinned or
-//! migrating threads, virtual machines, frequency scaling and unlocked memory, plus the
-//! warnings the measurement itself recorded.
+//! migrating threads, virtual machines, frequency scaling and unlocked memory, the run's
+//! self-checks (a failed one is serious), plus the warnings the measurement itself recorded.
 
 use latlab_core::doc::Input;
 use latlab_core::doc::{Severity, Warning};
@@ -52,11 +52,43 @@ pub fn assess(input: &Input) -> Vec<Warning> {
             );
         }
     }
+    self_check_warnings(r, &mut warn);
     histogram_warnings(r, &mut warn);
     timebase_warnings(r, &mut warn);
     placement_warnings(r, &mut warn);
     out.sort_by_key(|w| std::cmp::Reverse(w.severity));
     out
+}
+
+/// The run's self-checks: each failed one is serious (the run does not count for what it
+/// guards), each undecided one a note; the passed ones are named in one note.
+fn self_check_warnings(r: &ResultFile, warn: &mut impl FnMut(Severity, String)) {
+    use latlab_core::selfcheck::Outcome;
+    let mut passed = Vec::new();
+    for v in &r.self_checks {
+        match v.outcome {
+            Outcome::Fail => warn(
+                Severity::Serious,
+                format!(
+                    "self-check '{}' failed: {}; {}",
+                    v.check,
+                    v.rule(),
+                    v.detail
+                ),
+            ),
+            Outcome::Inconclusive => warn(
+                Severity::Info,
+                format!("self-check '{}' could not decide: {}", v.check, v.detail),
+            ),
+            Outcome::Pass => passed.push(v.check.as_str()),
+        }
+    }
+    if !passed.is_empty() {
+        warn(
+            Severity::Info,
+            format!("self-checks passed: {}", passed.join(", ")),
+        );
+    }
 }
 
 fn histogram_warnings(r: &ResultFile, warn: &mut impl FnMut(Severity, String)) {
@@ -252,5 +284,35 @@ mod tests {
         // most serious first
         assert_eq!(w[0].severity, Severity::Serious);
         assert_eq!(w.last().unwrap().severity, Severity::Info);
+    }
+
+    #[test]
+    fn a_failed_self_check_is_serious_and_names_its_statistic() {
+        use latlab_core::selfcheck;
+        let mut r = base();
+        let mut h = LatencyHistogram::new(HistConfig::default()).unwrap();
+        h.record_n(Nanos(100), 20_000_000);
+        r.histograms.push(StoredHistogram::new("lat", &h));
+        r.self_checks = vec![
+            selfcheck::throughput(9_000.0, 10_000.0, "pps"),
+            selfcheck::stationarity(&[1, 2, 3]),
+            selfcheck::constant_arrivals(&[100.0; 60], 100.0),
+        ];
+        let w = assess(&input(r));
+        let text: Vec<(Severity, &str)> = w.iter().map(|w| (w.severity, w.text.as_str())).collect();
+        assert_eq!(text.len(), 3, "{text:?}");
+        assert_eq!(text[0].0, Severity::Serious);
+        assert!(
+            text[0].1.starts_with("self-check 'throughput' failed: |achieved / target - 1| = 0.1000 (passes when <= 0.02000); achieved 9000 pps"),
+            "{text:?}"
+        );
+        assert!(text.contains(&(
+            Severity::Info,
+            "self-check 'stationarity' could not decide: 3 intervals with samples; at least 6 are needed for the trend test to reach the 1 % level (a shorter --interval or a longer run)"
+        )), "{text:?}");
+        assert!(
+            text.contains(&(Severity::Info, "self-checks passed: arrivals")),
+            "{text:?}"
+        );
     }
 }

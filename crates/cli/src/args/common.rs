@@ -69,6 +69,11 @@ pub(crate) fn percentile_arg(s: &str) -> Result<Percentile, String> {
     parse_percentile(s).map_err(|e| e.to_string())
 }
 
+/// `--ci-width`: `pNN:WIDTH` (a percentile below 100, a positive duration).
+pub(crate) fn ci_target_arg(s: &str) -> Result<latlab_core::selfcheck::CiTarget, String> {
+    latlab_core::selfcheck::CiTarget::parse(s)
+}
+
 pub(crate) fn confidence_arg(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(c) if c > 0.0 && c < 1.0 => Ok(c),

@@ -1,6 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::common::{duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
+use super::common::{ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -82,10 +82,13 @@ than they had; everything else is counted by reason (malformed_* counters).")]
   latlab net probe --testbed --rate 100kpps --duration 120s --warmup 30s --tx-cpu 1 --rx-cpu 1
   latlab net probe --to 127.0.0.1:7000 --mode pingpong --duration 5s
   latlab net probe --to 10.0.0.2:7000 --timestamps all --arrivals poisson --flows 4 --plot
+  latlab net probe --to 127.0.0.1:7000 --ci-width p99:5us --duration 60s --interval 500ms
 
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
-probe is split into segment.* histograms that add up to segment.end_to_end.")]
+probe is split into segment.* histograms that add up to segment.end_to_end.
+Self-checks (throughput, arrivals, independence, stationarity, and the --ci-width rule)
+are judged after the run and stored in the result; a failed one says which and why.")]
     Probe(ProbeArgs),
     /// Build, remove or inspect the namespace testbed (generator ⇄ NF over veth pairs).
     #[command(after_help = "Examples:
@@ -296,6 +299,11 @@ pub struct ProbeArgs {
     /// Seed of the Poisson schedule.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Stop rule (open loop): at the end of each measured --interval, stop once the 95 %
+    /// confidence interval of the percentile (of user.sched) is no wider than WIDTH, e.g.
+    /// p99:5us; --duration is then the maximum, and the result says which ended the run.
+    #[arg(long, value_name = "pNN:WIDTH", value_parser = ci_target_arg)]
+    pub ci_width: Option<latlab_core::selfcheck::CiTarget>,
     /// Significant digits of the histograms (1-5).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(1..=5))]
     pub sigfig: u8,
@@ -495,6 +503,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         cfg.fifo = a.fifo;
         cfg.interval = a.interval;
         cfg.seed = a.seed;
+        cfg.ci_width = a.ci_width;
         cfg.hist = HistConfig {
             sigfig: a.sigfig,
             ..cfg.hist

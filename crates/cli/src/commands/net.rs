@@ -188,10 +188,17 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     job.warnings.extend(unthrottled_note(&rt_guard));
     let cfg = &job.probe;
     if !a.out.quiet && (cfg.warmup.get() + cfg.duration.get()) > 3_000_000_000 {
-        eprintln!(
-            "probing {} for {} after {} warm-up…",
-            cfg.target, cfg.duration, cfg.warmup
-        );
+        if let Some(t) = cfg.ci_width {
+            eprintln!(
+                "probing {} until the {} confidence interval is at most {} wide, for at most {} after {} warm-up…",
+                cfg.target, t.percentile, t.width, cfg.duration, cfg.warmup
+            );
+        } else {
+            eprintln!(
+                "probing {} for {} after {} warm-up…",
+                cfg.target, cfg.duration, cfg.warmup
+            );
+        }
     }
     let hlog_path = if a.testbed {
         job.argv = Some(argv);
@@ -271,6 +278,9 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
                 c["decomposed"]
             );
         }
+    }
+    for v in &r.self_checks {
+        println!("self-check {}", v.line());
     }
     for w in &r.warnings {
         println!("warning: {w}");

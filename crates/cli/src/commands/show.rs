@@ -60,6 +60,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<()> {
             for (k, v) in r.counters.iter().filter(|(_, v)| **v > 0) {
                 writeln!(out, "  counter {k} = {v}")?;
             }
+            for v in &r.self_checks {
+                writeln!(out, "  self-check {}", v.line())?;
+            }
         }
         if a.merge {
             writeln!(

@@ -90,6 +90,12 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
     for k in ["segment.tx_stack", "segment.wire_nf", "segment.rx_stack"] {
         assert!(data.segment_medians_ns.contains_key(k), "{k}");
     }
+    // the child in the generator namespace judged the run too (outcomes depend on the load)
+    let checks: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
+    assert_eq!(
+        checks,
+        ["throughput", "arrivals", "independence", "stationarity"]
+    );
     // veth has no hardware timestamps: `all` went on without them and said so
     assert!(
         r.warnings.iter().any(|w| w.contains("latlab-ga")),
@@ -142,6 +148,115 @@ fn pingpong_on_loopback_writes_a_result() {
     assert_eq!(r.counters["lost"], 0);
 }
 
+/// Self-checks through the CLI: the result carries a verdict per check, `show` and the
+/// probe's summary print them, `check` gates on them; `--ci-width` either stops the run
+/// early or says it reached the maximum. No outcome that depends on the machine's load is
+/// asserted, only which verdicts there are and what ended each run.
+#[test]
+fn probe_results_carry_self_checks_and_the_ci_width_rule_says_what_ended_the_run() {
+    let _turn = system_turn();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut nf, _) = spawn_nf(
+        std::process::Command::new(latlab_bin()).args(
+            "net reflect --bind 127.0.0.1:7303 --until-stdin-closes -q -o".split_whitespace(),
+        ),
+        &dir.path().join("nf.json"),
+    );
+    let base = "net probe --to 127.0.0.1:7303 --rate 2kpps --warmup 50ms --interval 100ms --timestamps user";
+    // a p50 interval narrower than 10 s: met at the first interval end, long before 30 s
+    let early = dir.path().join("early.json");
+    let out = latlab_line(&format!("{base} --duration 30s --ci-width p50:10s -o"))
+        .arg(&early)
+        .output()
+        .unwrap();
+    let summary = ok(&out);
+    // a p99 interval of 1 ns: no run meets it, the 400 ms maximum ends it
+    let limit = dir.path().join("limit.json");
+    let out = latlab_line(&format!(
+        "{base} --duration 400ms --ci-width p99:1ns --arrivals poisson -q -o"
+    ))
+    .arg(&limit)
+    .output()
+    .unwrap();
+    ok(&out);
+    drop(nf.stdin.take());
+    assert!(nf.wait().unwrap().success());
+
+    let r = ResultFile::load(&early).unwrap();
+    let names: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "throughput",
+            "arrivals",
+            "independence",
+            "stationarity",
+            "ci_width"
+        ]
+    );
+    for v in &r.self_checks {
+        assert!(
+            summary.contains(&format!("self-check {}: ", v.check)),
+            "{summary}"
+        );
+    }
+    let ci = r.self_checks.last().unwrap();
+    assert!(ci.passed(), "{}", ci.line());
+    assert!(
+        ci.detail.contains("the rule stopped the run after"),
+        "{}",
+        ci.detail
+    );
+    let stop = latlab_net::result::probe_data(&r).unwrap().ci_stop.unwrap();
+    assert!(
+        stop.stopped_early && stop.measured_ns < stop.max_ns,
+        "{stop:?}"
+    );
+    assert_eq!(stop.target, "p50:10.0s");
+    assert_eq!(r.duration_ns, stop.measured_ns);
+
+    let r = ResultFile::load(&limit).unwrap();
+    let ci = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == "ci_width")
+        .unwrap();
+    assert!(!ci.passed(), "{}", ci.line());
+    assert!(
+        ci.detail.contains("reached its maximum duration 400"),
+        "{}",
+        ci.detail
+    );
+    let stop = latlab_net::result::probe_data(&r).unwrap().ci_stop.unwrap();
+    assert!(!stop.stopped_early);
+    assert_eq!(
+        (stop.measured_ns, r.duration_ns),
+        (400_000_000, 400_000_000)
+    );
+    let arrivals = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == "arrivals")
+        .unwrap();
+    assert!(arrivals.statistic.contains("Anderson-Darling"));
+
+    // show prints them; check gates on them (the failed ci_width fails the budget)
+    let shown = run_ok(latlab().arg("show").arg(&limit));
+    assert!(shown.contains("self-check ci_width: FAIL"), "{shown}");
+    let out = latlab()
+        .arg("check")
+        .arg(&limit)
+        .args(["--budget", "self_checks_failed == 0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("ci_width"),
+        "{}",
+        text(&out.stdout)
+    );
+}
+
 #[test]
 fn bad_probe_input_is_one_line_with_exit_2() {
     for (args, needle) in [
@@ -152,6 +267,29 @@ fn bad_probe_input_is_one_line_with_exit_2() {
         ),
         (vec!["--to", "127.0.0.1:9", "--rate", "fast"], "--rate"),
         (vec!["--rate", "10kpps"], "--to"),
+        (
+            vec!["--to", "127.0.0.1:9", "--ci-width", "p99"],
+            "pNN:WIDTH",
+        ),
+        (
+            vec!["--to", "127.0.0.1:9", "--ci-width", "p99:0us"],
+            "--ci-width",
+        ),
+        (
+            vec!["--to", "127.0.0.1:9", "--ci-width", "p100:5us"],
+            "--ci-width",
+        ),
+        (
+            vec![
+                "--to",
+                "127.0.0.1:9",
+                "--ci-width",
+                "p99:5us",
+                "--mode",
+                "pingpong",
+            ],
+            "--ci-width needs the open loop",
+        ),
     ] {
         assert_usage_error(["net", "probe"].iter().chain(&args), &[needle]);
     }

@@ -1,6 +1,7 @@
 //! Exact merging of repeated runs of one configuration into one result: histograms of the
 //! same name are added bucket by bucket (never averaging percentiles), counters are summed,
-//! durations added and warnings kept, each prefixed with the file it came from.
+//! durations added and warnings and self-check verdicts kept, each prefixed with the file it
+//! came from.
 
 use super::{ResultError, ResultFile, StoredHistogram};
 use crate::hist::LatencyHistogram;
@@ -58,8 +59,8 @@ impl From<ResultError> for MergeError {
 ///
 /// The merged result takes command line, configuration, provenance and `data` from the first
 /// run; histograms are merged by name exactly (a name present in only some runs is kept with
-/// what those runs have), counters summed, `duration_ns` added, warnings kept with the file
-/// name in front. When the runs' configurations differ, a warning says so. With one run,
+/// what those runs have), counters summed, `duration_ns` added, warnings and self-check
+/// verdicts kept with the file name in front. When the runs' configurations differ, a warning says so. With one run,
 /// the result is that run unchanged.
 ///
 /// # Errors
@@ -76,6 +77,7 @@ pub fn merge_runs(runs: &[(PathBuf, ResultFile)]) -> Result<ResultFile, MergeErr
     merged.histograms.clear();
     merged.counters.clear();
     merged.warnings.clear();
+    merged.self_checks.clear();
     merged.duration_ns = 0;
     merged.interval_log = None;
     let mut hists: Vec<(String, LatencyHistogram, &StoredHistogram)> = Vec::new();
@@ -115,6 +117,12 @@ pub fn merge_runs(runs: &[(PathBuf, ResultFile)]) -> Result<ResultFile, MergeErr
         merged
             .warnings
             .extend(r.warnings.iter().map(|w| format!("{}: {w}", name_of(path))));
+        // a verdict is about one run: each is kept, its detail naming the run
+        merged.self_checks.extend(r.self_checks.iter().map(|v| {
+            let mut v = v.clone();
+            v.detail = format!("{}: {}", name_of(path), v.detail);
+            v
+        }));
     }
     merged.histograms = hists
         .into_iter()
@@ -172,6 +180,21 @@ mod tests {
         assert_eq!(m.counters["lost"], 3);
         assert_eq!(m.duration_ns, 20);
         assert!(m.warnings.is_empty());
+    }
+
+    #[test]
+    fn merge_keeps_every_runs_self_checks_naming_the_run() {
+        let mut a = run("k", &[10], 0);
+        a.self_checks
+            .push(crate::selfcheck::throughput(9_000.0, 10_000.0, "pps"));
+        let mut b = run("k", &[10], 0);
+        b.self_checks
+            .push(crate::selfcheck::throughput(10_000.0, 10_000.0, "pps"));
+        let m = merge_runs(&[(PathBuf::from("a.json"), a), (PathBuf::from("b.json"), b)]).unwrap();
+        assert_eq!(m.self_checks.len(), 2);
+        assert!(m.self_checks[0].detail.starts_with("a.json: achieved 9000"));
+        assert!(!m.self_checks[0].passed());
+        assert!(m.self_checks[1].detail.starts_with("b.json: "));
     }
 
     #[test]

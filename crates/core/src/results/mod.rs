@@ -26,8 +26,9 @@ use std::path::{Path, PathBuf};
 /// The value of the `schema` field that identifies a latlab result.
 pub const SCHEMA_NAME: &str = "latlab-result";
 /// The schema version this latlab writes and the newest it reads. Version 2 added the
-/// optional `explain` field; version 1 files read unchanged.
-pub const SCHEMA_VERSION: u32 = 2;
+/// optional `explain` field, version 3 the optional `self_checks`; older files read
+/// unchanged.
+pub const SCHEMA_VERSION: u32 = 3;
 /// The histogram encoding used in result files.
 pub const HIST_ENCODING: &str = "hdr-v2-deflate-base64";
 
@@ -133,6 +134,9 @@ pub struct ResultFile {
     /// Where the run's excess time went, by cause (schema 2; absent when not recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub explain: Option<Attribution>,
+    /// The verdicts of the run's self-checks (schema 3; absent when the run made none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub self_checks: Vec<crate::selfcheck::Verdict>,
 }
 
 /// Errors reading or writing result files; each names the file.
@@ -240,6 +244,7 @@ impl ResultFile {
             interval_log: None,
             data: serde_json::Value::Null,
             explain: None,
+            self_checks: Vec::new(),
         }
     }
 
@@ -450,6 +455,22 @@ mod tests {
         let back = ResultFile::from_json(&with.to_json(), Path::new("v2.json")).unwrap();
         assert_eq!(back.explain, with.explain);
         assert!(!sample().to_json().contains("\"explain\""));
+    }
+
+    #[test]
+    fn version_2_files_load_without_self_checks_and_version_3_keeps_them() {
+        let v2 = sample().to_json().replace(
+            &format!("\"schema_version\": {SCHEMA_VERSION}"),
+            "\"schema_version\": 2",
+        );
+        let r = ResultFile::from_json(&v2, Path::new("v2.json")).unwrap();
+        assert!(r.self_checks.is_empty());
+        assert!(!sample().to_json().contains("\"self_checks\""));
+        let mut with = sample();
+        with.self_checks
+            .push(crate::selfcheck::throughput(9_990.0, 10_000.0, "pps"));
+        let back = ResultFile::from_json(&with.to_json(), Path::new("v3.json")).unwrap();
+        assert_eq!(back.self_checks, with.self_checks);
     }
 
     #[test]

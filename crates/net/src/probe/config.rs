@@ -4,6 +4,7 @@
 use crate::nf::IoMode;
 use crate::wire;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
+use latlab_core::selfcheck::CiTarget;
 use latlab_core::units::Nanos;
 use latlab_sys::sched;
 use serde::{Deserialize, Serialize};
@@ -146,6 +147,11 @@ pub struct ProbeConfig {
     pub hist: HistConfig,
     /// Seed of the Poisson schedule.
     pub seed: u64,
+    /// Stop rule (`--ci-width p99:5us`): stop at the end of the first measured interval
+    /// where the percentile's confidence interval is that narrow; `duration` is then the
+    /// maximum.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_width: Option<CiTarget>,
 }
 
 impl ProbeConfig {
@@ -181,6 +187,7 @@ impl ProbeConfig {
                 sigfig: 3,
             },
             seed: 1,
+            ci_width: None,
         }
     }
 
@@ -206,6 +213,9 @@ impl ProbeConfig {
         }
         if self.interval.get() == 0 {
             return bad("--interval must be positive, e.g. 1s".into());
+        }
+        if self.ci_width.is_some() && self.mode != Mode::OpenLoop {
+            return bad("--ci-width needs the open loop (--mode open)".into());
         }
         if self.max_probes() > u64::from(u32::MAX) {
             return bad(

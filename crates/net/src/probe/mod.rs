@@ -29,6 +29,7 @@
 //! `lost = sent − unique received`. Warm-up probes are sent, received and counted but not
 //! recorded in the histograms.
 
+pub mod checks;
 mod config;
 mod outcome;
 mod pingpong;
@@ -129,6 +130,14 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         return Ok(o);
     }
 
+    // the stop rule's monitor, fed a copy of every latency by the RX thread; whatever
+    // way this function returns, the threads waiting for the TX side see it done
+    let _end = checks::EndOnDrop(shared.clone());
+    let monitor = checks::start_monitor(cfg, &shared, clock, start)
+        .map_err(sock_err("spawning the stop rule's thread"))?;
+    if let Some((feed, _)) = &monitor {
+        receiver.feed = Some(feed.clone());
+    }
     let cfg_rx = cfg.clone();
     let rx_thread = std::thread::Builder::new()
         .name("latlab-probe-rx".into())
@@ -163,6 +172,12 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     let rx_res = rx_thread
         .join()
         .map_err(|_| ProbeError::Config("the RX thread panicked".into()))?;
+    let monitored = match monitor {
+        Some((_, h)) => h
+            .join()
+            .map_err(|_| ProbeError::Config("the stop rule's thread panicked".into()))?,
+        None => Default::default(),
+    };
     let tx = tx_res?;
     let (receiver, (pol, prio)) = rx_res?;
     let mut o = finish(
@@ -173,6 +188,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         warnings,
         interfaces,
     );
+    o.checks.monitor = monitored;
     o.backlog_drops = latlab_sys::netstat::softnet_dropped().saturating_sub(drops_before);
     o.udp_rcvbuf_drops = latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)

@@ -1,6 +1,7 @@
 //! What a run measured: the TX and whole-run outcomes, their counters, the data a
 //! `net.probe` result stores, and the verdict on a generator that fell behind.
 
+use super::checks::CheckData;
 use super::config::{Mode, ProbeConfig};
 use super::rx::{Receiver, RxCounters};
 use super::series;
@@ -41,6 +42,8 @@ pub struct ProbeOutcome {
     /// Packets the kernel dropped for full input backlogs during the run (host-wide,
     /// `/proc/net/softnet_stat`; other traffic counts too).
     pub backlog_drops: u64,
+    /// What the self-checks read (see [`super::checks`]).
+    pub checks: CheckData,
 }
 
 pub(super) fn finish(
@@ -79,6 +82,18 @@ pub(super) fn finish(
     }
     let raw_iv = r.interval_raw;
     let clock = r.clock;
+    let mean_gap_ns = 1e12 / cfg.milli_pps.max(1) as f64;
+    let checks = CheckData {
+        gaps_ns: tx.sends.gaps_ns(&clock),
+        achieved_pps: tx.sends.achieved_pps(&clock, mean_gap_ns),
+        latencies: r.latencies.values().to_vec(),
+        measured_ns: tx
+            .sends
+            .stopped_at_ns()
+            .map_or(cfg.duration.get(), |s| s.saturating_sub(cfg.warmup.get())),
+        stopped_early: tx.sends.stopped_at_ns().is_some(),
+        monitor: Default::default(),
+    };
     let tx_elapsed_ns = clock.delta_nanos(tx.start, tx.end).get();
     let last_used = h
         .intervals
@@ -104,6 +119,7 @@ pub(super) fn finish(
         backlog_drops: 0,
         udp_rcvbuf_drops: 0,
         tx_elapsed_ns,
+        checks,
     }
 }
 
@@ -142,6 +158,9 @@ pub struct ProbeData {
     /// The network function's configuration, when the run's orchestrator knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nf: Option<serde_json::Value>,
+    /// The stop rule's course (`--ci-width`), when one was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci_stop: Option<super::checks::CiStop>,
 }
 
 /// Whether the lateness distribution says the generator fell behind: its p99 is above

@@ -86,6 +86,7 @@ fn pingpong(
     TxOutcome {
         lateness,
         lateness_intervals: Vec::new(),
+        sends: Default::default(),
         counters: s.counters,
         start,
         end,

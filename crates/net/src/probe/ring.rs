@@ -36,6 +36,9 @@ pub(super) struct Shared {
     /// Closed loop: clock reading of the send whose answer the ping-pong thread is waiting
     /// for (0: not waiting), for the watchdog that wakes it when the answer is overdue.
     pub(super) pp_waiting_since: AtomicU64,
+    /// Offset (ns from the start) from which the TX thread sends nothing more: set by the
+    /// stop rule (`--ci-width`); `u64::MAX` while it has not fired.
+    pub(super) stop_offset_ns: AtomicU64,
 }
 
 impl Shared {
@@ -47,6 +50,7 @@ impl Shared {
             rx_deadline: AtomicU64::new(u64::MAX),
             sent: AtomicU64::new(0),
             pp_waiting_since: AtomicU64::new(0),
+            stop_offset_ns: AtomicU64::new(u64::MAX),
         }
     }
 }

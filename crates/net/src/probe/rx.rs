@@ -1,6 +1,7 @@
 //! The RX side: the receiver's state and counters, the receive loop, and the join of
 //! each probe with its ring slot and TX timestamps.
 
+use super::checks::{Feed, LatencySample};
 use super::config::{ProbeConfig, ProbeError, Sources};
 use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
 use super::schedule::ns_to_raw;
@@ -97,6 +98,10 @@ pub(super) struct Receiver {
     pub(super) run_start: u64,
     pub(super) interval_raw: u64,
     pub(super) n_intervals: usize,
+    /// The self-checks' latency windows.
+    pub(super) latencies: LatencySample,
+    /// The stop rule's copy of every `user.sched` latency, when a rule is set.
+    pub(super) feed: Option<Arc<Feed>>,
 }
 
 impl Receiver {
@@ -144,6 +149,8 @@ impl Receiver {
             run_start: 0,
             interval_raw: ns_to_raw(&clock, cfg.interval.get().max(1)),
             n_intervals,
+            latencies: LatencySample::new(cfg),
+            feed: None,
         })
     }
 
@@ -207,6 +214,10 @@ impl Receiver {
                     .clock
                     .delta_nanos(slot.sched.load(Ordering::Relaxed), rx_tsc);
                 self.hists.user_sched.record(sched);
+                self.latencies.record(r.seq, sched.get());
+                if let Some(f) = &self.feed {
+                    f.push(sched.get());
+                }
                 self.hists.intervals[iv].0.record(sched);
                 if !self.hists.flow_sched.is_empty() {
                     self.hists.flow_sched[flow].record(sched);

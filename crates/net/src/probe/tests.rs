@@ -288,3 +288,95 @@ fn hardware_on_loopback_is_one_clear_error() {
     assert!(out.warnings[0].contains("continuing"), "{:?}", out.warnings);
     nf.stop();
 }
+
+/// The self-checks of a run through the loopback reflector: every check gives a verdict,
+/// the TX sample holds the measured sends' gaps and the RX windows their latencies.
+#[test]
+fn a_run_records_what_its_self_checks_need_and_judges_each() {
+    let (nf, to) = reflector();
+    let mut cfg = ProbeConfig::new(to);
+    cfg.milli_pps = 2_000_000; // 2 kpps
+    cfg.arrivals = Arrivals::Poisson;
+    cfg.duration = Nanos::from_millis(600);
+    cfg.warmup = Nanos::from_millis(100);
+    cfg.interval = Nanos::from_millis(50);
+    cfg.sources = Sources::USER;
+    let out = run(&cfg, Clock::monotonic()).unwrap();
+    nf.stop();
+    let sent_measured = out.tx.counters.sent - out.tx.counters.sent_warmup;
+    // one gap per measured send after the first (stride 1 below 2000 sends)
+    assert_eq!(out.checks.gaps_ns.len() as u64, sent_measured - 1);
+    assert!(out.checks.gaps_ns.iter().all(|&g| g > 0.0));
+    let kept = out
+        .checks
+        .latencies
+        .iter()
+        .filter(|&&v| v != latlab_core::selfcheck::MISSING)
+        .count() as u64;
+    let received = out.rx.unique - out.rx.unique_warmup;
+    assert!(kept > 0 && kept <= received, "{kept} of {received}");
+    assert!(!out.checks.stopped_early);
+    assert_eq!(out.checks.measured_ns, cfg.duration.get());
+    let v = crate::result::probe_verdicts(&cfg, &out);
+    let names: Vec<&str> = v.iter().map(|v| v.check.as_str()).collect();
+    assert_eq!(
+        names,
+        ["throughput", "arrivals", "independence", "stationarity"]
+    );
+    assert!(v[1].statistic.contains("Anderson-Darling"), "{v:?}");
+    // no outcome is asserted: on a loaded machine any of them may rightly fail
+    assert!(v.iter().all(|v| !v.detail.is_empty()));
+}
+
+/// `--ci-width`: a target any run meets stops the run at the end of its first measured
+/// interval; one no run meets lets it reach its maximum duration, and both say so.
+#[test]
+fn the_stop_rule_stops_early_or_says_it_reached_the_maximum() {
+    let (nf, to) = reflector();
+    let mut cfg = ProbeConfig::new(to);
+    cfg.milli_pps = 2_000_000;
+    cfg.duration = Nanos::from_secs(10);
+    cfg.warmup = Nanos::from_millis(50);
+    cfg.interval = Nanos::from_millis(100);
+    cfg.sources = Sources::USER;
+    cfg.ci_width = Some(latlab_core::selfcheck::CiTarget::parse("p50:10s").unwrap());
+    let out = run(&cfg, Clock::monotonic()).unwrap();
+    assert!(out.checks.stopped_early);
+    assert!(out.checks.monitor.checks >= 1);
+    assert!(out.checks.measured_ns < cfg.duration.get());
+    let sent_measured = out.tx.counters.sent - out.tx.counters.sent_warmup;
+    assert!(sent_measured < 20_000, "{sent_measured}");
+    let v = crate::result::probe_verdicts(&cfg, &out);
+    let ci = v.iter().find(|v| v.check == "ci_width").unwrap();
+    assert!(ci.passed(), "{}", ci.line());
+    assert!(
+        ci.detail.contains("the rule stopped the run"),
+        "{}",
+        ci.detail
+    );
+
+    cfg.duration = Nanos::from_millis(300);
+    cfg.ci_width = Some(latlab_core::selfcheck::CiTarget::parse("p99:1ns").unwrap());
+    let out = run(&cfg, Clock::monotonic()).unwrap();
+    nf.stop();
+    assert!(!out.checks.stopped_early);
+    assert_eq!(out.checks.measured_ns, cfg.duration.get());
+    assert_eq!(out.tx.counters.sent - out.tx.counters.sent_warmup, 600);
+    let v = crate::result::probe_verdicts(&cfg, &out);
+    let ci = v.iter().find(|v| v.check == "ci_width").unwrap();
+    assert!(!ci.passed(), "{}", ci.line());
+    assert!(
+        ci.detail.contains("reached its maximum duration"),
+        "{}",
+        ci.detail
+    );
+}
+
+#[test]
+fn a_stop_rule_in_a_closed_loop_is_refused() {
+    let mut cfg = ProbeConfig::new("127.0.0.1:7000".parse().unwrap());
+    cfg.mode = Mode::Pingpong;
+    cfg.ci_width = Some(latlab_core::selfcheck::CiTarget::parse("p99:5us").unwrap());
+    let e = cfg.validate().unwrap_err().to_string();
+    assert!(e.contains("--ci-width needs the open loop"), "{e}");
+}

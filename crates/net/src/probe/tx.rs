@@ -1,6 +1,7 @@
 //! The TX side: the sender (probe emission, ring publication, TX timestamps from the
 //! error queue) and the open-loop send loop.
 
+use super::checks::SendSample;
 use super::config::ProbeConfig;
 use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
 use super::schedule::{ns_to_raw, Schedule};
@@ -180,10 +181,15 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
     let mut lateness_iv: Vec<LatencyHistogram> = (0..n_iv)
         .map(|_| LatencyHistogram::new(cfg.hist).unwrap_or_default())
         .collect();
+    let mut sends = SendSample::new(cfg);
     let mut k: u64 = 0;
     loop {
         let offset_ns = schedule.next_offset_ns();
         if offset_ns >= total {
+            break;
+        }
+        if offset_ns >= s.shared.stop_offset_ns.load(Ordering::Relaxed) {
+            sends.stopped(offset_ns);
             break;
         }
         if k >= max {
@@ -234,6 +240,7 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
                 lateness.record(late_ns);
                 let iv = (((sched_at - start) / iv_raw) as usize).min(n_iv - 1);
                 lateness_iv[iv].record(late_ns);
+                sends.record(sched_at, sent_at);
                 if late > gap_raw {
                     s.counters.late_over_gap += 1;
                 }
@@ -255,6 +262,7 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
     TxOutcome {
         lateness,
         lateness_intervals: lateness_iv,
+        sends,
         counters: s.counters,
         start,
         end,
@@ -269,6 +277,8 @@ pub struct TxOutcome {
     pub lateness: LatencyHistogram,
     /// The same per interval of the run (by scheduled time), from the run's start.
     pub lateness_intervals: Vec<LatencyHistogram>,
+    /// What the self-checks need of the measured sends (empty in a closed loop).
+    pub sends: SendSample,
     /// Counters.
     pub counters: TxCounters,
     /// Clock reading of the first scheduled send.
