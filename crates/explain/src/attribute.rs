@@ -109,21 +109,21 @@ pub fn split(w: Window, cpu: Option<&CpuTimeline>, base_ticks: u64) -> WindowSpl
     WindowSplit { window: w, parts }
 }
 
-fn ns(ticks: u64, hz: u64) -> u64 {
+pub(crate) fn ns(ticks: u64, hz: u64) -> u64 {
     if hz == 0 {
         return 0;
     }
     (u128::from(ticks) * 1_000_000_000 / u128::from(hz)) as u64
 }
 
-fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
+pub(crate) fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
     CauseTime::new(c.class.as_str(), c.name.clone(), count, ns(ticks, hz))
 }
 
 /// The causes of `splits` ranked by time (largest first, then by count), each with the
 /// number of windows it overlapped; and the total and explained excess, ticks. The one
 /// ranking of an attribution: the whole run's causes and each band's come from here.
-fn aggregate<'a>(
+pub(crate) fn aggregate<'a>(
     splits: impl Iterator<Item = &'a WindowSplit>,
     hz: u64,
 ) -> (Vec<CauseTime>, u64, u64) {

@@ -7,6 +7,7 @@
 //! - [`timeline`]: per-CPU cause intervals (IRQ, softirq, timer, IPI, NMI, workqueue,
 //!   preemption of a watched thread), nested, innermost wins;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
+//! - [`path`]: windows carried by several CPUs (a probe's trip), split by one rule;
 //! - [`render`]: an attribution as terminal text;
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
@@ -21,6 +22,7 @@
 pub mod attribute;
 pub mod decode;
 pub mod gaps;
+pub mod path;
 pub mod render;
 pub mod sections;
 pub mod session;
@@ -28,8 +30,9 @@ pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
 pub use gaps::{Gap, GapRecorder};
+pub use path::{attribute_paths, PathWindow, Stall};
 pub use session::{ExplainOptions, KernelCollected, KernelRequest, KernelSession};
-pub use timeline::{Cause, Class, Timeline, TimelineOptions};
+pub use timeline::{Cause, Class, Timeline, TimelineOptions, Watch};
 
 use latlab_sys::ktrace::Recording;
 
@@ -48,6 +51,19 @@ pub struct KernelTimeline {
 
 /// Decodes every CPU's text of `rec` and builds the timeline.
 pub fn kernel_timeline(rec: &Recording, opts: &TimelineOptions) -> KernelTimeline {
+    timeline_of(rec, opts, None)
+}
+
+/// As [`kernel_timeline`], for a measurement of several threads ([`timeline::build_watching`]).
+pub fn kernel_timeline_watching(
+    rec: &Recording,
+    opts: &TimelineOptions,
+    watch: &Watch,
+) -> KernelTimeline {
+    timeline_of(rec, opts, Some(watch))
+}
+
+fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -> KernelTimeline {
     let mut events = Vec::new();
     let (mut malformed, mut marked) = (0, 0);
     for c in &rec.cpus {
@@ -59,7 +75,10 @@ pub fn kernel_timeline(rec: &Recording, opts: &TimelineOptions) -> KernelTimelin
     let mut o = opts.clone();
     o.cpus.extend(rec.cpus.iter().map(|c| c.cpu));
     KernelTimeline {
-        timeline: timeline::build(&events, &o),
+        timeline: match watch {
+            Some(w) => timeline::build_watching(&events, &o, w),
+            None => timeline::build(&events, &o),
+        },
         events: events.len() as u64,
         malformed,
         lost: rec.lost().max(marked),
