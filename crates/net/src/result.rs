@@ -108,6 +108,7 @@ pub fn probe_result(
         interfaces: o.interfaces.clone(),
         network: crate::netinfo::collect(),
         nf,
+        explain: None,
     };
     let p50 = Percentile::LADDER[0];
     for (n, h) in &o.histograms {

@@ -5,10 +5,12 @@
 //! [`NfJob`] or a [`ProbeJob`]. Both serialise, so an orchestrator hands them to a child as
 //! a versioned job ([`latlab_core::child::ChildJob`]) instead of re-spelling flags.
 
+use crate::explain;
 use crate::nf::{self, NfConfig, NfError, Role};
 use crate::probe::{self, ProbeConfig, ProbeError};
 use latlab_core::results::{ResultError, ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
+use latlab_explain::KernelSession;
 use latlab_sys::host;
 use latlab_sys::tsc::Clock;
 use serde::{Deserialize, Serialize};
@@ -195,17 +197,31 @@ pub struct ProbeRecord {
 
 /// Runs a probe as `latlab net probe` does: establishes the clock, locks memory, runs and
 /// builds the result and its interval log. `argv` is recorded unless the job names one.
+/// With `--explain`, kernel events are recorded around the run and the samples above the
+/// threshold attributed; `notice` is told in one line when kernel events cannot be had
+/// (the run carries on with the threads' stalls alone).
 pub fn probe(
     job: &ProbeJob,
     argv: Vec<String>,
     started_utc: String,
+    notice: &mut dyn FnMut(&str),
 ) -> Result<ProbeRecord, RunError> {
     let cfg = &job.probe;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let mut lock_warnings = Vec::new();
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
     let wall_start = std::time::SystemTime::now();
-    let outcome = probe::run(cfg, clock)?;
+    let ks = cfg.explain.enabled.then(|| {
+        KernelSession::start(
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            notice,
+        )
+    });
+    let span_start = clock.now();
+    let outcome = probe::run(cfg, clock);
+    let span_end = clock.now();
+    let got = ks.map(|k| k.finish(notice));
+    let outcome = outcome?;
     let provenance = host::provenance(
         timebase,
         crate::result::probe_threads(&outcome),
@@ -222,6 +238,20 @@ pub fn probe(
     );
     result.warnings.extend(lock_warnings);
     result.warnings.extend(job.warnings.iter().cloned());
+    if let Some(got) = &got {
+        let cpus = explain::online();
+        let mut stalls = explain::stalls_of(&outcome.tx.stalls, cfg.tx_cpu, &cpus);
+        stalls.extend(explain::stalls_of(&outcome.rx_stalls, cfg.rx_cpu, &cpus));
+        let run = explain::RunSamples {
+            log: outcome.samples.clone(),
+            stalls,
+            stall_overflow: outcome.tx.stall_overflow + outcome.rx_stall_overflow,
+            span: (span_start, span_end),
+            cpus,
+        };
+        let (a, data) = explain::attribute_samples(got, &clock, cfg.explain.above, &run);
+        explain::record(&mut result, a, data);
+    }
     let interval_log = crate::result::probe_interval_log(&outcome, wall_start, cfg.interval)?;
     Ok(ProbeRecord {
         result,

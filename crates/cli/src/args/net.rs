@@ -82,6 +82,8 @@ than they had; everything else is counted by reason (malformed_* counters).")]
   latlab net probe --testbed --rate 100kpps --duration 120s --warmup 30s --tx-cpu 1 --rx-cpu 1
   latlab net probe --to 127.0.0.1:7000 --mode pingpong --duration 5s
   latlab net probe --to 10.0.0.2:7000 --timestamps all --arrivals poisson --flows 4 --plot
+  latlab net probe --testbed --rate 20kpps --explain            (why the samples above p99 were slow)
+  latlab net probe --to 127.0.0.1:7000 --explain-above 50us
 
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
@@ -130,6 +132,31 @@ pub struct RtThrottleArgs {
     /// second. Needs root; pin the spinning threads (they can starve their CPU meanwhile).
     #[arg(long)]
     pub no_rt_throttle: bool,
+}
+
+/// `--explain` and `--explain-above` of the net commands.
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Attribute the slow samples to causes: record kernel events on every CPU (needs
+    /// root and tracefs; without them, the measuring threads' own stalls only) and split
+    /// each slow sample's time above the run's median over what ran meanwhile (see
+    /// `latlab explain`).
+    #[arg(long)]
+    pub explain: bool,
+    /// Explain the samples above this latency instead of those above the run's p99
+    /// (implies --explain), e.g. 50us.
+    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg)]
+    pub explain_above: Option<Nanos>,
+}
+
+impl ExplainArgs {
+    /// What the run is asked to explain.
+    pub fn spec(&self) -> latlab_net::explain::ExplainSpec {
+        latlab_net::explain::ExplainSpec {
+            enabled: self.explain || self.explain_above.is_some(),
+            above: self.explain_above,
+        }
+    }
 }
 
 /// Common options of the network functions.
@@ -306,6 +333,8 @@ pub struct ProbeArgs {
     /// Also draw the CCDF of the sources; FILE defaults to the result's name with .svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+    #[command(flatten)]
+    pub explain: ExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -495,6 +524,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         cfg.fifo = a.fifo;
         cfg.interval = a.interval;
         cfg.seed = a.seed;
+        cfg.explain = a.explain.spec();
         cfg.hist = HistConfig {
             sigfig: a.sigfig,
             ..cfg.hist

@@ -137,13 +137,25 @@ pub fn probe_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
         .output
         .as_deref()
         .ok_or_else(|| usage(format!("job {}: no output file", job.job)))?;
-    measure_probe(&cfg, argv, out)?;
+    // a child is quiet on standard output; its notices go to standard error
+    measure_probe(&cfg, argv, out, false)?;
     Ok(())
 }
 
 /// The probe measurement and its files; returns the interval log's path.
-fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Result<PathBuf> {
-    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(net_run_err)?;
+fn measure_probe(
+    job: &ProbeJob,
+    argv: Vec<String>,
+    out: &Path,
+    quiet: bool,
+) -> anyhow::Result<PathBuf> {
+    let mut notice = |line: &str| {
+        if !quiet {
+            eprintln!("latlab: {line}");
+        }
+    };
+    let record =
+        run::probe(job, argv, host::utc_now_rfc3339(), &mut notice).map_err(net_run_err)?;
     record.save(out).context("writing the result")
 }
 
@@ -197,7 +209,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         job.argv = Some(argv);
         measure_in_generator_namespace(&job, &out_path)?
     } else {
-        measure_probe(&job, argv, &out_path)?
+        measure_probe(&job, argv, &out_path, a.out.quiet)?
     };
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
@@ -272,10 +284,47 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
             );
         }
     }
+    print!("{}", explain_summary(r));
     for w in &r.warnings {
         println!("warning: {w}");
     }
     Ok(())
+}
+
+/// The `--explain` lines of a net result: which samples, the explained share and the
+/// share outside the kernel, what is missing, the top causes. Empty without attribution.
+pub fn explain_summary(r: &ResultFile) -> String {
+    use latlab_explain::render;
+    let Some(a) = &r.explain else {
+        return String::new();
+    };
+    let d = r.data.get("explain");
+    let num = |k: &str| {
+        d.and_then(|d| d.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    let rule = d
+        .and_then(|d| d.get("threshold_rule"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    let mut out = format!(
+        "explain: {} samples above {} ({rule}), excess over the median {}: {}\n",
+        a.windows,
+        ns(num("threshold_ns")),
+        ns(num("baseline_ns")),
+        render::explained_line(a)
+    );
+    for line in render::completeness(a) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    for c in a.causes.iter().take(5) {
+        let [label, count, total, share] = render::cause_row(c, a.excess_ns);
+        out.push_str(&format!(
+            "  {label}: {total} ({share}) in {count} samples\n"
+        ));
+    }
+    out
 }
 
 fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {

@@ -146,6 +146,10 @@ pub struct ProbeConfig {
     pub hist: HistConfig,
     /// Seed of the Poisson schedule.
     pub seed: u64,
+    /// `--explain`: keep every measured sample's window and the threads' stalls, so the
+    /// samples above the threshold can be attributed (absent in older jobs: off).
+    #[serde(default)]
+    pub explain: crate::explain::ExplainSpec,
 }
 
 impl ProbeConfig {
@@ -181,6 +185,7 @@ impl ProbeConfig {
                 sigfig: 3,
             },
             seed: 1,
+            explain: crate::explain::ExplainSpec::default(),
         }
     }
 
@@ -212,6 +217,9 @@ impl ProbeConfig {
                 "the run would send more than 2^32 probes; shorten --duration or lower --rate"
                     .into(),
             );
+        }
+        if self.explain.above.is_some_and(|n| n.get() == 0) {
+            return bad("--explain-above must be positive, e.g. 50us".into());
         }
         LatencyHistogram::new(self.hist).map_err(|e| ProbeError::Config(e.to_string()))?;
         Ok(())

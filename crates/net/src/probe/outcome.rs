@@ -41,6 +41,12 @@ pub struct ProbeOutcome {
     /// Packets the kernel dropped for full input backlogs during the run (host-wide,
     /// `/proc/net/softnet_stat`; other traffic counts too).
     pub backlog_drops: u64,
+    /// `--explain`: every measured sample's window (TX stamp, RX stamp), raw clock.
+    pub samples: crate::explain::SampleLog,
+    /// `--explain`: the RX thread's stalls (busy polling only).
+    pub rx_stalls: Vec<latlab_explain::Gap>,
+    /// Stalls of the RX thread that did not fit its recorder.
+    pub rx_stall_overflow: u64,
 }
 
 pub(super) fn finish(
@@ -77,6 +83,9 @@ pub(super) fn finish(
         }
         hs.push((format!("flow{i}.user.actual"), b));
     }
+    let rx_stalls = r.stalls.gaps().to_vec();
+    let rx_stall_overflow = r.stalls.overflow();
+    let samples = r.samples;
     let raw_iv = r.interval_raw;
     let clock = r.clock;
     let tx_elapsed_ns = clock.delta_nanos(tx.start, tx.end).get();
@@ -104,6 +113,9 @@ pub(super) fn finish(
         backlog_drops: 0,
         udp_rcvbuf_drops: 0,
         tx_elapsed_ns,
+        samples,
+        rx_stalls,
+        rx_stall_overflow,
     }
 }
 
@@ -142,6 +154,10 @@ pub struct ProbeData {
     /// The network function's configuration, when the run's orchestrator knows it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nf: Option<serde_json::Value>,
+    /// `--explain`: the threshold, baseline and what was recorded (the attribution itself
+    /// is the result's `explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::explain::ExplainData>,
 }
 
 /// Whether the lateness distribution says the generator fell behind: its p99 is above
