@@ -292,6 +292,89 @@ pub fn attribute_samples(
     (a, data)
 }
 
+/// One busy thread's stalls, for [`attribute_stalls`].
+#[derive(Clone, Copy, Debug)]
+pub struct ThreadStalls<'a> {
+    /// Its pinned CPU (`None`: unpinned, its stalls count on every CPU).
+    pub cpu: Option<u32>,
+    /// Its stalls.
+    pub gaps: &'a [Gap],
+    /// Stalls that did not fit its recorder.
+    pub overflow: u64,
+    /// Its cheapest loop step, ticks (the baseline of a stall).
+    pub loop_cost: u64,
+}
+
+/// Attributes the stalls of busy threads (a network function's, the delay engine's):
+/// each stall at least `above` long (default: every stall recorded) is a window on its
+/// thread's CPU, split by the rule of [`latlab_explain::path`] with the stall itself as
+/// the time the thread lost its CPU; the baseline is the thread's cheapest loop step.
+pub fn attribute_stalls(
+    got: &KernelCollected,
+    clock: &Clock,
+    above: Option<Nanos>,
+    threads: &[ThreadStalls<'_>],
+    span: (u64, u64),
+) -> (Attribution, ExplainData) {
+    let all = online();
+    let min = above.map_or(0, |n| ticks(clock, n.get()));
+    let mut windows = Vec::new();
+    let mut stalls = Vec::new();
+    for t in threads {
+        stalls.extend(stalls_of(t.gaps, t.cpu, &all));
+        let cpus = t.cpu.map_or_else(|| all.clone(), |c| vec![c]);
+        windows.extend(
+            t.gaps
+                .iter()
+                .filter(|g| g.ticks() >= min)
+                .map(|g| PathWindow {
+                    cpus: cpus.clone(),
+                    start: g.start,
+                    end: g.end,
+                }),
+        );
+    }
+    let base = threads.iter().map(|t| t.loop_cost).min().unwrap_or(0);
+    let (a, _, kt) = got.attribute_paths(
+        &windows,
+        &stalls,
+        &latlab_threads(),
+        &ExplainOptions {
+            window: span,
+            tid: None,
+            tsc_hz: tsc_hz(clock),
+            base_ticks: base,
+            worst: WORST,
+        },
+    );
+    let ns = |t: u64| clock.raw_to_nanos(t).get();
+    let gaps: u64 = threads.iter().map(|t| t.gaps.len() as u64).sum();
+    let overflow: u64 = threads.iter().map(|t| t.overflow).sum();
+    let data = ExplainData {
+        threshold_ns: above.map_or(STALL_THRESHOLD.get(), |n| n.get()),
+        threshold_rule: if above.is_some() {
+            "--explain-above".into()
+        } else {
+            "stall".into()
+        },
+        baseline_ns: ns(base),
+        samples: gaps,
+        samples_not_recorded: overflow,
+        stalls: gaps,
+        stalls_not_recorded: overflow,
+        stall_threshold_ns: STALL_THRESHOLD.get(),
+        kernel_events: kt.as_ref().map_or(0, |k| k.events),
+        malformed_events: kt.as_ref().map_or(0, |k| k.malformed),
+        mounted_tracefs: got.mounted_tracefs(),
+        traced_cpus: if got.recording.is_some() {
+            got.cpus.clone()
+        } else {
+            Vec::new()
+        },
+    };
+    (a, data)
+}
+
 /// Puts an attribution and its data into a result: `explain`, `data.explain`, the
 /// counters of what was lost, and a warning for each loss.
 pub fn record(r: &mut latlab_core::results::ResultFile, a: Attribution, data: ExplainData) {

@@ -52,6 +52,9 @@ pub struct NfJob {
     pub duration: Option<Nanos>,
     /// Stop when standard input reaches end of file (how an orchestrator stops its NF).
     pub until_stdin_closes: bool,
+    /// `--explain`: attribute the busy threads' stalls (absent in older jobs: off).
+    #[serde(default)]
+    pub explain: explain::ExplainSpec,
 }
 
 /// The command name of a role: `reflect` or `forward` (names the default result file and
@@ -66,11 +69,16 @@ pub fn role_name(role: &Role) -> &'static str {
 /// Runs a network function until `job` says stop and returns its `net.nf` result.
 /// `ready` is called with the local addresses once every thread listens (the command
 /// prints the `ready` line orchestrators wait for there).
+///
+/// With `--explain` (busy mode), kernel events are recorded while it runs and the busy
+/// threads' stalls attributed; `notice` is told in one line when kernel events cannot be
+/// had.
 pub fn nf(
     job: &NfJob,
     argv: Vec<String>,
     started_utc: String,
     ready: impl FnOnce(&[SocketAddr]),
+    notice: &mut dyn FnMut(&str),
 ) -> Result<ResultFile, RunError> {
     let cfg = &job.nf;
     let what = role_name(&cfg.role);
@@ -78,7 +86,13 @@ pub fn nf(
     let mut lock_warnings = Vec::new();
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
     let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
-    let handle = nf::start(cfg, clock)?;
+    let ks = job.explain.enabled.then(|| {
+        KernelSession::start(
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            notice,
+        )
+    });
+    let handle = nf::start_recording(cfg, clock, job.explain.enabled)?;
     let t0 = clock.now();
     ready(&handle.local);
     let stop = Arc::new(AtomicBool::new(false));
@@ -111,6 +125,7 @@ pub fn nf(
     let locals: Vec<String> = handle.local.iter().map(|l| l.to_string()).collect();
     let outs = handle.stop();
     let t1 = clock.now();
+    let got = ks.map(|k| k.finish(notice));
     let threads: Vec<ThreadPlacement> = outs
         .iter()
         .map(|o| {
@@ -152,6 +167,22 @@ pub fn nf(
             .collect(),
     })
     .unwrap_or(serde_json::Value::Null);
+    if let Some(got) = &got {
+        let threads: Vec<explain::ThreadStalls<'_>> = outs
+            .iter()
+            .map(|o| explain::ThreadStalls {
+                cpu: o.cpu,
+                gaps: &o.stalls,
+                overflow: o.stall_overflow,
+                loop_cost: o.loop_cost,
+            })
+            .collect();
+        let (a, data) = explain::attribute_stalls(got, &clock, job.explain.above, &threads, (t0, t1));
+        if cfg.io == nf::IoMode::Blocking {
+            r.warnings.push("--explain with blocking I/O: a thread waiting in recv cannot be told from one that lost its CPU, so no stalls were recorded (use --io busy)".into());
+        }
+        explain::record(&mut r, a, data);
+    }
     Ok(r)
 }
 

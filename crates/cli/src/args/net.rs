@@ -63,6 +63,7 @@ pub enum NetCommand {
   latlab net reflect --io busy --cpu 1 --fifo 50 --duration 60s -o nf.json
   latlab net reflect --delay 10us                       (known added delay, for calibration)
   latlab net reflect --delay exp:20us --io busy
+  latlab net reflect --io busy --cpu 1 --explain        (why the busy thread lost its CPU)
 
 Only datagrams with the probe's magic and version are answered, never with more bytes
 than they had; everything else is counted by reason (malformed_* counters).")]
@@ -192,6 +193,8 @@ pub struct NfArgs {
     /// result.
     #[arg(long)]
     pub until_stdin_closes: bool,
+    #[command(flatten)]
+    pub explain: ExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -453,6 +456,7 @@ impl NfArgs {
             },
             duration: self.duration,
             until_stdin_closes: self.until_stdin_closes,
+            explain: self.explain.spec(),
         }
     }
 }

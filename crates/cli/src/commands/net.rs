@@ -101,7 +101,7 @@ fn serve(
         // the line orchestrators wait for
         println!("ready");
         std::io::stdout().flush().ok();
-    })
+    }, &mut |line| eprintln!("latlab: {line}"))
     .map_err(net_run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
     let path = result_path(out, &format!("net-{what}"), &started_utc);
@@ -113,6 +113,10 @@ fn serve(
             "received {}, sent {}, malformed {}, send failed {}",
             c["received"], c["sent"], c["malformed"], c["send_failed"]
         );
+        print!("{}", explain_summary(&saved));
+        for w in &saved.warnings {
+            println!("warning: {w}");
+        }
         println!("result: {}", path.display());
     }
     Ok(())
@@ -308,8 +312,14 @@ pub fn explain_summary(r: &ResultFile) -> String {
         .and_then(|d| d.get("threshold_rule"))
         .and_then(|v| v.as_str())
         .unwrap_or("");
+    // probes explain their slow samples, busy loops their stalls
+    let (what, base) = if r.kind == probe::RESULT_KIND {
+        ("samples", "the median")
+    } else {
+        ("stalls", "one loop step")
+    };
     let mut out = format!(
-        "explain: {} samples above {} ({rule}), excess over the median {}: {}\n",
+        "explain: {} {what} above {} ({rule}), excess over {base} ({}): {}\n",
         a.windows,
         ns(num("threshold_ns")),
         ns(num("baseline_ns")),
@@ -321,7 +331,7 @@ pub fn explain_summary(r: &ResultFile) -> String {
     for c in a.causes.iter().take(5) {
         let [label, count, total, share] = render::cause_row(c, a.excess_ns);
         out.push_str(&format!(
-            "  {label}: {total} ({share}) in {count} samples\n"
+            "  {label}: {total} ({share}) in {count} {what}\n"
         ));
     }
     out
