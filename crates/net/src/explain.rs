@@ -414,6 +414,47 @@ pub fn record(r: &mut latlab_core::results::ResultFile, a: Attribution, data: Ex
     r.explain = Some(a);
 }
 
+/// The `--explain` lines of a net result: which samples, the explained share and the
+/// share outside the kernel, what is missing, the top causes. Empty without attribution.
+pub fn summary(r: &latlab_core::results::ResultFile) -> String {
+    use latlab_core::text::ns;
+    use latlab_explain::render;
+    let Some(a) = &r.explain else {
+        return String::new();
+    };
+    let d = r.data.get("explain");
+    let num = |k: &str| {
+        d.and_then(|d| d.get(k))
+            .and_then(|v| v.as_u64())
+            .unwrap_or(0)
+    };
+    let rule = d
+        .and_then(|d| d.get("threshold_rule"))
+        .and_then(|v| v.as_str())
+        .unwrap_or("");
+    // probes explain their slow samples, busy loops their stalls
+    let (what, base) = if r.kind == crate::probe::RESULT_KIND {
+        ("samples", "the median")
+    } else {
+        ("stalls", "one loop step")
+    };
+    let mut out = format!(
+        "explain: {} {what} above {} ({rule}), excess over {base} ({}): {}\n",
+        a.windows,
+        ns(num("threshold_ns")),
+        ns(num("baseline_ns")),
+        render::explained_line(a)
+    );
+    for line in render::completeness(a) {
+        out.push_str(&format!("  {line}\n"));
+    }
+    for c in a.causes.iter().take(5) {
+        let [label, count, total, share] = render::cause_row(c, a.excess_ns);
+        out.push_str(&format!("  {label}: {total} ({share}) in {count} {what}\n"));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

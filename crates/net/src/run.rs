@@ -177,7 +177,8 @@ pub fn nf(
                 loop_cost: o.loop_cost,
             })
             .collect();
-        let (a, data) = explain::attribute_stalls(got, &clock, job.explain.above, &threads, (t0, t1));
+        let (a, data) =
+            explain::attribute_stalls(got, &clock, job.explain.above, &threads, (t0, t1));
         if cfg.io == nf::IoMode::Blocking {
             r.warnings.push("--explain with blocking I/O: a thread waiting in recv cannot be told from one that lost its CPU, so no stalls were recorded (use --io busy)".into());
         }

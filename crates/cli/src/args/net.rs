@@ -1,6 +1,8 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::common::{duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
+use super::common::{
+    duration_arg, positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs,
+};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -135,31 +137,6 @@ pub struct RtThrottleArgs {
     pub no_rt_throttle: bool,
 }
 
-/// `--explain` and `--explain-above` of the net commands.
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    /// Attribute the slow samples to causes: record kernel events on every CPU (needs
-    /// root and tracefs; without them, the measuring threads' own stalls only) and split
-    /// each slow sample's time above the run's median over what ran meanwhile (see
-    /// `latlab explain`).
-    #[arg(long)]
-    pub explain: bool,
-    /// Explain the samples above this latency instead of those above the run's p99
-    /// (implies --explain), e.g. 50us.
-    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg)]
-    pub explain_above: Option<Nanos>,
-}
-
-impl ExplainArgs {
-    /// What the run is asked to explain.
-    pub fn spec(&self) -> latlab_net::explain::ExplainSpec {
-        latlab_net::explain::ExplainSpec {
-            enabled: self.explain || self.explain_above.is_some(),
-            above: self.explain_above,
-        }
-    }
-}
-
 /// Common options of the network functions.
 #[derive(Debug, Args)]
 pub struct NfArgs {
@@ -194,7 +171,7 @@ pub struct NfArgs {
     #[arg(long)]
     pub until_stdin_closes: bool,
     #[command(flatten)]
-    pub explain: ExplainArgs,
+    pub explain: NetExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -337,7 +314,7 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
     #[command(flatten)]
-    pub explain: ExplainArgs,
+    pub explain: NetExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -88,20 +88,26 @@ fn serve(
     let what = role_name(&job.nf.role);
     let started_utc = host::utc_now_rfc3339();
     let rt_guard = unthrottle(no_rt_throttle, quiet)?;
-    let mut r = run::nf(job, argv, started_utc.clone(), |local| {
-        if !quiet {
-            let locals: Vec<String> = local.iter().map(|l| l.to_string()).collect();
-            println!(
-                "latlab net {what}: listening on {} (io {}, delay {})",
-                locals.join(", "),
-                job.nf.io.name(),
-                job.nf.delay.describe()
-            );
-        }
-        // the line orchestrators wait for
-        println!("ready");
-        std::io::stdout().flush().ok();
-    }, &mut |line| eprintln!("latlab: {line}"))
+    let mut r = run::nf(
+        job,
+        argv,
+        started_utc.clone(),
+        |local| {
+            if !quiet {
+                let locals: Vec<String> = local.iter().map(|l| l.to_string()).collect();
+                println!(
+                    "latlab net {what}: listening on {} (io {}, delay {})",
+                    locals.join(", "),
+                    job.nf.io.name(),
+                    job.nf.delay.describe()
+                );
+            }
+            // the line orchestrators wait for
+            println!("ready");
+            std::io::stdout().flush().ok();
+        },
+        &mut |line| eprintln!("latlab: {line}"),
+    )
     .map_err(net_run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
     let path = result_path(out, &format!("net-{what}"), &started_utc);
@@ -113,7 +119,7 @@ fn serve(
             "received {}, sent {}, malformed {}, send failed {}",
             c["received"], c["sent"], c["malformed"], c["send_failed"]
         );
-        print!("{}", explain_summary(&saved));
+        print!("{}", latlab_net::explain::summary(&saved));
         for w in &saved.warnings {
             println!("warning: {w}");
         }
@@ -288,53 +294,11 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
             );
         }
     }
-    print!("{}", explain_summary(r));
+    print!("{}", latlab_net::explain::summary(r));
     for w in &r.warnings {
         println!("warning: {w}");
     }
     Ok(())
-}
-
-/// The `--explain` lines of a net result: which samples, the explained share and the
-/// share outside the kernel, what is missing, the top causes. Empty without attribution.
-pub fn explain_summary(r: &ResultFile) -> String {
-    use latlab_explain::render;
-    let Some(a) = &r.explain else {
-        return String::new();
-    };
-    let d = r.data.get("explain");
-    let num = |k: &str| {
-        d.and_then(|d| d.get(k))
-            .and_then(|v| v.as_u64())
-            .unwrap_or(0)
-    };
-    let rule = d
-        .and_then(|d| d.get("threshold_rule"))
-        .and_then(|v| v.as_str())
-        .unwrap_or("");
-    // probes explain their slow samples, busy loops their stalls
-    let (what, base) = if r.kind == probe::RESULT_KIND {
-        ("samples", "the median")
-    } else {
-        ("stalls", "one loop step")
-    };
-    let mut out = format!(
-        "explain: {} {what} above {} ({rule}), excess over {base} ({}): {}\n",
-        a.windows,
-        ns(num("threshold_ns")),
-        ns(num("baseline_ns")),
-        render::explained_line(a)
-    );
-    for line in render::completeness(a) {
-        out.push_str(&format!("  {line}\n"));
-    }
-    for c in a.causes.iter().take(5) {
-        let [label, count, total, share] = render::cause_row(c, a.excess_ns);
-        out.push_str(&format!(
-            "  {label}: {total} ({share}) in {count} {what}\n"
-        ));
-    }
-    out
 }
 
 fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
