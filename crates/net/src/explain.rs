@@ -9,7 +9,8 @@ use latlab_core::parse::Percentile;
 use latlab_core::results::Attribution;
 use latlab_core::units::Nanos;
 use latlab_explain::{
-    ExplainOptions, Gap, GapRecorder, KernelCollected, KernelRequest, PathWindow, Stall, Watch,
+    Class, ExplainOptions, Gap, GapRecorder, KernelCollected, KernelRequest, PathWindow, Stall,
+    Watch,
 };
 use latlab_sys::tsc::{Clock, Timesource};
 use serde::{Deserialize, Serialize};
@@ -154,6 +155,24 @@ pub fn select(samples: &[(u64, u64)], above: Option<u64>) -> Selection {
     }
 }
 
+/// The p99 (rank `ceil(0.99·n)`) of the lengths of `samples` less those in `drop`
+/// (windows given by start and end); 0 when none is left.
+pub fn clean_p99(samples: &[(u64, u64)], drop: &[(u64, u64)]) -> u64 {
+    let mut drop = drop.to_vec();
+    drop.sort_unstable();
+    let mut lens: Vec<u64> = samples
+        .iter()
+        .filter(|s| drop.binary_search(s).is_err())
+        .map(|&(a, b)| b.saturating_sub(a))
+        .collect();
+    if lens.is_empty() {
+        return 0;
+    }
+    lens.sort_unstable();
+    let p = Percentile::from_fraction(99, 100).expect("a valid percentile");
+    lens[(p.rank(lens.len() as u64) as usize).clamp(1, lens.len()) - 1]
+}
+
 /// A thread's stalls on `cpu` (its pinned CPU), or on each of `all` when it is not pinned
 /// (its CPU is not read on the hot path).
 pub fn stalls_of(gaps: &[Gap], cpu: Option<u32>, all: &[u32]) -> Vec<Stall> {
@@ -221,6 +240,13 @@ pub struct ExplainData {
     pub mounted_tracefs: bool,
     /// CPUs whose kernel events were recorded (empty without kernel events).
     pub traced_cpus: Vec<u32>,
+    /// Explained samples with time *outside the kernel* (a stall of the guest).
+    #[serde(default)]
+    pub outside_windows: u64,
+    /// The p99 of the samples less those with time outside the kernel, ns (samples at or
+    /// below the threshold were not attributed and count as free of it). Probes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clean_p99_ns: Option<u64>,
 }
 
 /// What a measuring run hands to [`attribute_samples`].
@@ -258,7 +284,7 @@ pub fn attribute_samples(
             end,
         })
         .collect();
-    let (a, _, kt) = got.attribute_paths(
+    let (a, splits, kt) = got.attribute_paths(
         &windows,
         stalls,
         &latlab_threads(),
@@ -271,7 +297,15 @@ pub fn attribute_samples(
         },
     );
     let ns = |t: u64| clock.raw_to_nanos(t).get();
+    let outside: Vec<(u64, u64)> = splits
+        .iter()
+        .filter(|s| s.parts.iter().any(|(c, _)| c.class == Class::OutsideKernel))
+        .map(|s| (s.window.start, s.window.end))
+        .collect();
+    let clean = clean_p99(log.samples(), &outside);
     let data = ExplainData {
+        outside_windows: outside.len() as u64,
+        clean_p99_ns: (got.recording.is_some()).then(|| ns(clean)),
         threshold_ns: ns(sel.threshold),
         threshold_rule: sel.rule.to_string(),
         baseline_ns: ns(sel.base),
@@ -371,8 +405,36 @@ pub fn attribute_stalls(
         } else {
             Vec::new()
         },
+        outside_windows: 0,
+        clean_p99_ns: None,
     };
     (a, data)
+}
+
+/// One line on how much of a run's explained tail lay outside the system under test:
+/// `name: 12.3% of the tail's excess outside the kernel (hypervisor), 98.0% explained, 101
+/// samples above p99 (incomplete: …)`. `None` for a result without attribution.
+pub fn tail_line(name: &str, r: &latlab_core::results::ResultFile) -> Option<String> {
+    let a = r.explain.as_ref()?;
+    let share = |x: u64| {
+        if a.excess_ns == 0 {
+            0.0
+        } else {
+            x as f64 * 100.0 / a.excess_ns as f64
+        }
+    };
+    let mut s = format!(
+        "{name}: {:.1}% of the tail's excess outside the kernel (hypervisor), {:.1}% explained, {} samples above p99",
+        share(a.class_time_ns("outside_kernel")),
+        share(a.explained_ns),
+        a.windows
+    );
+    if let Some(why) = &a.unavailable {
+        s.push_str(&format!(" (kernel events unavailable: {why})"));
+    } else if a.lost_events > 0 {
+        s.push_str(&format!(" ({} kernel events lost: partial)", a.lost_events));
+    }
+    Some(s)
 }
 
 /// Puts an attribution and its data into a result: `explain`, `data.explain`, the
@@ -480,6 +542,16 @@ mod tests {
         assert_eq!((e.threshold, e.base), (0, 0));
         // one sample: it is its own p99, nothing lies above it
         assert!(select(&[(5, 9)], None).windows.is_empty());
+    }
+
+    #[test]
+    fn the_clean_p99_leaves_out_the_stalled_samples() {
+        let samples: Vec<(u64, u64)> = (1..=200u64).map(|i| (i * 1000, i * 1000 + i)).collect();
+        assert_eq!(clean_p99(&samples, &[]), 198);
+        // the three longest had a guest stall: 197 samples left, rank ceil(0.99·197) = 196
+        let stalled = [(200_000, 200_200), (199_000, 199_199), (198_000, 198_198)];
+        assert_eq!(clean_p99(&samples, &stalled), 196);
+        assert_eq!(clean_p99(&[], &[]), 0);
     }
 
     #[test]

@@ -106,7 +106,8 @@ latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, recei
     #[command(after_help = "Examples:
   sudo latlab net calibrate
   sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
-  latlab net calibrate --loopback                    (no testbed: reflector on loopback)")]
+  latlab net calibrate --loopback                    (no testbed: reflector on loopback)
+  sudo latlab net calibrate --explain                (p99 error with and without guest stalls)")]
     Calibrate(CalibrateArgs),
 
     /// A latency injector: a bump in the wire between two interfaces that forwards every
@@ -370,6 +371,8 @@ pub struct CalibrateArgs {
     /// Directory for the result files (default latlab-results/calibrate-<time>/).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub explain: NetExplainArgs,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -394,6 +397,10 @@ pub struct KillerUsArgs {
     /// Output directory (default latlab-results/killer-us-<time>/).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Do not attribute each run's tail (by default, as root, every probe records kernel
+    /// events and the summary says how much of each tail lay outside the kernel).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -538,6 +545,7 @@ impl TryFrom<&CalibrateArgs> for CalibrateConfig {
             loopback: a.loopback,
             rounds: a.rounds,
             quiet: a.quiet,
+            explain: a.explain.spec(),
         })
     }
 }
@@ -566,6 +574,11 @@ impl TryFrom<&KillerUsArgs> for KillerUsConfig {
             loopback,
             quiet: a.quiet,
             notes,
+            // on by default where kernel events can be had (root); --no-explain turns it off
+            explain: latlab_net::explain::ExplainSpec {
+                enabled: !a.no_explain && latlab_sys::netns::is_root(),
+                above: None,
+            },
         })
     }
 }

@@ -368,6 +368,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let saved = ResultFile::load(&path)?;
     if !a.quiet {
         print!("{}", latlab_net::calibrate::render_table(&saved)?);
+        print!("{}", latlab_net::calibrate::render_clean(&saved));
         for w in &saved.warnings {
             println!("warning: {w}");
         }
