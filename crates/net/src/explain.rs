@@ -306,7 +306,8 @@ pub fn attribute_samples(
     let data = ExplainData {
         outside_windows: outside.len() as u64,
         clean_p99_ns: (got.recording.is_some()).then(|| ns(clean)),
-        threshold_ns: ns(sel.threshold),
+        // as given, not through the clock's rate and back
+        threshold_ns: above.map_or(ns(sel.threshold), |n| n.get()),
         threshold_rule: sel.rule.to_string(),
         baseline_ns: ns(sel.base),
         samples: log.samples().len() as u64,
