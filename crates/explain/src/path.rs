@@ -29,7 +29,7 @@
 //! Without a timeline (no kernel events) everything is unexplained, as in
 //! [`crate::attribute`].
 
-use crate::attribute::{aggregate, bands, cause_time, ns, AttributeOptions, Window, WindowSplit};
+use crate::attribute::{assemble, cause_time, ns, AttributeOptions, Window, WindowSplit};
 use crate::timeline::{Cause, Class, Timeline};
 use latlab_core::results::{Attribution, CauseSpan, WorstWindow};
 use std::collections::BTreeMap;
@@ -235,26 +235,9 @@ pub fn attribute_paths(
             split_path(w, timeline, &stalls[a..b.max(a)], o.base_ticks)
         })
         .collect();
-    let (causes, excess, explained) = aggregate(splits.iter(), o.tsc_hz);
-    let mut order: Vec<usize> = (0..splits.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(windows[i].end.saturating_sub(windows[i].start)));
-    let worst = order
-        .into_iter()
-        .take(o.worst)
-        .map(|i| worst_path(&windows[i], &splits[i], timeline, &stalls, o.tsc_hz))
-        .collect();
-    let a = Attribution {
-        complete: o.lost_events == 0 && timeline.is_some() && o.unavailable.is_none(),
-        lost_events: o.lost_events,
-        windows: windows.len() as u64,
-        excess_ns: ns(excess, o.tsc_hz),
-        explained_ns: ns(explained, o.tsc_hz),
-        causes,
-        worst,
-        missing_events: o.missing_events.clone(),
-        unavailable: o.unavailable.clone(),
-        bands: bands(&splits, o.tsc_hz),
-    };
+    let a = assemble(&splits, timeline.is_some(), o, |i| {
+        worst_path(&windows[i], &splits[i], timeline, &stalls, o.tsc_hz)
+    });
     (a, splits)
 }
 
@@ -303,14 +286,9 @@ fn worst_path(
                 if n > crate::attribute::MAX_WORST_EVENTS {
                     continue;
                 }
-                let off = iv.start as i128 - w.start as i128;
-                let off_ns = (off.unsigned_abs() * 1_000_000_000 / u128::from(hz.max(1))) as u64;
                 events.push(format!(
-                    "CPU {cpu}: {}{} {} for {} ns",
-                    if off < 0 { "-" } else { "+" },
-                    latlab_core::units::format_ns(off_ns as f64),
-                    iv.cause,
-                    ns(iv.end - iv.start, hz)
+                    "CPU {cpu}: {}",
+                    crate::attribute::event_line(iv, w.start, hz)
                 ));
             }
         }

@@ -15,8 +15,8 @@
 
 use crate::attribute::{attribute, AttributeOptions, Window, WindowSplit};
 use crate::path::{attribute_paths, PathWindow, Stall};
+use crate::recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 use crate::timeline::{TimelineOptions, Watch};
-use crate::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 use latlab_core::results::Attribution;
 use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
 

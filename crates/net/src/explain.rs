@@ -315,16 +315,24 @@ pub fn attribute_samples(
         stalls: stalls.len() as u64,
         stalls_not_recorded: run.stall_overflow,
         stall_threshold_ns: STALL_THRESHOLD.get(),
-        kernel_events: kt.as_ref().map_or(0, |k| k.events),
-        malformed_events: kt.as_ref().map_or(0, |k| k.malformed),
+        ..kernel_facts(got, kt.as_ref())
+    };
+    (a, data)
+}
+
+/// The kernel half's facts of an [`ExplainData`] (the rest zero).
+fn kernel_facts(got: &KernelCollected, kt: Option<&latlab_explain::KernelTimeline>) -> ExplainData {
+    ExplainData {
+        kernel_events: kt.map_or(0, |k| k.events),
+        malformed_events: kt.map_or(0, |k| k.malformed),
         mounted_tracefs: got.mounted_tracefs(),
         traced_cpus: if got.recording.is_some() {
             got.cpus.clone()
         } else {
             Vec::new()
         },
-    };
-    (a, data)
+        ..ExplainData::default()
+    }
 }
 
 /// One busy thread's stalls, for [`attribute_stalls`].
@@ -398,16 +406,7 @@ pub fn attribute_stalls(
         stalls: gaps,
         stalls_not_recorded: overflow,
         stall_threshold_ns: STALL_THRESHOLD.get(),
-        kernel_events: kt.as_ref().map_or(0, |k| k.events),
-        malformed_events: kt.as_ref().map_or(0, |k| k.malformed),
-        mounted_tracefs: got.mounted_tracefs(),
-        traced_cpus: if got.recording.is_some() {
-            got.cpus.clone()
-        } else {
-            Vec::new()
-        },
-        outside_windows: 0,
-        clean_p99_ns: None,
+        ..kernel_facts(got, kt.as_ref())
     };
     (a, data)
 }
@@ -479,7 +478,8 @@ pub fn record(r: &mut latlab_core::results::ResultFile, a: Attribution, data: Ex
 
 /// The `--explain` lines of a net result: which samples, the explained share and the
 /// share outside the kernel, what is missing, the top causes. Empty without attribution.
-pub fn summary(r: &latlab_core::results::ResultFile) -> String {
+/// `stalls`: the windows are a busy loop's stalls (NF, delay engine), not probe samples.
+pub fn summary(r: &latlab_core::results::ResultFile, stalls: bool) -> String {
     use latlab_core::text::ns;
     use latlab_explain::render;
     let Some(a) = &r.explain else {
@@ -496,10 +496,10 @@ pub fn summary(r: &latlab_core::results::ResultFile) -> String {
         .and_then(|v| v.as_str())
         .unwrap_or("");
     // probes explain their slow samples, busy loops their stalls
-    let (what, base) = if r.kind == crate::probe::RESULT_KIND {
-        ("samples", "the median")
-    } else {
+    let (what, base) = if stalls {
         ("stalls", "one loop step")
+    } else {
+        ("samples", "the median")
     };
     let mut out = format!(
         "explain: {} {what} above {} ({rule}), excess over {base} ({}): {}\n",

@@ -119,7 +119,7 @@ fn serve(
             "received {}, sent {}, malformed {}, send failed {}",
             c["received"], c["sent"], c["malformed"], c["send_failed"]
         );
-        print!("{}", latlab_net::explain::summary(&saved));
+        print!("{}", latlab_net::explain::summary(&saved, true));
         for w in &saved.warnings {
             println!("warning: {w}");
         }
@@ -294,7 +294,7 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
             );
         }
     }
-    print!("{}", latlab_net::explain::summary(r));
+    print!("{}", latlab_net::explain::summary(r, false));
     for w in &r.warnings {
         println!("warning: {w}");
     }

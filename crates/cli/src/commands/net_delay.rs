@@ -161,7 +161,7 @@ fn print_run(r: &ResultFile) -> anyhow::Result<()> {
     }
     print!("{}", t.render());
     println!("base = the element's own latency beyond the delay (frame received -> sent), user-space part");
-    print!("{}", latlab_net::explain::summary(r));
+    print!("{}", latlab_net::explain::summary(r, true));
     for w in &r.warnings {
         println!("warning: {w}");
     }

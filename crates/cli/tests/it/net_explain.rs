@@ -21,16 +21,21 @@ fn explain_json(result: &Path) -> serde_json::Value {
     serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
 }
 
-#[test]
-fn a_probe_over_veth_attributes_every_sample_above_its_threshold() {
-    let _turn = system_test!("the namespace testbed and tracefs");
-    let dir = tempfile::tempdir().unwrap();
-    ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
-    let mut nf = Command::new("ip")
-        .args(["netns", "exec", "latlab-nf"])
-        .arg(latlab_bin())
-        .args("net forward --testbed --io busy --until-stdin-closes -q -o".split_whitespace())
-        .arg(dir.path().join("nf.json"))
+/// Starts the network function `latlab ARGS… -o OUT` (after `prefix`, e.g. `ip netns exec
+/// NS`), running until its stdin closes, and waits for its `ready` line.
+fn start_nf(prefix: &[&str], args: &str, out: &Path) -> std::process::Child {
+    let mut cmd = match prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(latlab_bin());
+            c
+        }
+        None => Command::new(latlab_bin()),
+    };
+    let mut nf = cmd
+        .args(args.split_whitespace())
+        .args(["--until-stdin-closes", "-q", "-o"])
+        .arg(out)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -40,6 +45,19 @@ fn a_probe_over_veth_attributes_every_sample_above_its_threshold() {
         .read_line(&mut ready)
         .unwrap();
     assert_eq!(ready.trim(), "ready");
+    nf
+}
+
+#[test]
+fn a_probe_over_veth_attributes_every_sample_above_its_threshold() {
+    let _turn = system_test!("the namespace testbed and tracefs");
+    let dir = tempfile::tempdir().unwrap();
+    ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
+    let mut nf = start_nf(
+        &["ip", "netns", "exec", "latlab-nf"],
+        "net forward --testbed --io busy",
+        &dir.path().join("nf.json"),
+    );
     let p = dir.path().join("probe.json");
     // every sample lies above 1 µs over veth: each one is a window
     let out = latlab()
@@ -111,17 +129,11 @@ fn without_root_a_probe_says_once_what_is_missing_and_keeps_the_gap_half() {
     let dir = tempfile::tempdir().unwrap();
     // the unprivileged probe writes its result here
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
-    let mut nf = Command::new(latlab_bin())
-        .args("net reflect --bind 127.0.0.1:7341 --until-stdin-closes -q -o".split_whitespace())
-        .arg(dir.path().join("nf.json"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut ready = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut ready)
-        .unwrap();
+    let mut nf = start_nf(
+        &[],
+        "net reflect --bind 127.0.0.1:7341",
+        &dir.path().join("nf.json"),
+    );
     let p = dir.path().join("probe.json");
     let out = Command::new("setpriv")
         .args([
