@@ -66,7 +66,12 @@ enum Owner {
 }
 
 /// The window cut into pieces, each with its owner (rule steps 1–3).
-fn pieces(w: &PathWindow, timeline: Option<&Timeline>, stalls: &[Stall]) -> Vec<(u64, u64, Owner)> {
+fn pieces(
+    w: &PathWindow,
+    timeline: Option<&Timeline>,
+    stalls: &[Stall],
+    lost: bool,
+) -> Vec<(u64, u64, Owner)> {
     if w.end <= w.start {
         return Vec::new();
     }
@@ -78,16 +83,26 @@ fn pieces(w: &PathWindow, timeline: Option<&Timeline>, stalls: &[Stall]) -> Vec<
         let Some(c) = timeline.and_then(|t| t.cpu(cpu)) else {
             continue;
         };
+        // When events were lost (the ring overwrote the oldest), nothing is known of a CPU
+        // before its first recorded event: an interval the timeline opened at the
+        // window's start for an exit whose entry was lost is not stretched back over the
+        // windows before it.
+        let known = if lost {
+            c.events.first().copied().unwrap_or(u64::MAX)
+        } else {
+            0
+        };
         let v: Vec<(u64, u64, &Cause)> = c
             .segments_in(w.start, w.end)
             .iter()
             .map(|s| {
                 (
-                    s.start.max(w.start),
+                    s.start.max(w.start).max(known),
                     s.end.min(w.end),
                     &c.intervals[s.interval].cause,
                 )
             })
+            .filter(|(a, b, _)| b > a)
             .collect();
         edges.extend(v.iter().flat_map(|&(a, b, _)| [a, b]));
         owned.push(v);
@@ -136,12 +151,14 @@ fn pieces(w: &PathWindow, timeline: Option<&Timeline>, stalls: &[Stall]) -> Vec<
     out
 }
 
-/// Splits one path window (see the module docs); `base_ticks` is the baseline.
+/// Splits one path window (see the module docs); `base_ticks` is the baseline; `lost`:
+/// kernel events were lost, so each CPU is known only from its first recorded event on.
 pub fn split_path(
     w: &PathWindow,
     timeline: Option<&Timeline>,
     stalls: &[Stall],
     base_ticks: u64,
+    lost: bool,
 ) -> WindowSplit {
     let window = Window {
         cpu: w.cpus.first().copied().unwrap_or(0),
@@ -153,7 +170,7 @@ pub fn split_path(
     if timeline.is_none() {
         uncovered = w.end.saturating_sub(w.start);
     } else {
-        for (a, b, o) in pieces(w, timeline, stalls) {
+        for (a, b, o) in pieces(w, timeline, stalls, lost) {
             match o {
                 Owner::Causes(cs) => {
                     let n = cs.len() as u64;
@@ -232,11 +249,17 @@ pub fn attribute_paths(
             let from = w.start.saturating_sub(longest.unwrap_or(0));
             let a = stalls.partition_point(|g| g.start < from);
             let b = stalls.partition_point(|g| g.start < w.end);
-            split_path(w, timeline, &stalls[a..b.max(a)], o.base_ticks)
+            split_path(
+                w,
+                timeline,
+                &stalls[a..b.max(a)],
+                o.base_ticks,
+                o.lost_events > 0,
+            )
         })
         .collect();
     let a = assemble(&splits, timeline.is_some(), o, |i| {
-        worst_path(&windows[i], &splits[i], timeline, &stalls, o.tsc_hz)
+        worst_path(&windows[i], &splits[i], timeline, &stalls, o)
     });
     (a, splits)
 }
@@ -246,14 +269,15 @@ fn worst_path(
     s: &WindowSplit,
     timeline: Option<&Timeline>,
     stalls: &[Stall],
-    hz: u64,
+    o: &AttributeOptions,
 ) -> WorstWindow {
+    let hz = o.tsc_hz;
     let mut spans: Vec<CauseSpan> = Vec::new();
     let mut events = Vec::new();
     if timeline.is_some() {
         let rel = |t: u64| ns(t - w.start, hz);
-        for (a, b, o) in pieces(w, timeline, stalls) {
-            let causes = match o {
+        for (a, b, owner) in pieces(w, timeline, stalls, o.lost_events > 0) {
+            let causes = match owner {
                 Owner::Causes(cs) => cs,
                 Owner::Outside => vec![Cause::new(Class::OutsideKernel, "")],
                 Owner::Uncovered => continue,
@@ -401,7 +425,7 @@ mod tests {
     #[test]
     fn each_instant_goes_to_the_causes_on_the_cpus_not_running_the_path() {
         let t = two_cpus();
-        let s = split_path(&pw(900, 2_000), Some(&t), &[], 0);
+        let s = split_path(&pw(900, 2_000), Some(&t), &[], 0, false);
         // 1 000..1 050 timer alone, 1 050..1 100 timer and NET_RX share (25 each),
         // 1 100..1 250 NET_RX alone, 1 300..1 800 rustc; 900..1 000, 1 250..1 300 and
         // 1 800..2 000 uncovered
@@ -420,7 +444,7 @@ mod tests {
             cpus: vec![1],
             ..pw(900, 2_000)
         };
-        let s1 = split_path(&one, Some(&t), &[], 0);
+        let s1 = split_path(&one, Some(&t), &[], 0, false);
         assert!(s1.parts.iter().all(|(c, _)| c.class != Class::Timer));
         assert!(s1.parts.contains(&(cause(Class::Softirq, "NET_RX"), 200)));
     }
@@ -429,12 +453,12 @@ mod tests {
     fn the_baseline_comes_off_the_uncovered_time_then_off_the_causes_in_proportion() {
         let t = two_cpus();
         // uncovered 350 of a 1 100 window: a baseline of 300 leaves 50 unexplained
-        let s = split_path(&pw(900, 2_000), Some(&t), &[], 300);
+        let s = split_path(&pw(900, 2_000), Some(&t), &[], 300, false);
         assert_eq!(s.excess(), 800);
         assert_eq!(s.parts[0], (cause(Class::Preempted, "rustc"), 500));
         assert!(s.parts.contains(&(cause(Class::Unexplained, ""), 50)));
         // a baseline of 650: all 350 uncovered, then 300 of the 750 of causes (40 %)
-        let s = split_path(&pw(900, 2_000), Some(&t), &[], 650);
+        let s = split_path(&pw(900, 2_000), Some(&t), &[], 650, false);
         assert_eq!(s.excess(), 450);
         assert_eq!(
             s.parts,
@@ -445,7 +469,10 @@ mod tests {
             ]
         );
         // a window shorter than its baseline has no excess
-        assert_eq!(split_path(&pw(900, 1_000), Some(&t), &[], 650).excess(), 0);
+        assert_eq!(
+            split_path(&pw(900, 1_000), Some(&t), &[], 650, false).excess(),
+            0
+        );
     }
 
     #[test]
@@ -466,7 +493,7 @@ mod tests {
                 end: 1_600,
             },
         ];
-        let s = split_path(&pw(2_900, 3_500), Some(&t), &stalls, 0);
+        let s = split_path(&pw(2_900, 3_500), Some(&t), &stalls, 0, false);
         assert_eq!(
             s.parts,
             vec![
@@ -474,7 +501,7 @@ mod tests {
                 (cause(Class::Unexplained, ""), 200)
             ]
         );
-        let s = split_path(&pw(1_200, 1_400), Some(&t), &stalls, 0);
+        let s = split_path(&pw(1_200, 1_400), Some(&t), &stalls, 0, false);
         assert_eq!(
             s.parts,
             vec![
@@ -493,8 +520,35 @@ mod tests {
             Some(&t),
             &stalls,
             0,
+            false,
         );
         assert_eq!(s.parts, vec![(cause(Class::Unexplained, ""), 600)]);
+    }
+
+    #[test]
+    fn nothing_is_known_of_a_cpu_before_its_first_recorded_event() {
+        // the ring kept only the end of the run (events were lost): CPU 1's first event is
+        // the exit of a NET_RX whose entry was lost, so the timeline opens it at the
+        // window's start
+        let t = tl(vec![
+            (1, 50_000, EventKind::SoftirqExit { vec: 3 }),
+            (1, 60_000, softirq(3, "NET_RX")),
+            (1, 60_100, EventKind::SoftirqExit { vec: 3 }),
+        ]);
+        let early = split_path(&pw(1_000, 2_000), Some(&t), &[], 0, true);
+        assert_eq!(early.parts, vec![(cause(Class::Unexplained, ""), 1_000)]);
+        let late = split_path(&pw(49_900, 50_100), Some(&t), &[], 0, true);
+        assert_eq!(
+            late.parts,
+            vec![(cause(Class::Unexplained, ""), 200),],
+            "the piece before the first event is not the fabricated interval's"
+        );
+        let s = split_path(&pw(59_950, 60_150), Some(&t), &[], 0, true);
+        assert!(s.parts.contains(&(cause(Class::Softirq, "NET_RX"), 100)));
+        // with nothing lost, the recording started before the window: the exit's
+        // interval stands
+        let whole = split_path(&pw(1_000, 2_000), Some(&t), &[], 0, false);
+        assert_eq!(whole.parts, vec![(cause(Class::Softirq, "vec3"), 1_000)]);
     }
 
     #[test]
@@ -509,7 +563,7 @@ mod tests {
             ),
             (1, 150, sw(task("cc1", 40), task("latlab-nf-a", 9))),
         ]);
-        let s = split_path(&pw(0, 400), Some(&t), &[], 0);
+        let s = split_path(&pw(0, 400), Some(&t), &[], 0, false);
         // CPU 1 ran cc1 from the window's start to 150 (its first switch), CPU 0 the
         // kworker 200..300; idle 100..200 is nobody's
         assert_eq!(
