@@ -302,6 +302,17 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             }
         }
     }
+    worst_record(s, events, spans, hz)
+}
+
+/// A split as a stored worst window, with the event lines and spans under it.
+pub(crate) fn worst_record(
+    s: &WindowSplit,
+    events: Vec<String>,
+    spans: Vec<CauseSpan>,
+    hz: u64,
+) -> WorstWindow {
+    let w = s.window;
     WorstWindow {
         cpu: w.cpu,
         start_tsc: w.start,

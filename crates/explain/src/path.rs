@@ -29,7 +29,7 @@
 //! Without a timeline (no kernel events) everything is unexplained, as in
 //! [`crate::attribute`].
 
-use crate::attribute::{assemble, cause_time, ns, AttributeOptions, Window, WindowSplit};
+use crate::attribute::{assemble, ns, worst_record, AttributeOptions, Window, WindowSplit};
 use crate::timeline::{Cause, Class, Timeline};
 use latlab_core::results::{Attribution, CauseSpan, WorstWindow};
 use std::collections::BTreeMap;
@@ -327,18 +327,7 @@ fn worst_path(
             events.push(format!("no kernel event on CPU {}", cpus.join(", ")));
         }
     }
-    WorstWindow {
-        cpu: s.window.cpu,
-        start_tsc: w.start,
-        duration_ns: ns(w.end.saturating_sub(w.start), hz),
-        causes: s
-            .parts
-            .iter()
-            .map(|(c, t)| cause_time(c, 1, *t, hz))
-            .collect(),
-        events,
-        spans,
-    }
+    worst_record(s, events, spans, hz)
 }
 
 #[cfg(test)]
