@@ -109,21 +109,21 @@ pub fn split(w: Window, cpu: Option<&CpuTimeline>, base_ticks: u64) -> WindowSpl
     WindowSplit { window: w, parts }
 }
 
-fn ns(ticks: u64, hz: u64) -> u64 {
+pub(crate) fn ns(ticks: u64, hz: u64) -> u64 {
     if hz == 0 {
         return 0;
     }
     (u128::from(ticks) * 1_000_000_000 / u128::from(hz)) as u64
 }
 
-fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
+pub(crate) fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
     CauseTime::new(c.class.as_str(), c.name.clone(), count, ns(ticks, hz))
 }
 
 /// The causes of `splits` ranked by time (largest first, then by count), each with the
 /// number of windows it overlapped; and the total and explained excess, ticks. The one
 /// ranking of an attribution: the whole run's causes and each band's come from here.
-fn aggregate<'a>(
+pub(crate) fn aggregate<'a>(
     splits: impl Iterator<Item = &'a WindowSplit>,
     hz: u64,
 ) -> (Vec<CauseTime>, u64, u64) {
@@ -198,27 +198,51 @@ pub fn attribute(
         .iter()
         .map(|w| split(*w, timeline.and_then(|t| t.cpu(w.cpu)), o.base_ticks))
         .collect();
+    let a = assemble(&splits, timeline.is_some(), o, |i| {
+        worst_window(&splits[i], timeline, o.tsc_hz)
+    });
+    (a, splits)
+}
+
+/// The stored attribution of `splits`: causes ranked, totals, bands, and the `o.worst`
+/// longest windows as `worst_of` describes the one at each index (in `splits`' order on
+/// ties).
+pub(crate) fn assemble(
+    splits: &[WindowSplit],
+    has_timeline: bool,
+    o: &AttributeOptions,
+    worst_of: impl Fn(usize) -> WorstWindow,
+) -> Attribution {
     let (causes, excess, explained) = aggregate(splits.iter(), o.tsc_hz);
     let mut order: Vec<usize> = (0..splits.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(windows[i].end.saturating_sub(windows[i].start)));
-    let worst = order
-        .into_iter()
-        .take(o.worst)
-        .map(|i| worst_window(&splits[i], timeline, o.tsc_hz))
-        .collect();
-    let a = Attribution {
-        complete: o.lost_events == 0 && timeline.is_some() && o.unavailable.is_none(),
+    let len = |s: &WindowSplit| s.window.end.saturating_sub(s.window.start);
+    order.sort_by_key(|&i| std::cmp::Reverse(len(&splits[i])));
+    let worst = order.into_iter().take(o.worst).map(worst_of).collect();
+    Attribution {
+        complete: o.lost_events == 0 && has_timeline && o.unavailable.is_none(),
         lost_events: o.lost_events,
-        windows: windows.len() as u64,
+        windows: splits.len() as u64,
         excess_ns: ns(excess, o.tsc_hz),
         explained_ns: ns(explained, o.tsc_hz),
         causes,
         worst,
         missing_events: o.missing_events.clone(),
         unavailable: o.unavailable.clone(),
-        bands: bands(&splits, o.tsc_hz),
-    };
-    (a, splits)
+        bands: bands(splits, o.tsc_hz),
+    }
+}
+
+/// A kernel interval under a window as one line: `+1.2us irq (eth0) for 300 ns`.
+pub(crate) fn event_line(iv: &crate::timeline::Interval, start: u64, hz: u64) -> String {
+    let off = iv.start as i128 - start as i128;
+    let off_ns = (off.unsigned_abs() * 1_000_000_000 / u128::from(hz.max(1))) as u64;
+    format!(
+        "{}{} {} for {} ns",
+        if off < 0 { "-" } else { "+" },
+        latlab_core::units::format_ns(off_ns as f64),
+        iv.cause,
+        ns(iv.end - iv.start, hz)
+    )
 }
 
 /// Most events listed under one worst window (the rest are counted).
@@ -252,15 +276,7 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
         }
         let overlapping: Vec<_> = c.intervals_in(w.start, w.end).collect();
         for iv in overlapping.iter().take(MAX_WORST_EVENTS) {
-            let off = iv.start as i128 - w.start as i128;
-            let off_ns = (off.unsigned_abs() * 1_000_000_000 / u128::from(hz.max(1))) as u64;
-            events.push(format!(
-                "{}{} {} for {} ns",
-                if off < 0 { "-" } else { "+" },
-                latlab_core::units::format_ns(off_ns as f64),
-                iv.cause,
-                ns(iv.end - iv.start, hz)
-            ));
+            events.push(event_line(iv, w.start, hz));
         }
         if overlapping.len() > MAX_WORST_EVENTS {
             events.push(format!(
@@ -286,6 +302,17 @@ fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstW
             }
         }
     }
+    worst_record(s, events, spans, hz)
+}
+
+/// A split as a stored worst window, with the event lines and spans under it.
+pub(crate) fn worst_record(
+    s: &WindowSplit,
+    events: Vec<String>,
+    spans: Vec<CauseSpan>,
+    hz: u64,
+) -> WorstWindow {
+    let w = s.window;
     WorstWindow {
         cpu: w.cpu,
         start_tsc: w.start,

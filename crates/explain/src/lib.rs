@@ -7,6 +7,7 @@
 //! - [`timeline`]: per-CPU cause intervals (IRQ, softirq, timer, IPI, NMI, workqueue,
 //!   preemption of a watched thread), nested, innermost wins;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
+//! - [`path`]: windows carried by several CPUs (a probe's trip), split by one rule;
 //! - [`render`]: an attribution as terminal text;
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
@@ -14,13 +15,15 @@
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
-//! Recording is `latlab_sys::ktrace`; [`kernel_timeline`] turns its recording into a
-//! timeline.
+//! Recording is `latlab_sys::ktrace`; [`recording::kernel_timeline`] turns its recording
+//! into a timeline.
 #![deny(unsafe_code)]
 
 pub mod attribute;
 pub mod decode;
 pub mod gaps;
+pub mod path;
+pub mod recording;
 pub mod render;
 pub mod sections;
 pub mod session;
@@ -28,87 +31,7 @@ pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
 pub use gaps::{Gap, GapRecorder};
+pub use path::{attribute_paths, PathWindow, Stall};
+pub use recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 pub use session::{ExplainOptions, KernelCollected, KernelRequest, KernelSession};
-pub use timeline::{Cause, Class, Timeline, TimelineOptions};
-
-use latlab_sys::ktrace::Recording;
-
-/// A recording decoded into a timeline.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct KernelTimeline {
-    /// The causes per CPU.
-    pub timeline: Timeline,
-    /// Events decoded.
-    pub events: u64,
-    /// Lines that did not decode.
-    pub malformed: u64,
-    /// Events lost (the kernel's counters and the trace's own markers).
-    pub lost: u64,
-}
-
-/// Decodes every CPU's text of `rec` and builds the timeline.
-pub fn kernel_timeline(rec: &Recording, opts: &TimelineOptions) -> KernelTimeline {
-    let mut events = Vec::new();
-    let (mut malformed, mut marked) = (0, 0);
-    for c in &rec.cpus {
-        let d = decode::decode(&c.text);
-        events.extend(d.events);
-        malformed += d.malformed;
-        marked += d.lost;
-    }
-    let mut o = opts.clone();
-    o.cpus.extend(rec.cpus.iter().map(|c| c.cpu));
-    KernelTimeline {
-        timeline: timeline::build(&events, &o),
-        events: events.len() as u64,
-        malformed,
-        lost: rec.lost().max(marked),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use latlab_sys::ktrace::CpuTrace;
-
-    #[test]
-    fn a_recording_becomes_a_timeline() {
-        let rec = Recording {
-            cpus: vec![
-                CpuTrace {
-                    cpu: 1,
-                    text: "# tracer: nop\n\
-                        a-1 [001] d.h1. 100: irq_handler_entry: irq=36 name=virtio1-req.0\n\
-                        a-1 [001] d.h1. 140: irq_handler_exit: irq=36 ret=handled\n\
-                        broken line\n"
-                        .into(),
-                    lost: 0,
-                },
-                CpuTrace {
-                    cpu: 0,
-                    text: "CPU:0 [LOST 4 EVENTS]\n".into(),
-                    lost: 0,
-                },
-            ],
-            enabled: vec![],
-            missing: vec![],
-            mounted_tracefs: false,
-        };
-        let kt = kernel_timeline(
-            &rec,
-            &TimelineOptions {
-                window: (0, 1000),
-                tid: None,
-                tsc_hz: 1_000_000_000,
-                cpus: vec![],
-            },
-        );
-        assert_eq!((kt.events, kt.malformed, kt.lost), (2, 1, 4));
-        assert_eq!(kt.timeline.cpus.len(), 2);
-        let c1 = kt.timeline.cpu(1).unwrap();
-        assert_eq!(
-            c1.intervals[0].cause,
-            Cause::new(Class::Irq, "virtio1-req.0")
-        );
-    }
-}
+pub use timeline::{Cause, Class, Timeline, TimelineOptions, Watch};

@@ -14,8 +14,9 @@
 //! window's excess is *unexplained* and the output says which causes cannot be told apart.
 
 use crate::attribute::{attribute, AttributeOptions, Window, WindowSplit};
-use crate::timeline::TimelineOptions;
-use crate::{kernel_timeline, KernelTimeline};
+use crate::path::{attribute_paths, PathWindow, Stall};
+use crate::recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
+use crate::timeline::{TimelineOptions, Watch};
 use latlab_core::results::Attribution;
 use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
 
@@ -166,6 +167,51 @@ impl KernelCollected {
             .map(|rec| kernel_timeline(rec, &topts))
     }
 
+    fn attribute_options(
+        &self,
+        kt: Option<&KernelTimeline>,
+        o: &ExplainOptions,
+    ) -> AttributeOptions {
+        AttributeOptions {
+            tsc_hz: o.tsc_hz,
+            base_ticks: o.base_ticks,
+            worst: o.worst,
+            lost_events: kt.map_or(0, |k| k.lost),
+            missing_events: self
+                .recording
+                .as_ref()
+                .map(|r| r.missing.clone())
+                .unwrap_or_default(),
+            unavailable: self.unavailable.clone(),
+        }
+    }
+
+    /// As [`KernelCollected::attribute`] for windows carried by several CPUs and threads
+    /// (a probe's trip; the rule of [`crate::path`]): `watch` names the measurement's
+    /// threads (`o.tid` is ignored), `stalls` are their loops' own gaps.
+    pub fn attribute_paths(
+        &self,
+        windows: &[PathWindow],
+        stalls: &[Stall],
+        watch: &Watch,
+        o: &ExplainOptions,
+    ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
+        let topts = TimelineOptions {
+            window: o.window,
+            tid: None,
+            tsc_hz: o.tsc_hz,
+            cpus: self.cpus.clone(),
+        };
+        let kt = self
+            .recording
+            .as_ref()
+            .map(|rec| kernel_timeline_watching(rec, &topts, watch));
+        let aopts = self.attribute_options(kt.as_ref(), o);
+        let (a, splits) =
+            attribute_paths(windows, kt.as_ref().map(|k| &k.timeline), stalls, &aopts);
+        (a, splits, kt)
+    }
+
     /// Splits every window over the causes under it and aggregates the result file's
     /// attribution; also returns the timeline used (for event counts) and each split.
     pub fn attribute(
@@ -174,18 +220,7 @@ impl KernelCollected {
         o: &ExplainOptions,
     ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
         let kt = self.timeline(o);
-        let aopts = AttributeOptions {
-            tsc_hz: o.tsc_hz,
-            base_ticks: o.base_ticks,
-            worst: o.worst,
-            lost_events: kt.as_ref().map_or(0, |k| k.lost),
-            missing_events: self
-                .recording
-                .as_ref()
-                .map(|r| r.missing.clone())
-                .unwrap_or_default(),
-            unavailable: self.unavailable.clone(),
-        };
+        let aopts = self.attribute_options(kt.as_ref(), o);
         let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
         (a, splits, kt)
     }

@@ -213,8 +213,41 @@ pub fn vector_cause(vector: &str) -> Cause {
     Cause::new(class, vector)
 }
 
+/// The threads of a measurement that spans several threads and CPUs (a probe's TX and RX
+/// threads, a network function in another process): a task is *watched* when its pid is
+/// listed or its comm starts with one of the prefixes (`latlab` names every thread of
+/// latlab's own). Used by [`build_watching`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Watch {
+    /// Thread ids.
+    pub tids: Vec<i32>,
+    /// Comm prefixes.
+    pub comm_prefixes: Vec<String>,
+}
+
+impl Watch {
+    /// Whether `t` is one of the measurement's threads.
+    pub fn watches(&self, t: &crate::decode::Task) -> bool {
+        self.tids.contains(&t.pid) || self.comm_prefixes.iter().any(|p| t.comm.starts_with(p))
+    }
+}
+
 /// Builds every CPU's timeline from `events` (any order).
 pub fn build(events: &[Event], opts: &TimelineOptions) -> Timeline {
+    build_with(events, opts, None)
+}
+
+/// Builds every CPU's timeline for a measurement of several threads (`opts.tid` is
+/// ignored): on each CPU, every stretch in which a task that is neither watched nor the
+/// idle task (pid 0) runs is *preempted by task (comm)* — whether or not a watched thread
+/// was waiting for that CPU just then; the attribution of a window decides which CPUs
+/// matter. Before a CPU's first switch, the task it switches away from is taken to have
+/// run since the window's start.
+pub fn build_watching(events: &[Event], opts: &TimelineOptions, watch: &Watch) -> Timeline {
+    build_with(events, opts, Some(watch))
+}
+
+fn build_with(events: &[Event], opts: &TimelineOptions, watch: Option<&Watch>) -> Timeline {
     let mut cpus: Vec<u32> = opts.cpus.clone();
     cpus.extend(events.iter().map(|e| e.cpu));
     cpus.sort_unstable();
@@ -224,13 +257,18 @@ pub fn build(events: &[Event], opts: &TimelineOptions) -> Timeline {
         .map(|cpu| {
             let mut evs: Vec<&Event> = events.iter().filter(|e| e.cpu == cpu).collect();
             evs.sort_by_key(|e| e.tsc);
-            build_cpu(cpu, &evs, opts)
+            build_cpu(cpu, &evs, opts, watch)
         })
         .collect();
     Timeline { cpus }
 }
 
-fn build_cpu(cpu: u32, evs: &[&Event], opts: &TimelineOptions) -> CpuTimeline {
+fn build_cpu(
+    cpu: u32,
+    evs: &[&Event],
+    opts: &TimelineOptions,
+    watch: Option<&Watch>,
+) -> CpuTimeline {
     let (w0, w1) = opts.window;
     let mut out: Vec<Interval> = Vec::new();
     let mut stack: Vec<Open> = Vec::new();
@@ -338,6 +376,27 @@ fn build_cpu(cpu: u32, evs: &[&Event], opts: &TimelineOptions) -> CpuTimeline {
                     Cause::new(Class::Nmi, handler.clone()),
                     stack.len() as u32 + 1,
                 );
+            }
+            EventKind::Switch { prev, next, .. } if watch.is_some() => {
+                let foreign =
+                    |t: &crate::decode::Task| t.pid != 0 && !watch.is_some_and(|w| w.watches(t));
+                match away.take() {
+                    Some((since, comm)) => {
+                        push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0)
+                    }
+                    None if !seen_tid_switch && foreign(prev) => push(
+                        &mut out,
+                        w0,
+                        t,
+                        Cause::new(Class::Preempted, prev.comm.clone()),
+                        0,
+                    ),
+                    None => {}
+                }
+                if foreign(next) {
+                    away = Some((t, next.comm.clone()));
+                }
+                seen_tid_switch = true;
             }
             EventKind::Switch { prev, next, .. } => {
                 if let Some(tid) = opts.tid {

@@ -58,8 +58,27 @@ pub struct CalibrateConfig {
     pub rounds: u32,
     /// No progress output.
     pub quiet: bool,
+    /// `--explain`: every probe run attributes its slow samples (absent in older files:
+    /// off).
+    #[serde(default)]
+    pub explain: crate::explain::ExplainSpec,
 }
 
+/// Per injected delay, the p99 error of `user.actual` with and without the samples that
+/// had time outside the kernel (`--explain`), each the mean over the rounds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CleanRow {
+    /// Injected delay, ns.
+    pub injected_ns: u64,
+    /// p99 shift − injected, all samples, ns.
+    pub error_ns: i64,
+    /// The same over the samples without time outside the kernel, ns.
+    pub clean_error_ns: i64,
+    /// Share of the explained samples' excess outside the kernel, at this delay (0..=1).
+    pub outside_share: f64,
+    /// Rounds with an attribution.
+    pub rounds: u64,
+}
 /// One comparison.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -90,6 +109,10 @@ pub struct CalibrateData {
     pub runs: Vec<(u64, String)>,
     /// Where it ran: `testbed` or `loopback`.
     pub placement: String,
+    /// With `--explain`: the p99 errors with and without the samples that had time
+    /// outside the kernel.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub clean: Vec<CleanRow>,
 }
 
 /// Errors.
@@ -152,6 +175,7 @@ pub fn run(
             probe.rx_cpu = gen;
             probe.sources = Sources::USER_KERNEL;
             probe.fifo = Some(40);
+            probe.explain = cfg.explain;
             let pr = ProbeJob {
                 nf: Some(serde_json::json!({
                     "role": if cfg.loopback { "reflect" } else { "forward" },
@@ -225,6 +249,7 @@ pub fn run(
             }
         }
     }
+    data.clean = clean_rows(&runs, &cfg.delays);
     data.runs = runs
         .iter()
         .map(|(d, p, _)| (*d, p.display().to_string()))
@@ -241,6 +266,79 @@ pub fn run(
     out.duration_ns = runs.iter().map(|(_, _, r)| r.duration_ns).sum();
     out.data = serde_json::to_value(&data).unwrap_or_default();
     Ok(out)
+}
+
+/// Per delay (mean over rounds): the user.actual p99 and its clean p99 from each run's
+/// `data.explain`, the outside-the-kernel share; rows for every delay but 0.
+fn clean_rows(runs: &[(u64, PathBuf, ResultFile)], delays: &[Nanos]) -> Vec<CleanRow> {
+    let p99 = Percentile::from_fraction(99, 100).expect("a valid percentile");
+    let per = |d: u64| -> Option<(f64, f64, f64, u64)> {
+        let mut acc = (0.0, 0.0, 0.0, 0u64);
+        for (_, _, r) in runs.iter().filter(|(x, _, _)| *x == d) {
+            let (Some(a), Some(clean)) = (
+                r.explain.as_ref(),
+                r.data
+                    .get("explain")
+                    .and_then(|e| e.get("clean_p99_ns"))
+                    .and_then(|v| v.as_u64()),
+            ) else {
+                continue;
+            };
+            let Some(Ok(h)) = r.histogram(crate::probe::series::USER_ACTUAL) else {
+                continue;
+            };
+            acc.0 += h.value_at(p99) as f64;
+            acc.1 += clean as f64;
+            acc.2 += if a.excess_ns == 0 {
+                0.0
+            } else {
+                a.class_time_ns("outside_kernel") as f64 / a.excess_ns as f64
+            };
+            acc.3 += 1;
+        }
+        (acc.3 > 0).then(|| {
+            let n = acc.3 as f64;
+            (acc.0 / n, acc.1 / n, acc.2 / n, acc.3)
+        })
+    };
+    let Some(base) = per(0) else {
+        return Vec::new();
+    };
+    delays
+        .iter()
+        .map(|d| d.get())
+        .filter(|&d| d != 0)
+        .filter_map(|d| {
+            let m = per(d)?;
+            Some(CleanRow {
+                injected_ns: d,
+                error_ns: (m.0 - base.0) as i64 - d as i64,
+                clean_error_ns: (m.1 - base.1) as i64 - d as i64,
+                outside_share: m.2,
+                rounds: m.3,
+            })
+        })
+        .collect()
+}
+
+/// The `--explain` lines of a calibration: per delay, the p99 error of user.actual with
+/// every sample and without those that had time outside the kernel (pure).
+pub fn render_clean(r: &ResultFile) -> String {
+    let Ok(d) = serde_json::from_value::<CalibrateData>(r.data.clone()) else {
+        return String::new();
+    };
+    let mut s = String::new();
+    for c in &d.clean {
+        s.push_str(&format!(
+            "explain: +{} injected: user.actual p99 error {} with every sample, {} without those with time outside the kernel ({:.1}% of the slow samples' excess was outside it; {} rounds)\n",
+            format_ns(c.injected_ns as f64),
+            format_signed_ns(c.error_ns as f64, SignStyle::AsciiBoth),
+            format_signed_ns(c.clean_error_ns as f64, SignStyle::AsciiBoth),
+            c.outside_share * 100.0,
+            c.rounds
+        ));
+    }
+    s
 }
 
 /// The calibration table (pure): per source, delay and percentile.

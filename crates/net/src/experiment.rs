@@ -160,6 +160,10 @@ pub struct KillerUsConfig {
     pub quiet: bool,
     /// Notes to record (e.g. why loopback was used).
     pub notes: Vec<String>,
+    /// Each rung's probe attributes its samples above p99 (`--explain`; on by default as
+    /// root, absent in older files: off).
+    #[serde(default)]
+    pub explain: crate::explain::ExplainSpec,
 }
 
 /// One line of the summary table.
@@ -198,6 +202,10 @@ pub struct KillerUsData {
     pub figures: Vec<String>,
     /// Notes.
     pub notes: Vec<String>,
+    /// With `--explain`: per run, how much of its tail (the samples above its p99) lay
+    /// outside the system under test (outside the kernel: the hypervisor), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tails: Vec<String>,
 }
 
 /// What the CLI prints.
@@ -297,6 +305,7 @@ pub fn run(
     // (config, rx mode) -> result
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
+    let mut tails = Vec::new();
     for step in STEPS {
         let conf = step.name;
         let nf_cfg = step.nf_config(placement, nf_cpu);
@@ -320,6 +329,7 @@ pub fn run(
             // every source this host can give: hardware where the interfaces have it
             probe.sources = Sources::ALL;
             probe.hardware_optional = true;
+            probe.explain = cfg.explain;
             let pr = ProbeJob {
                 nf: Some(nf_json.clone()),
                 ..ProbeJob::new(probe)
@@ -336,6 +346,7 @@ pub fn run(
             }
             files.push(nf_path);
             files.push(probe_path);
+            tails.extend(crate::explain::tail_line(&name, &res));
             runs.push((conf.to_string(), rx.to_string(), res));
         }
     }
@@ -351,6 +362,7 @@ pub fn run(
     let mut data = KillerUsData {
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
         notes: cfg.notes.clone(),
+        tails,
         ..Default::default()
     };
     let mut per_method: Vec<MethodCurves<'_>> = Vec::new();
@@ -529,6 +541,12 @@ pub fn render_table(r: &ResultFile) -> String {
                     .map(str::to_string)
                     .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
             ));
+        }
+    }
+    if !d.tails.is_empty() {
+        s.push_str("\nOutside the system under test (time outside the kernel, the hypervisor's, in each run's samples above its p99):\n\n");
+        for t in &d.tails {
+            s.push_str(&format!("- {t}\n"));
         }
     }
     for n in &d.notes {

@@ -11,6 +11,7 @@
 //! - [`probe`]: the open-loop and ping-pong generator/receiver;
 //! - [`delay`]: the latency injector behind `latlab net delay`, a software bump in the wire
 //!   that forwards every frame after an added latency (*Where Has My Time Gone?*);
+//! - [`explain`]: `--explain`: which samples are attributed, their windows and stalls;
 //! - [`decompose`]: splitting a probe's latency into stack, wire and NF segments;
 //! - [`iface`]: interface facts (driver, timestamping) and the egress interface;
 //! - [`netinfo`]: network provenance (sysctls, IRQ affinity, interfaces);
@@ -26,6 +27,7 @@ pub mod calibrate;
 pub mod decompose;
 pub mod delay;
 pub mod experiment;
+pub mod explain;
 pub mod iface;
 pub mod netinfo;
 pub mod nf;

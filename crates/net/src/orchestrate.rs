@@ -168,6 +168,7 @@ pub fn start_nf(
             nf: nf.clone(),
             duration: None,
             until_stdin_closes: true,
+            explain: Default::default(),
         },
         result,
     )?;
@@ -384,6 +385,7 @@ mod tests {
             nf: nf.clone(),
             duration: None,
             until_stdin_closes: true,
+            explain: Default::default(),
         };
         let file = JobFile::write(NF_JOB, &job, &result).unwrap();
         let back = ChildJob::read(&file.0).unwrap();

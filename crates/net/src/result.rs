@@ -110,6 +110,7 @@ pub fn probe_result(
         network: crate::netinfo::collect(),
         nf,
         ci_stop: o.checks.ci_stop(cfg),
+        explain: None,
     };
     let p50 = Percentile::LADDER[0];
     for (n, h) in &o.histograms {

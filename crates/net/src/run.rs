@@ -5,10 +5,12 @@
 //! [`NfJob`] or a [`ProbeJob`]. Both serialise, so an orchestrator hands them to a child as
 //! a versioned job ([`latlab_core::child::ChildJob`]) instead of re-spelling flags.
 
+use crate::explain;
 use crate::nf::{self, NfConfig, NfError, Role};
 use crate::probe::{self, ProbeConfig, ProbeError};
 use latlab_core::results::{ResultError, ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
+use latlab_explain::KernelSession;
 use latlab_sys::host;
 use latlab_sys::tsc::Clock;
 use serde::{Deserialize, Serialize};
@@ -50,6 +52,9 @@ pub struct NfJob {
     pub duration: Option<Nanos>,
     /// Stop when standard input reaches end of file (how an orchestrator stops its NF).
     pub until_stdin_closes: bool,
+    /// `--explain`: attribute the busy threads' stalls (absent in older jobs: off).
+    #[serde(default)]
+    pub explain: explain::ExplainSpec,
 }
 
 /// The command name of a role: `reflect` or `forward` (names the default result file and
@@ -64,11 +69,16 @@ pub fn role_name(role: &Role) -> &'static str {
 /// Runs a network function until `job` says stop and returns its `net.nf` result.
 /// `ready` is called with the local addresses once every thread listens (the command
 /// prints the `ready` line orchestrators wait for there).
+///
+/// With `--explain` (busy mode), kernel events are recorded while it runs and the busy
+/// threads' stalls attributed; `notice` is told in one line when kernel events cannot be
+/// had.
 pub fn nf(
     job: &NfJob,
     argv: Vec<String>,
     started_utc: String,
     ready: impl FnOnce(&[SocketAddr]),
+    notice: &mut dyn FnMut(&str),
 ) -> Result<ResultFile, RunError> {
     let cfg = &job.nf;
     let what = role_name(&cfg.role);
@@ -76,7 +86,13 @@ pub fn nf(
     let mut lock_warnings = Vec::new();
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
     let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
-    let handle = nf::start(cfg, clock)?;
+    let ks = job.explain.enabled.then(|| {
+        KernelSession::start(
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            notice,
+        )
+    });
+    let handle = nf::start_recording(cfg, clock, job.explain.enabled)?;
     let t0 = clock.now();
     ready(&handle.local);
     let stop = Arc::new(AtomicBool::new(false));
@@ -109,6 +125,7 @@ pub fn nf(
     let locals: Vec<String> = handle.local.iter().map(|l| l.to_string()).collect();
     let outs = handle.stop();
     let t1 = clock.now();
+    let got = ks.map(|k| k.finish(notice));
     let threads: Vec<ThreadPlacement> = outs
         .iter()
         .map(|o| {
@@ -150,6 +167,23 @@ pub fn nf(
             .collect(),
     })
     .unwrap_or(serde_json::Value::Null);
+    if let Some(got) = &got {
+        let threads: Vec<explain::ThreadStalls<'_>> = outs
+            .iter()
+            .map(|o| explain::ThreadStalls {
+                cpu: o.cpu,
+                gaps: &o.stalls,
+                overflow: o.stall_overflow,
+                loop_cost: o.loop_cost,
+            })
+            .collect();
+        let (a, data) =
+            explain::attribute_stalls(got, &clock, job.explain.above, &threads, (t0, t1));
+        if cfg.io == nf::IoMode::Blocking {
+            r.warnings.push("--explain with blocking I/O: a thread waiting in recv cannot be told from one that lost its CPU, so no stalls were recorded (use --io busy)".into());
+        }
+        explain::record(&mut r, a, data);
+    }
     Ok(r)
 }
 
@@ -195,17 +229,31 @@ pub struct ProbeRecord {
 
 /// Runs a probe as `latlab net probe` does: establishes the clock, locks memory, runs and
 /// builds the result and its interval log. `argv` is recorded unless the job names one.
+/// With `--explain`, kernel events are recorded around the run and the samples above the
+/// threshold attributed; `notice` is told in one line when kernel events cannot be had
+/// (the run carries on with the threads' stalls alone).
 pub fn probe(
     job: &ProbeJob,
     argv: Vec<String>,
     started_utc: String,
+    notice: &mut dyn FnMut(&str),
 ) -> Result<ProbeRecord, RunError> {
     let cfg = &job.probe;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let mut lock_warnings = Vec::new();
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
     let wall_start = std::time::SystemTime::now();
-    let outcome = probe::run(cfg, clock)?;
+    let ks = cfg.explain.enabled.then(|| {
+        KernelSession::start(
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            notice,
+        )
+    });
+    let span_start = clock.now();
+    let outcome = probe::run(cfg, clock);
+    let span_end = clock.now();
+    let got = ks.map(|k| k.finish(notice));
+    let outcome = outcome?;
     let provenance = host::provenance(
         timebase,
         crate::result::probe_threads(&outcome),
@@ -222,6 +270,20 @@ pub fn probe(
     );
     result.warnings.extend(lock_warnings);
     result.warnings.extend(job.warnings.iter().cloned());
+    if let Some(got) = &got {
+        let cpus = explain::online();
+        let mut stalls = explain::stalls_of(&outcome.tx.stalls, cfg.tx_cpu, &cpus);
+        stalls.extend(explain::stalls_of(&outcome.rx_stalls, cfg.rx_cpu, &cpus));
+        let run = explain::RunSamples {
+            log: outcome.samples.clone(),
+            stalls,
+            stall_overflow: outcome.tx.stall_overflow + outcome.rx_stall_overflow,
+            span: (span_start, span_end),
+            cpus,
+        };
+        let (a, data) = explain::attribute_samples(got, &clock, cfg.explain.above, &run);
+        explain::record(&mut result, a, data);
+    }
     let interval_log = crate::result::probe_interval_log(&outcome, wall_start, cfg.interval)?;
     Ok(ProbeRecord {
         result,

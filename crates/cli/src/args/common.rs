@@ -106,3 +106,28 @@ pub fn pick_names<T: PartialEq>(
     }
     Ok(out)
 }
+
+/// `--explain` and `--explain-above` of the net commands.
+#[derive(Debug, Args)]
+pub struct NetExplainArgs {
+    /// Attribute the slow samples to causes: record kernel events on every CPU (needs
+    /// root and tracefs; without them, the measuring threads' own stalls only) and split
+    /// each slow sample's time above the run's median over what ran meanwhile (see
+    /// `latlab explain`).
+    #[arg(long)]
+    pub explain: bool,
+    /// Explain the samples above this latency instead of those above the run's p99
+    /// (implies --explain), e.g. 50us.
+    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg)]
+    pub explain_above: Option<Nanos>,
+}
+
+impl NetExplainArgs {
+    /// What the run is asked to explain.
+    pub fn spec(&self) -> latlab_net::explain::ExplainSpec {
+        latlab_net::explain::ExplainSpec {
+            enabled: self.explain || self.explain_above.is_some(),
+            above: self.explain_above,
+        }
+    }
+}

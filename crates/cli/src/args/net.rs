@@ -1,6 +1,8 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
-use super::common::{ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, OutputArgs};
+use super::common::{
+    ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs,
+};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::hist::HistConfig;
@@ -63,6 +65,7 @@ pub enum NetCommand {
   latlab net reflect --io busy --cpu 1 --fifo 50 --duration 60s -o nf.json
   latlab net reflect --delay 10us                       (known added delay, for calibration)
   latlab net reflect --delay exp:20us --io busy
+  latlab net reflect --io busy --cpu 1 --explain        (why the busy thread lost its CPU)
 
 Only datagrams with the probe's magic and version are answered, never with more bytes
 than they had; everything else is counted by reason (malformed_* counters).")]
@@ -83,6 +86,8 @@ than they had; everything else is counted by reason (malformed_* counters).")]
   latlab net probe --to 127.0.0.1:7000 --mode pingpong --duration 5s
   latlab net probe --to 10.0.0.2:7000 --timestamps all --arrivals poisson --flows 4 --plot
   latlab net probe --to 127.0.0.1:7000 --ci-width p99:5us --duration 60s --interval 500ms
+  latlab net probe --testbed --rate 20kpps --explain            (why the samples above p99 were slow)
+  latlab net probe --to 127.0.0.1:7000 --explain-above 50us
 
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
@@ -104,7 +109,8 @@ latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, recei
     #[command(after_help = "Examples:
   sudo latlab net calibrate
   sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
-  latlab net calibrate --loopback                    (no testbed: reflector on loopback)")]
+  latlab net calibrate --loopback                    (no testbed: reflector on loopback)
+  sudo latlab net calibrate --explain                (p99 error with and without guest stalls)")]
     Calibrate(CalibrateArgs),
 
     /// A latency injector: a bump in the wire between two interfaces that forwards every
@@ -168,6 +174,8 @@ pub struct NfArgs {
     /// result.
     #[arg(long)]
     pub until_stdin_closes: bool,
+    #[command(flatten)]
+    pub explain: NetExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -315,6 +323,8 @@ pub struct ProbeArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
     #[command(flatten)]
+    pub explain: NetExplainArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
 }
 
@@ -369,6 +379,8 @@ pub struct CalibrateArgs {
     /// Directory for the result files (default latlab-results/calibrate-<time>/).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub explain: NetExplainArgs,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -393,6 +405,10 @@ pub struct KillerUsArgs {
     /// Output directory (default latlab-results/killer-us-<time>/).
     #[arg(long, short = 'o')]
     pub output: Option<PathBuf>,
+    /// Do not attribute each run's tail (by default, as root, every probe records kernel
+    /// events and the summary says how much of each tail lay outside the kernel).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -432,6 +448,7 @@ impl NfArgs {
             },
             duration: self.duration,
             until_stdin_closes: self.until_stdin_closes,
+            explain: self.explain.spec(),
         }
     }
 }
@@ -504,6 +521,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         cfg.interval = a.interval;
         cfg.seed = a.seed;
         cfg.ci_width = a.ci_width;
+        cfg.explain = a.explain.spec();
         cfg.hist = HistConfig {
             sigfig: a.sigfig,
             ..cfg.hist
@@ -536,6 +554,7 @@ impl TryFrom<&CalibrateArgs> for CalibrateConfig {
             loopback: a.loopback,
             rounds: a.rounds,
             quiet: a.quiet,
+            explain: a.explain.spec(),
         })
     }
 }
@@ -564,6 +583,11 @@ impl TryFrom<&KillerUsArgs> for KillerUsConfig {
             loopback,
             quiet: a.quiet,
             notes,
+            // on by default where kernel events can be had (root); --no-explain turns it off
+            explain: latlab_net::explain::ExplainSpec {
+                enabled: !a.no_explain && latlab_sys::netns::is_root(),
+                above: None,
+            },
         })
     }
 }

@@ -1,7 +1,7 @@
 //! Options of `latlab net delay`, the latency injector, and their resolution into the
 //! engine's or the testbed check's configuration.
 
-use super::common::{positive_duration_arg, DirectionArg, OutputArgs};
+use super::common::{positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -51,7 +51,7 @@ pub struct DelayArgs {
     pub seed: u64,
     /// Verify the injector on this host in a namespace testbed instead of joining
     /// interfaces: round trips direct, at 0 and at --delay.
-    #[arg(long, conflicts_with_all = ["ifaces", "netns"])]
+    #[arg(long, conflicts_with_all = ["ifaces", "netns", "explain", "explain_above"])]
     pub testbed: bool,
     /// With --testbed: measured time per configuration.
     #[arg(long, default_value = "8s", value_parser = positive_duration_arg)]
@@ -68,6 +68,8 @@ pub struct DelayArgs {
     pub compare_netem: bool,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub explain: NetExplainArgs,
 }
 
 impl DelayArgs {
@@ -106,6 +108,7 @@ impl DelayArgs {
         cfg.slot_bytes = self.slot_bytes as usize;
         cfg.seed = self.seed;
         cfg.duration = self.duration;
+        cfg.stalls = self.explain.spec().enabled;
         Ok(cfg)
     }
 

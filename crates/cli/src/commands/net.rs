@@ -88,20 +88,26 @@ fn serve(
     let what = role_name(&job.nf.role);
     let started_utc = host::utc_now_rfc3339();
     let rt_guard = unthrottle(no_rt_throttle, quiet)?;
-    let mut r = run::nf(job, argv, started_utc.clone(), |local| {
-        if !quiet {
-            let locals: Vec<String> = local.iter().map(|l| l.to_string()).collect();
-            println!(
-                "latlab net {what}: listening on {} (io {}, delay {})",
-                locals.join(", "),
-                job.nf.io.name(),
-                job.nf.delay.describe()
-            );
-        }
-        // the line orchestrators wait for
-        println!("ready");
-        std::io::stdout().flush().ok();
-    })
+    let mut r = run::nf(
+        job,
+        argv,
+        started_utc.clone(),
+        |local| {
+            if !quiet {
+                let locals: Vec<String> = local.iter().map(|l| l.to_string()).collect();
+                println!(
+                    "latlab net {what}: listening on {} (io {}, delay {})",
+                    locals.join(", "),
+                    job.nf.io.name(),
+                    job.nf.delay.describe()
+                );
+            }
+            // the line orchestrators wait for
+            println!("ready");
+            std::io::stdout().flush().ok();
+        },
+        &mut |line| eprintln!("latlab: {line}"),
+    )
     .map_err(net_run_err)?;
     r.warnings.extend(unthrottled_note(&rt_guard));
     let path = result_path(out, &format!("net-{what}"), &started_utc);
@@ -113,6 +119,10 @@ fn serve(
             "received {}, sent {}, malformed {}, send failed {}",
             c["received"], c["sent"], c["malformed"], c["send_failed"]
         );
+        print!("{}", latlab_net::explain::summary(&saved, true));
+        for w in &saved.warnings {
+            println!("warning: {w}");
+        }
         println!("result: {}", path.display());
     }
     Ok(())
@@ -137,13 +147,25 @@ pub fn probe_child(job: &ChildJob, argv: Vec<String>) -> anyhow::Result<()> {
         .output
         .as_deref()
         .ok_or_else(|| usage(format!("job {}: no output file", job.job)))?;
-    measure_probe(&cfg, argv, out)?;
+    // a child is quiet on standard output; its notices go to standard error
+    measure_probe(&cfg, argv, out, false)?;
     Ok(())
 }
 
 /// The probe measurement and its files; returns the interval log's path.
-fn measure_probe(job: &ProbeJob, argv: Vec<String>, out: &Path) -> anyhow::Result<PathBuf> {
-    let record = run::probe(job, argv, host::utc_now_rfc3339()).map_err(net_run_err)?;
+fn measure_probe(
+    job: &ProbeJob,
+    argv: Vec<String>,
+    out: &Path,
+    quiet: bool,
+) -> anyhow::Result<PathBuf> {
+    let mut notice = |line: &str| {
+        if !quiet {
+            eprintln!("latlab: {line}");
+        }
+    };
+    let record =
+        run::probe(job, argv, host::utc_now_rfc3339(), &mut notice).map_err(net_run_err)?;
     record.save(out).context("writing the result")
 }
 
@@ -204,7 +226,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         job.argv = Some(argv);
         measure_in_generator_namespace(&job, &out_path)?
     } else {
-        measure_probe(&job, argv, &out_path)?
+        measure_probe(&job, argv, &out_path, a.out.quiet)?
     };
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
@@ -282,6 +304,7 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
     for v in &r.self_checks {
         println!("self-check {}", v.line());
     }
+    print!("{}", latlab_net::explain::summary(r, false));
     for w in &r.warnings {
         println!("warning: {w}");
     }
@@ -355,6 +378,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let saved = ResultFile::load(&path)?;
     if !a.quiet {
         print!("{}", latlab_net::calibrate::render_table(&saved)?);
+        print!("{}", latlab_net::calibrate::render_clean(&saved));
         for w in &saved.warnings {
             println!("warning: {w}");
         }

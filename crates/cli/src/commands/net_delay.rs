@@ -35,8 +35,21 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let memory_locked = sched::lock_memory_or_warn(&mut lock_warnings);
     let netns = a.netns.clone();
     let fifo = a.fifo;
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let spec = a.explain.spec();
     let quiet = a.out.quiet;
+    let mut notice = |line: &str| {
+        if !quiet {
+            eprintln!("latlab: {line}");
+        }
+    };
+    let ks = spec.enabled.then(|| {
+        latlab_explain::KernelSession::start(
+            &latlab_net::explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &mut notice,
+        )
+    });
+    let span_start = clock.now();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
     let handle = std::thread::spawn({
         let cfg = cfg.clone();
         move || -> anyhow::Result<engine::EngineReport> {
@@ -65,9 +78,10 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
             cfg.a, cfg.b, cfg.delay, cfg.direction
         );
     }
-    let rep = handle
-        .join()
-        .map_err(|_| anyhow::anyhow!("the forwarding thread panicked"))??;
+    let rep = handle.join();
+    let span_end = clock.now();
+    let got = ks.map(|k| k.finish(&mut notice));
+    let rep = rep.map_err(|_| anyhow::anyhow!("the forwarding thread panicked"))??;
     let provenance = host::provenance(
         timebase,
         vec![ThreadPlacement::with_fifo("forwarder", cpu, fifo)],
@@ -80,6 +94,22 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     result.duration_ns = rep.elapsed.get();
     report::fill_run(&mut result, &rep);
     result.warnings.extend(lock_warnings);
+    if let Some(got) = &got {
+        let t = latlab_net::explain::ThreadStalls {
+            cpu,
+            gaps: &rep.stalls,
+            overflow: rep.stall_overflow,
+            loop_cost: rep.loop_cost,
+        };
+        let (attr, data) = latlab_net::explain::attribute_stalls(
+            got,
+            &clock,
+            spec.above,
+            &[t],
+            (span_start, span_end),
+        );
+        latlab_net::explain::record(&mut result, attr, data);
+    }
     result.save(&out_path).context("writing the result")?;
     let saved = ResultFile::load(&out_path)?;
     if !quiet {
@@ -131,6 +161,7 @@ fn print_run(r: &ResultFile) -> anyhow::Result<()> {
     }
     print!("{}", t.render());
     println!("base = the element's own latency beyond the delay (frame received -> sent), user-space part");
+    print!("{}", latlab_net::explain::summary(r, true));
     for w in &r.warnings {
         println!("warning: {w}");
     }

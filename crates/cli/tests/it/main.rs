@@ -20,6 +20,7 @@ mod host_noise;
 mod kernel_truth;
 mod net;
 mod net_delay;
+mod net_explain;
 mod report;
 mod sched;
 mod sched_report;

@@ -61,6 +61,9 @@ pub struct EngineConfig {
     pub rcvbuf_bytes: usize,
     /// Histogram range and precision.
     pub hist: HistConfig,
+    /// `--explain`: record the loop's stalls (absent in older files: off).
+    #[serde(default)]
+    pub stalls: bool,
 }
 
 impl EngineConfig {
@@ -77,6 +80,7 @@ impl EngineConfig {
             duration: None,
             rcvbuf_bytes: 4 << 20,
             hist: HistConfig::default(),
+            stalls: false,
         }
     }
 }
@@ -134,6 +138,13 @@ pub struct EngineReport {
     pub polls: u64,
     /// Frames still queued when the run ended (counted, not sent).
     pub left_in_queue: u64,
+    /// With [`EngineConfig::stalls`]: the loop's stalls (an empty receive phase or a spin
+    /// step of at least [`crate::explain::STALL_THRESHOLD`]: the thread lost its CPU).
+    pub stalls: Vec<latlab_explain::Gap>,
+    /// Stalls that did not fit the recorder.
+    pub stall_overflow: u64,
+    /// The cheapest step recorded, ticks.
+    pub loop_cost: u64,
 }
 
 impl DirectionReport {
@@ -225,6 +236,7 @@ pub fn run(
     // frame leaves at its release time, not up to a poll later.
     let mut rx_cost: u64 = to_raw(1_000);
     let spin_cap = to_raw(50_000);
+    let mut stalls = crate::explain::stall_recorder(clock, cfg.stalls);
     loop {
         polls += 1;
         let now = clock.now();
@@ -234,12 +246,24 @@ pub fn run(
         };
         let window = (2 * rx_cost).min(spin_cap);
         if let Some(due) = next_due.filter(|&r| r > now && r - now <= window) {
-            while clock.now() < due {
+            let mut prev = now;
+            loop {
+                let t = clock.now();
+                stalls.record(prev, t);
+                if t >= due {
+                    break;
+                }
+                prev = t;
                 std::hint::spin_loop();
             }
         } else {
-            receive(&mut sides, &mut scratch, clock, const_raw, raw_per_ns)?;
-            let took = clock.now().saturating_sub(now);
+            let got = receive(&mut sides, &mut scratch, clock, const_raw, raw_per_ns)?;
+            let after = clock.now();
+            if got == 0 {
+                // an empty receive phase that took long: the thread lost its CPU
+                stalls.record(now, after);
+            }
+            let took = after.saturating_sub(now);
             rx_cost = rx_cost - rx_cost / 16 + took / 16;
         }
         let now = clock.now();
@@ -278,17 +302,22 @@ pub fn run(
         elapsed,
         polls,
         left_in_queue: left,
+        stalls: stalls.gaps().to_vec(),
+        stall_overflow: stalls.overflow(),
+        loop_cost: stalls.min_step(),
     })
 }
 
-/// One receive phase: up to [`BURST`] frames from each side into its queue.
+/// One receive phase: up to [`BURST`] frames from each side into its queue; returns the
+/// frames received.
 fn receive(
     sides: &mut [Side; 2],
     scratch: &mut [u8],
     clock: &Clock,
     const_raw: Option<u64>,
     raw_per_ns: f64,
-) -> Result<(), EngineError> {
+) -> Result<usize, EngineError> {
+    let mut frames = 0;
     for i in 0..2 {
         for _ in 0..BURST {
             let s = &mut sides[i];
@@ -307,6 +336,7 @@ fn receive(
                     })
                 }
             };
+            frames += 1;
             let now = clock.now();
             if s.q.len() == s.q.capacity() {
                 s.q.count_full_drop();
@@ -327,7 +357,7 @@ fn receive(
             }
         }
     }
-    Ok(())
+    Ok(frames)
 }
 
 /// Sends every frame of `sides[i]`'s queue that is due at `now` out of the other side.
@@ -391,6 +421,9 @@ mod tests {
             elapsed: Nanos(0),
             polls: 0,
             left_in_queue: 0,
+            stalls: Vec::new(),
+            stall_overflow: 0,
+            loop_cost: 0,
         };
         assert_eq!(rep.lost(), 15);
     }

@@ -511,6 +511,9 @@ mod tests {
             elapsed: Nanos(2_000_000_000),
             polls: 1_000,
             left_in_queue: 0,
+            stalls: Vec::new(),
+            stall_overflow: 0,
+            loop_cost: 0,
         };
         fill_run(&mut r, &rep);
         let i = Input::single(PathBuf::from("run.json"), r);

@@ -144,6 +144,13 @@ pub struct ThreadOutcome {
     pub cpu: Option<u32>,
     /// Policy and priority it ran under.
     pub policy: (String, i32),
+    /// `--explain` in busy mode: the thread's stalls (empty polls of at least
+    /// [`crate::explain::STALL_THRESHOLD`]).
+    pub stalls: Vec<latlab_explain::Gap>,
+    /// Stalls that did not fit the recorder.
+    pub stall_overflow: u64,
+    /// The cheapest empty poll, ticks (0 when none was recorded).
+    pub loop_cost: u64,
 }
 
 /// A running network function.
@@ -192,6 +199,13 @@ fn clone(s: &UdpSocket, what: &str) -> Result<UdpSocket, NfError> {
 /// Starts the network function of `cfg`; returns once every thread is placed and
 /// listening (or with the first error).
 pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
+    start_recording(cfg, clock, false)
+}
+
+/// As [`start`]; with `stalls` each busy-polling thread also records its own stalls
+/// (empty polls of at least [`crate::explain::STALL_THRESHOLD`]: the thread lost its
+/// CPU) into a preallocated recorder, for `--explain`.
+pub fn start_recording(cfg: &NfConfig, clock: Clock, stalls: bool) -> Result<NfHandle, NfError> {
     let counters = Arc::new(NfCounters::default());
     let stop = Arc::new(AtomicBool::new(false));
     // (name, rx socket, tx socket, fixed destination, flag to set)
@@ -260,11 +274,15 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
                 let placed = sched::place_current_thread(cpu, fifo).map_err(NfError::from);
                 let ok = placed.is_ok();
                 let _ = ready.send(placed);
+                let mut rec = crate::explain::stall_recorder(&clock, stalls);
                 let mut out = ThreadOutcome {
                     name,
                     residence: LatencyHistogram::default(),
                     cpu,
                     policy: sched::current_policy(),
+                    stalls: Vec::new(),
+                    stall_overflow: 0,
+                    loop_cost: 0,
                 };
                 if ok {
                     run_loop(
@@ -275,8 +293,12 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
                         &stop,
                         &counters,
                         &mut out.residence,
+                        &mut rec,
                     );
                 }
+                out.stalls = rec.gaps().to_vec();
+                out.stall_overflow = rec.overflow();
+                out.loop_cost = rec.min_step();
                 out
             })
             .map_err(|source| NfError::Socket {
@@ -305,7 +327,9 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
     Ok(handle)
 }
 
-/// The per-thread loop: receive, check, delay, stamp residence, send.
+/// The per-thread loop: receive, check, delay, stamp residence, send. In busy mode an
+/// empty poll's length goes to `stalls` (one clock read and compare per poll).
+#[allow(clippy::too_many_arguments)]
 fn run_loop<I: PacketIo>(
     mut io: I,
     flag: u8,
@@ -314,6 +338,7 @@ fn run_loop<I: PacketIo>(
     stop: &AtomicBool,
     counters: &NfCounters,
     residence: &mut LatencyHistogram,
+    stalls: &mut latlab_explain::GapRecorder,
 ) {
     let mut di = 0usize;
     let mut f = |frame: &mut [u8], rx_time: u64| -> Verdict {
@@ -340,8 +365,17 @@ fn run_loop<I: PacketIo>(
         }
     };
     let busy = io.mode() == IoMode::Busy;
+    let mut prev = clock.now();
     while !stop.load(Ordering::Relaxed) {
-        match io.process(&mut f) {
+        let r = io.process(&mut f);
+        if busy {
+            let now = clock.now();
+            if matches!(r, Ok(ref st) if st.received == 0) {
+                stalls.record(prev, now);
+            }
+            prev = now;
+        }
+        match r {
             Ok(st) if st.received == 0 && busy => std::hint::spin_loop(),
             Ok(st) => {
                 if st.received > 0 {

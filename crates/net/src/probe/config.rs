@@ -152,6 +152,10 @@ pub struct ProbeConfig {
     /// maximum.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_width: Option<CiTarget>,
+    /// `--explain`: keep every measured sample's window and the threads' stalls, so the
+    /// samples above the threshold can be attributed (absent in older jobs: off).
+    #[serde(default)]
+    pub explain: crate::explain::ExplainSpec,
 }
 
 impl ProbeConfig {
@@ -188,6 +192,7 @@ impl ProbeConfig {
             },
             seed: 1,
             ci_width: None,
+            explain: crate::explain::ExplainSpec::default(),
         }
     }
 
@@ -222,6 +227,9 @@ impl ProbeConfig {
                 "the run would send more than 2^32 probes; shorten --duration or lower --rate"
                     .into(),
             );
+        }
+        if self.explain.above.is_some_and(|n| n.get() == 0) {
+            return bad("--explain-above must be positive, e.g. 50us".into());
         }
         LatencyHistogram::new(self.hist).map_err(|e| ProbeError::Config(e.to_string()))?;
         Ok(())

@@ -107,6 +107,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
             64
         ],
         counters: TxCounters::default(),
+        stalls: crate::explain::stall_recorder(&clock, cfg.explain.enabled),
     };
     let mut rx_batch = MmsgBatch::new(
         match cfg.rx_io {

@@ -44,6 +44,12 @@ pub struct ProbeOutcome {
     pub backlog_drops: u64,
     /// What the self-checks read (see [`super::checks`]).
     pub checks: CheckData,
+    /// `--explain`: every measured sample's window (TX stamp, RX stamp), raw clock.
+    pub samples: crate::explain::SampleLog,
+    /// `--explain`: the RX thread's stalls (busy polling only).
+    pub rx_stalls: Vec<latlab_explain::Gap>,
+    /// Stalls of the RX thread that did not fit its recorder.
+    pub rx_stall_overflow: u64,
 }
 
 pub(super) fn finish(
@@ -80,6 +86,9 @@ pub(super) fn finish(
         }
         hs.push((format!("flow{i}.user.actual"), b));
     }
+    let rx_stalls = r.stalls.gaps().to_vec();
+    let rx_stall_overflow = r.stalls.overflow();
+    let samples = r.samples;
     let raw_iv = r.interval_raw;
     let clock = r.clock;
     let mean_gap_ns = 1e12 / cfg.milli_pps.max(1) as f64;
@@ -120,6 +129,9 @@ pub(super) fn finish(
         udp_rcvbuf_drops: 0,
         tx_elapsed_ns,
         checks,
+        samples,
+        rx_stalls,
+        rx_stall_overflow,
     }
 }
 
@@ -161,6 +173,10 @@ pub struct ProbeData {
     /// The stop rule's course (`--ci-width`), when one was set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci_stop: Option<super::checks::CiStop>,
+    /// `--explain`: the threshold, baseline and what was recorded (the attribution itself
+    /// is the result's `explain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::explain::ExplainData>,
 }
 
 /// Whether the lateness distribution says the generator fell behind: its p99 is above

@@ -65,9 +65,16 @@ fn pingpong(
         s.shared
             .pp_waiting_since
             .store(sent_at.max(1), Ordering::Release);
+        let mut prev = clock.now();
         while receiver.counters.unique < target {
-            receive_batch(receiver, batch, rx, wait, 1);
-            if clock.now().saturating_sub(sent_at) > timeout {
+            let empty = receive_batch(receiver, batch, rx, wait, 1) == 0;
+            let now = clock.now();
+            // an empty busy poll that took long: the thread lost its CPU (--explain)
+            if empty && wait == Wait::NonBlocking {
+                receiver.stalls.record(prev, now);
+            }
+            prev = now;
+            if now.saturating_sub(sent_at) > timeout {
                 break;
             }
         }
@@ -87,6 +94,8 @@ fn pingpong(
         lateness,
         lateness_intervals: Vec::new(),
         sends: Default::default(),
+        stalls: Vec::new(),
+        stall_overflow: 0,
         counters: s.counters,
         start,
         end,

@@ -6,10 +6,12 @@ use super::config::{ProbeConfig, ProbeError, Sources};
 use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
 use super::schedule::ns_to_raw;
 use crate::decompose::{decompose, Inconsistent, Segments, Stamps};
+use crate::explain::SampleLog;
 use crate::nf::IoMode;
 use crate::wire::{Probe, ProbeRepr, WireError, FLAG_WARMUP};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::units::Nanos;
+use latlab_explain::GapRecorder;
 use latlab_sys::clocks::realtime_ns;
 use latlab_sys::net::{self as sysnet, MmsgBatch, Wait};
 use latlab_sys::tsc::Clock;
@@ -102,6 +104,10 @@ pub(super) struct Receiver {
     pub(super) latencies: LatencySample,
     /// The stop rule's copy of every `user.sched` latency, when a rule is set.
     pub(super) feed: Option<Arc<Feed>>,
+    /// `--explain`: every measured sample's window (TX stamp, RX stamp).
+    pub(super) samples: SampleLog,
+    /// `--explain`: the busy receive loop's stalls.
+    pub(super) stalls: GapRecorder,
 }
 
 impl Receiver {
@@ -151,6 +157,12 @@ impl Receiver {
             n_intervals,
             latencies: LatencySample::new(cfg),
             feed: None,
+            samples: SampleLog::new(if cfg.explain.enabled {
+                cfg.max_probes() as usize
+            } else {
+                0
+            }),
+            stalls: crate::explain::stall_recorder(&clock, cfg.explain.enabled),
         })
     }
 
@@ -203,6 +215,7 @@ impl Receiver {
         if !warmup {
             let actual = self.clock.delta_nanos(r.sent, rx_tsc);
             self.hists.user_actual.record(actual);
+            self.samples.push(r.sent, rx_tsc);
             let iv = (rx_tsc.saturating_sub(self.run_start) / self.interval_raw) as usize;
             let iv = iv.min(self.n_intervals - 1);
             self.hists.intervals[iv].1.record(actual);
@@ -388,12 +401,19 @@ pub(super) fn rx_loop(
         IoMode::Blocking => Wait::Block,
         IoMode::Busy => Wait::NonBlocking,
     };
+    let mut prev = clock.now();
     loop {
-        if receive_batch(receiver, batch, rx, wait, usize::MAX) == 0 && wait == Wait::NonBlocking {
+        let empty = receive_batch(receiver, batch, rx, wait, usize::MAX) == 0;
+        if empty && wait == Wait::NonBlocking {
             // nothing queued: give the core to a thread sharing it (free when alone)
             std::thread::yield_now();
         }
         let now = clock.now();
+        // an empty busy poll that took long: the thread lost its CPU (--explain)
+        if empty && wait == Wait::NonBlocking {
+            receiver.stalls.record(prev, now);
+        }
+        prev = now;
         receiver.poll_pending(now, false);
         if receiver.shared.tx_done.load(Ordering::Acquire) {
             let all_in = receiver.counters.unique >= receiver.shared.sent.load(Ordering::Relaxed);

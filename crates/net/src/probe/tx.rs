@@ -7,6 +7,7 @@ use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
 use super::schedule::{ns_to_raw, Schedule};
 use crate::wire::{ProbeRepr, FLAG_WARMUP};
 use latlab_core::hist::LatencyHistogram;
+use latlab_explain::{Gap, GapRecorder};
 use latlab_sys::clocks::realtime_ns;
 use latlab_sys::net::{self as sysnet, TxStamp, TxTimestamp};
 use latlab_sys::sched;
@@ -29,6 +30,8 @@ pub(super) struct Sender {
     pub(super) next_id: u32,
     pub(super) ts_buf: Vec<TxTimestamp>,
     pub(super) counters: TxCounters,
+    /// `--explain`: stalls of the spin before each send.
+    pub(super) stalls: GapRecorder,
 }
 
 /// Counters of the TX side.
@@ -199,8 +202,13 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         let sched_at = start + ns_to_raw(&clock, offset_ns);
         let warm = offset_ns < cfg.warmup.get();
         // wait for the scheduled time; drain the error queue while there is slack
+        let mut spun_at: Option<u64> = None;
         loop {
             let now = clock.now();
+            // a spin step that took long: the thread lost its CPU (--explain)
+            if let Some(p) = spun_at.take() {
+                s.stalls.record(p, now);
+            }
             if now >= sched_at {
                 break;
             }
@@ -221,6 +229,7 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
+                spun_at = Some(now);
             }
         }
         let seq = k as u32;
@@ -263,6 +272,8 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         lateness,
         lateness_intervals: lateness_iv,
         sends,
+        stalls: s.stalls.gaps().to_vec(),
+        stall_overflow: s.stalls.overflow(),
         counters: s.counters,
         start,
         end,
@@ -287,4 +298,9 @@ pub struct TxOutcome {
     pub end: u64,
     /// CPU and policy.
     pub placement: (Option<u32>, String, i32),
+    /// `--explain`: the TX thread's stalls (spin steps of at least
+    /// [`crate::explain::STALL_THRESHOLD`]).
+    pub stalls: Vec<Gap>,
+    /// Stalls that did not fit the recorder.
+    pub stall_overflow: u64,
 }

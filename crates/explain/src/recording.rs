@@ -1,0 +1,102 @@
+//! A recording of `latlab_sys::ktrace` decoded into a [`Timeline`].
+
+use crate::decode;
+use crate::timeline::{self, Timeline, TimelineOptions, Watch};
+use latlab_sys::ktrace::Recording;
+
+/// A recording decoded into a timeline.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct KernelTimeline {
+    /// The causes per CPU.
+    pub timeline: Timeline,
+    /// Events decoded.
+    pub events: u64,
+    /// Lines that did not decode.
+    pub malformed: u64,
+    /// Events lost (the kernel's counters and the trace's own markers).
+    pub lost: u64,
+}
+
+/// Decodes every CPU's text of `rec` and builds the timeline.
+pub fn kernel_timeline(rec: &Recording, opts: &TimelineOptions) -> KernelTimeline {
+    timeline_of(rec, opts, None)
+}
+
+/// As [`kernel_timeline`], for a measurement of several threads ([`timeline::build_watching`]).
+pub fn kernel_timeline_watching(
+    rec: &Recording,
+    opts: &TimelineOptions,
+    watch: &Watch,
+) -> KernelTimeline {
+    timeline_of(rec, opts, Some(watch))
+}
+
+fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -> KernelTimeline {
+    let mut events = Vec::new();
+    let (mut malformed, mut marked) = (0, 0);
+    for c in &rec.cpus {
+        let d = decode::decode(&c.text);
+        events.extend(d.events);
+        malformed += d.malformed;
+        marked += d.lost;
+    }
+    let mut o = opts.clone();
+    o.cpus.extend(rec.cpus.iter().map(|c| c.cpu));
+    KernelTimeline {
+        timeline: match watch {
+            Some(w) => timeline::build_watching(&events, &o, w),
+            None => timeline::build(&events, &o),
+        },
+        events: events.len() as u64,
+        malformed,
+        lost: rec.lost().max(marked),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timeline::{Cause, Class};
+    use latlab_sys::ktrace::CpuTrace;
+
+    #[test]
+    fn a_recording_becomes_a_timeline() {
+        let rec = Recording {
+            cpus: vec![
+                CpuTrace {
+                    cpu: 1,
+                    text: "# tracer: nop\n\
+                        a-1 [001] d.h1. 100: irq_handler_entry: irq=36 name=virtio1-req.0\n\
+                        a-1 [001] d.h1. 140: irq_handler_exit: irq=36 ret=handled\n\
+                        broken line\n"
+                        .into(),
+                    lost: 0,
+                },
+                CpuTrace {
+                    cpu: 0,
+                    text: "CPU:0 [LOST 4 EVENTS]\n".into(),
+                    lost: 0,
+                },
+            ],
+            enabled: vec![],
+            missing: vec![],
+            mounted_tracefs: false,
+        };
+        let kt = kernel_timeline(
+            &rec,
+            &TimelineOptions {
+                window: (0, 1000),
+                tid: None,
+                tsc_hz: 1_000_000_000,
+                cpus: vec![],
+            },
+        );
+        assert_eq!((kt.events, kt.malformed, kt.lost), (2, 1, 4));
+        assert_eq!(kt.timeline.cpus.len(), 2);
+        let c1 = kt.timeline.cpu(1).unwrap();
+        assert_eq!(
+            c1.intervals[0].cause,
+            Cause::new(Class::Irq, "virtio1-req.0")
+        );
+    }
+}
