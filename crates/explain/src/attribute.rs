@@ -198,27 +198,40 @@ pub fn attribute(
         .iter()
         .map(|w| split(*w, timeline.and_then(|t| t.cpu(w.cpu)), o.base_ticks))
         .collect();
+    let a = assemble(&splits, &|_| timeline, timeline.is_some(), o);
+    (a, splits)
+}
+
+/// The stored attribution of `splits`, each split's worst-window events read from the
+/// timeline `timeline_of(index)` gives (one per window: several watched threads each
+/// have their own); `have_timeline`: whether kernel events were recorded at all.
+pub(crate) fn assemble<'t>(
+    splits: &[WindowSplit],
+    timeline_of: &dyn Fn(usize) -> Option<&'t Timeline>,
+    have_timeline: bool,
+    o: &AttributeOptions,
+) -> Attribution {
     let (causes, excess, explained) = aggregate(splits.iter(), o.tsc_hz);
     let mut order: Vec<usize> = (0..splits.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(windows[i].end.saturating_sub(windows[i].start)));
+    let len = |i: usize| splits[i].window.end.saturating_sub(splits[i].window.start);
+    order.sort_by_key(|&i| std::cmp::Reverse(len(i)));
     let worst = order
         .into_iter()
         .take(o.worst)
-        .map(|i| worst_window(&splits[i], timeline, o.tsc_hz))
+        .map(|i| worst_window(&splits[i], timeline_of(i), o.tsc_hz))
         .collect();
-    let a = Attribution {
-        complete: o.lost_events == 0 && timeline.is_some() && o.unavailable.is_none(),
+    Attribution {
+        complete: o.lost_events == 0 && have_timeline && o.unavailable.is_none(),
         lost_events: o.lost_events,
-        windows: windows.len() as u64,
+        windows: splits.len() as u64,
         excess_ns: ns(excess, o.tsc_hz),
         explained_ns: ns(explained, o.tsc_hz),
         causes,
         worst,
         missing_events: o.missing_events.clone(),
         unavailable: o.unavailable.clone(),
-        bands: bands(&splits, o.tsc_hz),
-    };
-    (a, splits)
+        bands: bands(splits, o.tsc_hz),
+    }
 }
 
 /// Most events listed under one worst window (the rest are counted).

@@ -11,6 +11,7 @@
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
 //!   attribute; a missing kernel half is a notice, never an error);
+//! - [`threads`]: windows of several watched threads attributed as one;
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
@@ -24,11 +25,13 @@ pub mod gaps;
 pub mod render;
 pub mod sections;
 pub mod session;
+pub mod threads;
 pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
 pub use gaps::{Gap, GapRecorder};
 pub use session::{ExplainOptions, KernelCollected, KernelRequest, KernelSession};
+pub use threads::{intervals_under, CauseInterval, ThreadWindow, ThreadsAttributed};
 pub use timeline::{Cause, Class, Timeline, TimelineOptions};
 
 use latlab_sys::ktrace::Recording;
