@@ -231,6 +231,7 @@ pub(crate) fn assemble<'t>(
         missing_events: o.missing_events.clone(),
         unavailable: o.unavailable.clone(),
         bands: bands(splits, o.tsc_hz),
+        steal: Vec::new(),
     }
 }
 

@@ -70,6 +70,23 @@ pub fn completeness(a: &Attribution) -> Vec<String> {
     out
 }
 
+/// Steal time over the run, the hypervisor's own account:
+/// `steal time during the run (/proc/stat): CPU 0 10.0ms, CPU 1 0ns`; None when not read.
+pub fn steal_line(a: &Attribution) -> Option<String> {
+    if a.steal.is_empty() {
+        return None;
+    }
+    let cpus: Vec<String> = a
+        .steal
+        .iter()
+        .map(|s| format!("CPU {} {}", s.cpu, format_ns(s.ns as f64)))
+        .collect();
+    Some(format!(
+        "steal time during the run (/proc/stat, 10 ms resolution): {}",
+        cpus.join(", ")
+    ))
+}
+
 /// The ranked causes as an aligned table, a line on completeness first when it is partial.
 pub fn causes_table(a: &Attribution) -> String {
     let mut rows: Vec<[String; 4]> = vec![[
@@ -101,6 +118,10 @@ pub fn causes_table(a: &Attribution) -> String {
     out.push_str(&explained_line(a));
     out.push('\n');
     for line in completeness(a) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if let Some(line) = steal_line(a) {
         out.push_str(&line);
         out.push('\n');
     }

@@ -10,12 +10,58 @@ use crate::timeline::{build, Cause, Timeline, TimelineOptions};
 use latlab_core::results::Attribution;
 
 /// A window of one thread.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ThreadWindow {
     /// The thread's kernel id (None: no thread to watch, e.g. a gap of an unknown one).
     pub tid: Option<i32>,
     /// The window, on the thread's CPU.
     pub window: Window,
+    /// The stretches of the window whose time counts, raw TSC `(start, end)` inside it;
+    /// empty: the whole window. A missed deadline's window spans the job, but only the
+    /// time the thread did not have the CPU in it (its gaps) is excess; each piece is
+    /// split on its own (its baseline off each) and the parts add up.
+    pub pieces: Vec<(u64, u64)>,
+}
+
+impl ThreadWindow {
+    /// A window whose whole length counts.
+    pub fn whole(tid: Option<i32>, window: Window) -> ThreadWindow {
+        ThreadWindow {
+            tid,
+            window,
+            pieces: Vec::new(),
+        }
+    }
+}
+
+/// Splits `tw` over `cpu`'s timeline: the whole window, or the sum of its pieces.
+fn split_pieces(
+    tw: &ThreadWindow,
+    cpu: Option<&crate::timeline::CpuTimeline>,
+    base: u64,
+) -> WindowSplit {
+    if tw.pieces.is_empty() {
+        return split(tw.window, cpu, base);
+    }
+    let mut parts: Vec<(Cause, u64)> = Vec::new();
+    for &(start, end) in &tw.pieces {
+        let w = Window {
+            cpu: tw.window.cpu,
+            start,
+            end: end.max(start),
+        };
+        for (c, t) in split(w, cpu, base).parts {
+            match parts.iter_mut().find(|(pc, _)| *pc == c) {
+                Some(p) => p.1 += t,
+                None => parts.push((c, t)),
+            }
+        }
+    }
+    parts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    WindowSplit {
+        window: tw.window,
+        parts,
+    }
 }
 
 /// What [`KernelCollected::attribute_threads`] returns.
@@ -133,9 +179,9 @@ impl KernelCollected {
         };
         out.splits = (0..windows.len())
             .map(|i| {
-                let w = windows[i].window;
+                let tw = &windows[i];
                 let tl = out.timeline_of(i, windows);
-                split(w, tl.and_then(|t| t.cpu(w.cpu)), o.base_ticks)
+                split_pieces(tw, tl.and_then(|t| t.cpu(tw.window.cpu)), o.base_ticks)
             })
             .collect();
         let have = !out.timelines.is_empty();
@@ -186,10 +232,7 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
 
     #[test]
     fn each_window_is_split_over_its_own_threads_switches() {
-        let w = |tid, start, end| ThreadWindow {
-            tid: Some(tid),
-            window: Window { cpu: 0, start, end },
-        };
+        let w = |tid, start, end| ThreadWindow::whole(Some(tid), Window { cpu: 0, start, end });
         // t10 is away 100..400 (t20, then other); t20 is away 300..600 (other, then t10)
         let ws = [w(10, 100, 400), w(20, 300, 600)];
         let got = recording().attribute_threads(&ws, &opts());
@@ -232,19 +275,37 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
     }
 
     #[test]
+    fn a_window_of_pieces_counts_only_its_pieces() {
+        // t10's job spans 0..1000 but it lost the CPU only 100..400
+        let ws = [ThreadWindow {
+            tid: Some(10),
+            window: Window {
+                cpu: 0,
+                start: 0,
+                end: 1000,
+            },
+            pieces: vec![(100, 400)],
+        }];
+        let got = recording().attribute_threads(&ws, &opts());
+        assert_eq!(got.attribution.excess_ns, 300);
+        assert_eq!(got.attribution.explained_ns, 300);
+        assert_eq!(got.splits[0].window.end, 1000);
+    }
+
+    #[test]
     fn without_a_recording_every_window_is_unexplained() {
         let k = KernelCollected {
             unavailable: Some("not root".into()),
             ..KernelCollected::default()
         };
-        let ws = [ThreadWindow {
-            tid: Some(1),
-            window: Window {
+        let ws = [ThreadWindow::whole(
+            Some(1),
+            Window {
                 cpu: 0,
                 start: 0,
                 end: 50,
             },
-        }];
+        )];
         let got = k.attribute_threads(&ws, &opts());
         assert!(got.timelines.is_empty());
         assert_eq!(got.attribution.unavailable.as_deref(), Some("not root"));
