@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The CPU measured: the last one, so that CPU 0's housekeeping stays out of the way.
-fn measured_cpu() -> u32 {
+pub(crate) fn measured_cpu() -> u32 {
     latlab_sys::sched::online_cpus() - 1
 }
 
 /// A thread named `latlab-hog`, pinned to `cpu` under SCHED_FIFO 50, that spins for
 /// `run` every `period` until `stop`, and returns the TSC interval of each spin.
-fn hog(
+pub(crate) fn hog(
     cpu: u32,
     run: Duration,
     period: Duration,
@@ -47,7 +47,7 @@ fn hog(
 }
 
 /// What `latlab explain --json RESULT` prints.
-fn explain_json(result: &std::path::Path) -> serde_json::Value {
+pub(crate) fn explain_json(result: &std::path::Path) -> serde_json::Value {
     let json = ok(&latlab()
         .args(["explain", "--json"])
         .arg(result)

@@ -22,4 +22,5 @@ mod net;
 mod net_delay;
 mod report;
 mod sched;
+mod sched_explain;
 mod sched_report;
