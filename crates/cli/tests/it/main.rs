@@ -12,6 +12,7 @@ mod util;
 mod bad_input;
 mod browser;
 mod cli;
+mod clocks_explain;
 mod dfs;
 mod dfs_report;
 mod golden_report;
