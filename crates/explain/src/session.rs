@@ -14,8 +14,8 @@
 //! window's excess is *unexplained* and the output says which causes cannot be told apart.
 
 use crate::attribute::{attribute, AttributeOptions, Window, WindowSplit};
+use crate::kernel::{kernel_timeline, KernelTimeline};
 use crate::timeline::TimelineOptions;
-use crate::{kernel_timeline, KernelTimeline};
 use latlab_core::results::Attribution;
 use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
 
@@ -166,6 +166,23 @@ impl KernelCollected {
             .map(|rec| kernel_timeline(rec, &topts))
     }
 
+    /// The attribution options of `o` with this session's completeness (`lost` events,
+    /// the missing ones, why there are none).
+    pub(crate) fn attribute_options(&self, o: &ExplainOptions, lost: u64) -> AttributeOptions {
+        AttributeOptions {
+            tsc_hz: o.tsc_hz,
+            base_ticks: o.base_ticks,
+            worst: o.worst,
+            lost_events: lost,
+            missing_events: self
+                .recording
+                .as_ref()
+                .map(|r| r.missing.clone())
+                .unwrap_or_default(),
+            unavailable: self.unavailable.clone(),
+        }
+    }
+
     /// Splits every window over the causes under it and aggregates the result file's
     /// attribution; also returns the timeline used (for event counts) and each split.
     pub fn attribute(
@@ -174,18 +191,7 @@ impl KernelCollected {
         o: &ExplainOptions,
     ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
         let kt = self.timeline(o);
-        let aopts = AttributeOptions {
-            tsc_hz: o.tsc_hz,
-            base_ticks: o.base_ticks,
-            worst: o.worst,
-            lost_events: kt.as_ref().map_or(0, |k| k.lost),
-            missing_events: self
-                .recording
-                .as_ref()
-                .map(|r| r.missing.clone())
-                .unwrap_or_default(),
-            unavailable: self.unavailable.clone(),
-        };
+        let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
         let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
         (a, splits, kt)
     }

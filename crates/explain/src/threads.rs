@@ -4,7 +4,7 @@
 //! threads, often on one CPU; a single watched tid would call the other threads' gaps
 //! unexplained.
 
-use crate::attribute::{assemble, split, AttributeOptions, Window, WindowSplit};
+use crate::attribute::{assemble, split, Window, WindowSplit};
 use crate::session::{ExplainOptions, KernelCollected};
 use crate::timeline::{build, Cause, Timeline, TimelineOptions};
 use latlab_core::results::Attribution;
@@ -165,18 +165,7 @@ impl KernelCollected {
                 out.timelines.push((tid, build(&events, &topts)));
             }
         }
-        let aopts = AttributeOptions {
-            tsc_hz: o.tsc_hz,
-            base_ticks: o.base_ticks,
-            worst: o.worst,
-            lost_events: lost,
-            missing_events: self
-                .recording
-                .as_ref()
-                .map(|r| r.missing.clone())
-                .unwrap_or_default(),
-            unavailable: self.unavailable.clone(),
-        };
+        let aopts = self.attribute_options(o, lost);
         out.splits = (0..windows.len())
             .map(|i| {
                 let tw = &windows[i];

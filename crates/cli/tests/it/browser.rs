@@ -132,21 +132,34 @@ fn report_renders_in_chromium_without_errors() {
     assert!(dom.contains("host-clocks-a (+1 runs merged)"));
 
     // screenshot as a test artefact
-    let shot = artifacts().join("report.png");
-    let _ = std::fs::remove_file(&shot);
-    let out = run_chromium(
+    screenshot(
         &bin,
         &dir.path().join("p2"),
         &url,
+        "report.png",
+        4000,
+        50_000,
+    );
+}
+
+/// Saves a screenshot of `url` (1400 px wide, `height` tall) as the test artefact `name`
+/// and checks that it is a real PNG of more than `min_bytes`.
+fn screenshot(bin: &Path, profile: &Path, url: &str, name: &str, height: u32, min_bytes: usize) {
+    let shot = artifacts().join(name);
+    let _ = std::fs::remove_file(&shot);
+    let out = run_chromium(
+        bin,
+        profile,
+        url,
         &[
-            "--window-size=1400,4000".into(),
+            format!("--window-size=1400,{height}"),
             format!("--screenshot={}", shot.display()),
         ],
     );
     ok(&out);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        png.starts_with(b"\x89PNG") && png.len() > min_bytes,
         "a real screenshot"
     );
     eprintln!("screenshot: {}", shot.display());
@@ -351,22 +364,12 @@ fn the_why_the_tail_section_renders_in_chromium() {
         "the band bars and the timeline are drawn"
     );
     // screenshot of the section as a test artefact
-    let shot = artifacts().join("why-the-tail.png");
-    let _ = std::fs::remove_file(&shot);
-    let out = run_chromium(
+    screenshot(
         &bin,
         &dir.path().join("p2"),
         &url,
-        &[
-            "--window-size=1400,2400".into(),
-            format!("--screenshot={}", shot.display()),
-        ],
+        "why-the-tail.png",
+        2400,
+        30_000,
     );
-    ok(&out);
-    let png = std::fs::read(&shot).expect("screenshot written");
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 30_000,
-        "a real screenshot"
-    );
-    eprintln!("screenshot: {}", shot.display());
 }

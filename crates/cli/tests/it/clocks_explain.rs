@@ -1,12 +1,10 @@
 //! `latlab host clocks --explain`: each slow read on the reading CPU gets its causes; a
 //! SCHED_FIFO hog on that CPU is named.
 
-use crate::host_noise::{explain_json, hog, measured_cpu};
+use crate::host_noise::{explain_json, measured_cpu, start_hog};
 use crate::util::{latlab, ok, system_test};
 use latlab_core::results::ResultFile;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 #[test]
 fn slow_reads_under_a_fifo_hog_are_preemption_by_its_comm() {
@@ -14,13 +12,7 @@ fn slow_reads_under_a_fifo_hog_are_preemption_by_its_comm() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("clocks.json");
     let cpu = measured_cpu();
-    let stop = Arc::new(AtomicBool::new(false));
-    let h = hog(
-        cpu,
-        Duration::from_micros(200),
-        Duration::from_millis(10),
-        stop.clone(),
-    );
+    let (stop, h) = start_hog(cpu);
     let stdout = ok(&latlab()
         .args([
             "host",

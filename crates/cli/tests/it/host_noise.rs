@@ -46,6 +46,19 @@ pub(crate) fn hog(
         .unwrap()
 }
 
+/// The hog on `cpu`: 200 µs every 10 ms until the flag is set; its handle returns
+/// the TSC interval of each spin.
+pub(crate) fn start_hog(cpu: u32) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = hog(
+        cpu,
+        Duration::from_micros(200),
+        Duration::from_millis(10),
+        stop.clone(),
+    );
+    (stop, h)
+}
+
 /// What `latlab explain --json RESULT` prints.
 pub(crate) fn explain_json(result: &std::path::Path) -> serde_json::Value {
     let json = ok(&latlab()
@@ -67,13 +80,7 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("hog.json");
     let cpu = measured_cpu();
-    let stop = Arc::new(AtomicBool::new(false));
-    let h = hog(
-        cpu,
-        Duration::from_micros(200),
-        Duration::from_millis(10),
-        stop.clone(),
-    );
+    let (stop, h) = start_hog(cpu);
     let res = latlab()
         .args([
             "host",

@@ -3,7 +3,7 @@
 //! attribution, a SCHED_FIFO hog on the thread's CPU is named, the Perfetto file carries
 //! the kernel's tracks, and without root the gap half runs and says so in one line.
 
-use crate::host_noise::{explain_json, hog, measured_cpu};
+use crate::host_noise::{explain_json, measured_cpu, start_hog};
 use crate::util::{latlab, ok, system_test, text};
 use latlab_core::results::ResultFile;
 use latlab_sched::explain::{SchedExplain, WindowKind};
@@ -11,9 +11,7 @@ use latlab_sched::model::Activation;
 use latlab_sched::recorder::EndReason;
 use latlab_sched::spec::Workload;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 /// `latlab sched WORDS -o DIR/run.json`: the output, the result and its explain data.
 fn explained_run(dir: &Path, words: &str) -> (std::process::Output, ResultFile, SchedExplain) {
@@ -148,13 +146,7 @@ fn a_fifo_hog_on_the_threads_cpu_is_preemption_by_its_comm() {
     let _turn = system_test!("SCHED_FIFO hog and tracefs");
     let dir = tempfile::tempdir().unwrap();
     let cpu = measured_cpu();
-    let stop = Arc::new(AtomicBool::new(false));
-    let h = hog(
-        cpu,
-        Duration::from_micros(200),
-        Duration::from_millis(10),
-        stop.clone(),
-    );
+    let (stop, h) = start_hog(cpu);
     let words = format!("-d 1s -n 1 -t 0 -w CPU --cpu {cpu} --explain-above 100us");
     let (out, r, x) = explained_run(dir.path(), &words);
     stop.store(true, Ordering::Relaxed);
