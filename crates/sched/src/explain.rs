@@ -394,18 +394,20 @@ mod tests {
                 period_ns: 1000,
             },
         );
-        let mut trace = Trace::default();
-        trace.blocks = vec![
-            block(0, 0, 100, EndReason::Gap),
-            block(0, 150, 300, EndReason::Gap),   // gap 50
-            block(0, 310, 400, EndReason::Yield), // gap 10 (too short)
-            block(0, 500, 600, EndReason::End),   // after a yield: not a gap
-            // thread 1: job 0 (0..1000) ran 100 then lost the CPU 100..950, missed
-            block(1, 0, 100, EndReason::Gap),
-            block(1, 950, 1100, EndReason::Sleep),
-            // job 1 (1000..2000) — late start; but hit
-            block(1, 2000, 2300, EndReason::Sleep),
-        ];
+        let mut trace = Trace {
+            blocks: vec![
+                block(0, 0, 100, EndReason::Gap),
+                block(0, 150, 300, EndReason::Gap),   // gap 50
+                block(0, 310, 400, EndReason::Yield), // gap 10 (too short)
+                block(0, 500, 600, EndReason::End),   // after a yield: not a gap
+                // thread 1: job 0 (0..1000) ran 100 then lost the CPU 100..950, missed
+                block(1, 0, 100, EndReason::Gap),
+                block(1, 950, 1100, EndReason::Sleep),
+                // job 1 (1000..2000) — late start; but hit
+                block(1, 2000, 2300, EndReason::Sleep),
+            ],
+            activations: vec![],
+        };
         let act = |index, release_ns, finish_ns: Option<u64>| Activation {
             index,
             release_ns,

@@ -304,6 +304,47 @@ pub fn cache_cost_table(rows: &[crate::cache::SizeRow]) -> String {
     t.render()
 }
 
+/// The `--explain` lines of a run: what was attributed, the explained share and the
+/// share outside the kernel, the top causes, steal time. Empty without `--explain`.
+pub fn explain_lines(result: &ResultFile, d: &SchedRunData) -> String {
+    use latlab_explain::render;
+    let (Some(a), Some(x)) = (&result.explain, &d.explain) else {
+        return String::new();
+    };
+    let gaps = x
+        .windows
+        .iter()
+        .filter(|w| w.kind == crate::explain::WindowKind::Gap)
+        .count();
+    let mut s = format!(
+        "explain: {} windows ({gaps} gaps at or above {} ({}), {} missed deadlines)\n  {}\n",
+        a.windows,
+        format_ns(x.threshold_ns as f64),
+        x.threshold_from,
+        x.windows.len() - gaps,
+        render::explained_line(a)
+    );
+    for line in render::completeness(a) {
+        s.push_str(&format!("  {line}\n"));
+    }
+    let top: Vec<String> = a
+        .causes
+        .iter()
+        .take(5)
+        .map(|c| {
+            let r = render::cause_row(c, a.excess_ns);
+            format!("{} {} ({})", r[0], r[2], r[3])
+        })
+        .collect();
+    if !top.is_empty() {
+        s.push_str(&format!("  top causes: {}\n", top.join(", ")));
+    }
+    if let Some(line) = render::steal_line(a) {
+        s.push_str(&format!("  {line}\n"));
+    }
+    s
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -370,45 +411,4 @@ mod tests {
         t.row(vec!["xyz".into(), "1".into()]);
         assert_eq!(t.render(), "a    bb\nxyz   1\n");
     }
-}
-
-/// The `--explain` lines of a run: what was attributed, the explained share and the
-/// share outside the kernel, the top causes, steal time. Empty without `--explain`.
-pub fn explain_lines(result: &ResultFile, d: &SchedRunData) -> String {
-    use latlab_explain::render;
-    let (Some(a), Some(x)) = (&result.explain, &d.explain) else {
-        return String::new();
-    };
-    let gaps = x
-        .windows
-        .iter()
-        .filter(|w| w.kind == crate::explain::WindowKind::Gap)
-        .count();
-    let mut s = format!(
-        "explain: {} windows ({gaps} gaps at or above {} ({}), {} missed deadlines)\n  {}\n",
-        a.windows,
-        format_ns(x.threshold_ns as f64),
-        x.threshold_from,
-        x.windows.len() - gaps,
-        render::explained_line(a)
-    );
-    for line in render::completeness(a) {
-        s.push_str(&format!("  {line}\n"));
-    }
-    let top: Vec<String> = a
-        .causes
-        .iter()
-        .take(5)
-        .map(|c| {
-            let r = render::cause_row(c, a.excess_ns);
-            format!("{} {} ({})", r[0], r[2], r[3])
-        })
-        .collect();
-    if !top.is_empty() {
-        s.push_str(&format!("  top causes: {}\n", top.join(", ")));
-    }
-    if let Some(line) = render::steal_line(a) {
-        s.push_str(&format!("  {line}\n"));
-    }
-    s
 }

@@ -44,8 +44,9 @@ fn expected_windows(
         let missed: Vec<&Activation> = trace
             .activations_of(id)
             .filter(|a| {
-                !a.hit(cpu_periodic)
-                    && !(!cpu_periodic && a.finish_ns.is_none() && a.deadline_ns > end)
+                // unfinished when the thread's life ended, deadline after it: not a miss
+                let open = !cpu_periodic && a.finish_ns.is_none() && a.deadline_ns > end;
+                !a.hit(cpu_periodic) && !open
             })
             .collect();
         for a in &missed {

@@ -296,10 +296,9 @@ fn explain_slow_reads(
     let mut per_source = serde_json::Map::new();
     let mut overflow = 0;
     for o in outcomes {
-        let threshold = r.explain_above.map_or_else(
-            || Nanos(o.gaps.value_at(p99).saturating_add(1)).max(SLOW_FLOOR),
-            |t| t,
-        );
+        let threshold = r
+            .explain_above
+            .unwrap_or_else(|| Nanos(o.gaps.value_at(p99).saturating_add(1)).max(SLOW_FLOOR));
         let cpu = r.cpu.or(o.cpus.first().copied()).unwrap_or(0);
         let mut n = 0u64;
         for g in &o.slow {
