@@ -504,6 +504,17 @@ mod tests {
         let t = worst_table(&a);
         assert_eq!(t.rows[0][3].text, "+100ns irq (eth0) for 800ns");
         assert_eq!(t.rows[1][3].text, "no kernel event on CPU 1");
+        assert_eq!(t.rows[1][4].text, "-");
+        let mut a = a;
+        a.worst[0].events = vec![
+            "+100ns irq (eth0) for 800 ns".into(),
+            "CPU 0: no kernel event meanwhile".into(),
+            "CPU 2: a measured thread also stalled meanwhile (1 windows)".into(),
+        ];
+        assert_eq!(
+            worst_table(&a).rows[0][4].text,
+            "CPU 0: no kernel event meanwhile; CPU 2: a measured thread also stalled meanwhile (1 windows)"
+        );
     }
 
     #[test]

@@ -448,6 +448,44 @@ mod tests {
     }
 
     #[test]
+    fn a_worst_window_says_whether_threads_on_other_cpus_stalled_too() {
+        let w = |cpu, start_ns, end_ns| RunWindow {
+            window: ExplainWindow {
+                thread: cpu,
+                cpu,
+                kind: WindowKind::Gap,
+                start_ns,
+                end_ns,
+                job: None,
+                cause: String::new(),
+            },
+            pieces: vec![],
+        };
+        let ws = [w(1, 1000, 2000), w(0, 1500, 1600), w(2, 5000, 6000)];
+        let ticks = Ticks {
+            t0_tsc: 0,
+            hz: 1_000_000_000,
+        };
+        let mut a = Attribution {
+            worst: vec![latlab_core::results::WorstWindow {
+                cpu: 1,
+                start_tsc: 1000,
+                duration_ns: 1000,
+                ..Default::default()
+            }],
+            ..Attribution::default()
+        };
+        mark_simultaneous_stalls(&mut a, &ws, ticks);
+        assert_eq!(
+            a.worst[0].events,
+            vec![
+                "CPU 0: a measured thread also stalled meanwhile (1 windows)".to_string(),
+                "CPU 2: no measured thread stalled meanwhile".to_string(),
+            ]
+        );
+    }
+
+    #[test]
     fn ticks_round_trip() {
         let t = Ticks {
             t0_tsc: 1000,
