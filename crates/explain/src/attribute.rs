@@ -229,6 +229,7 @@ pub(crate) fn assemble(
         missing_events: o.missing_events.clone(),
         unavailable: o.unavailable.clone(),
         bands: bands(splits, o.tsc_hz),
+        steal: Vec::new(),
     }
 }
 
@@ -248,7 +249,7 @@ pub(crate) fn event_line(iv: &crate::timeline::Interval, start: u64, hz: u64) ->
 /// Most events listed under one worst window (the rest are counted).
 pub const MAX_WORST_EVENTS: usize = 24;
 
-fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstWindow {
+pub(crate) fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64) -> WorstWindow {
     let w = s.window;
     let mut events = Vec::new();
     let mut spans: Vec<CauseSpan> = Vec::new();

@@ -12,6 +12,7 @@
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
 //!   attribute; a missing kernel half is a notice, never an error);
+//! - [`threads`]: windows of several watched threads attributed as one;
 //! - [`attribute`]: each window's time split over the causes under it, aggregated into the
 //!   result file's [`latlab_core::results::Attribution`].
 //!
@@ -27,6 +28,7 @@ pub mod recording;
 pub mod render;
 pub mod sections;
 pub mod session;
+pub mod threads;
 pub mod timeline;
 
 pub use attribute::{attribute, AttributeOptions, Window, WindowSplit};
@@ -34,4 +36,5 @@ pub use gaps::{Gap, GapRecorder};
 pub use path::{attribute_paths, PathWindow, Stall};
 pub use recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 pub use session::{ExplainOptions, KernelCollected, KernelRequest, KernelSession};
+pub use threads::{intervals_under, CauseInterval, ThreadWindow, ThreadsAttributed};
 pub use timeline::{Cause, Class, Timeline, TimelineOptions, Watch};

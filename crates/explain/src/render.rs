@@ -70,6 +70,23 @@ pub fn completeness(a: &Attribution) -> Vec<String> {
     out
 }
 
+/// Steal time over the run, the hypervisor's own account:
+/// `steal time during the run (/proc/stat): CPU 0 10.0ms, CPU 1 0ns`; None when not read.
+pub fn steal_line(a: &Attribution) -> Option<String> {
+    if a.steal.is_empty() {
+        return None;
+    }
+    let cpus: Vec<String> = a
+        .steal
+        .iter()
+        .map(|s| format!("CPU {} {}", s.cpu, format_ns(s.ns as f64)))
+        .collect();
+    Some(format!(
+        "steal time during the run (/proc/stat, 10 ms resolution): {}",
+        cpus.join(", ")
+    ))
+}
+
 /// The ranked causes as an aligned table, a line on completeness first when it is partial.
 pub fn causes_table(a: &Attribution) -> String {
     let mut rows: Vec<[String; 4]> = vec![[
@@ -103,6 +120,47 @@ pub fn causes_table(a: &Attribution) -> String {
     for line in completeness(a) {
         out.push_str(&line);
         out.push('\n');
+    }
+    if let Some(line) = steal_line(a) {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+/// The percentile bands (`p90–p99`, `p99–p99.9`, `p99.9–p99.99`, above), one block
+/// each: its windows, their lengths and excess, then its causes ranked as the whole run's
+/// are; a band the window count does not support says so. Empty for files written
+/// before bands were recorded.
+pub fn bands_text(a: &Attribution) -> String {
+    let mut out = String::new();
+    for b in &a.bands {
+        out.push_str(&format!(
+            "{} of the windows: {} windows{}",
+            b.label(),
+            b.windows,
+            if b.windows > 0 {
+                format!(
+                    ", {}..{}, excess {}",
+                    format_ns(b.min_ns as f64),
+                    format_ns(b.max_ns as f64),
+                    format_ns(b.excess_ns as f64)
+                )
+            } else {
+                String::new()
+            }
+        ));
+        if !b.supported {
+            out.push_str(&format!(
+                " — unsupported: {} windows are too few to place its edges (10 beyond each needed)",
+                a.windows
+            ));
+        }
+        out.push('\n');
+        for c in &b.causes {
+            let r = cause_row(c, b.excess_ns);
+            out.push_str(&format!("    {}  {}  {}  {}\n", r[0], r[1], r[2], r[3]));
+        }
     }
     out
 }
@@ -192,5 +250,45 @@ mod tests {
             cause_label(&ct("softirq", "NET_RX", 1, 1)),
             "softirq (NET_RX)"
         );
+    }
+
+    #[test]
+    fn bands_list_their_causes_and_flag_unsupported_ones() {
+        use latlab_core::results::Band;
+        let a = Attribution {
+            windows: 50,
+            bands: vec![
+                Band {
+                    from: "p90".into(),
+                    to: "p99".into(),
+                    supported: true,
+                    windows: 4,
+                    min_ns: 1_000,
+                    max_ns: 2_000,
+                    excess_ns: 6_000,
+                    causes: vec![CauseTime::new("irq", "virtio1-req.0", 4, 3_000)],
+                },
+                Band {
+                    from: "p99.99".into(),
+                    supported: false,
+                    ..Band::default()
+                },
+            ],
+            ..Attribution::default()
+        };
+        let t = bands_text(&a);
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!(
+            lines[0],
+            "p90–p99 of the windows: 4 windows, 1.00us..2.00us, excess 6.00us"
+        );
+        assert_eq!(lines[1], "    irq (virtio1-req.0)  4  3.00us  50.0%");
+        assert!(
+            lines[2]
+                .starts_with("above p99.99 of the windows: 0 windows — unsupported: 50 windows"),
+            "{t}"
+        );
+        assert_eq!(bands_text(&Attribution::default()), "");
     }
 }

@@ -62,15 +62,20 @@ impl SectionProvider for WhyTheTail {
 pub fn run_blocks(label: &str, a: &Attribution) -> Vec<Block> {
     let mut out = vec![
         Block::Heading(label.to_string()),
-        Block::KeyValues(vec![
-            ("windows attributed".into(), a.windows.to_string()),
-            ("explained".into(), share(a.explained_ns, a.excess_ns)),
-            (
-                "outside the kernel".into(),
-                share(a.class_time_ns("outside_kernel"), a.excess_ns),
-            ),
-            ("summary".into(), explained_line(a)),
-        ]),
+        Block::KeyValues(
+            vec![
+                ("windows attributed".into(), a.windows.to_string()),
+                ("explained".into(), share(a.explained_ns, a.excess_ns)),
+                (
+                    "outside the kernel".into(),
+                    share(a.class_time_ns("outside_kernel"), a.excess_ns),
+                ),
+                ("summary".into(), explained_line(a)),
+            ]
+            .into_iter()
+            .chain(crate::render::steal_line(a).map(|l| ("steal time".to_string(), l)))
+            .collect(),
+        ),
     ];
     let mut warnings: Vec<Warning> = completeness(a)
         .into_iter()
@@ -270,7 +275,13 @@ pub fn worst_timeline(label: &str, a: &Attribution) -> Option<Figure> {
 pub fn worst_table(a: &Attribution) -> Table {
     let mut t = Table::new(
         "Slowest windows",
-        &["window", "TSC", "causes", "kernel causes in time order"],
+        &[
+            "window",
+            "TSC",
+            "causes",
+            "kernel causes in time order",
+            "other CPUs meanwhile",
+        ],
     );
     for (i, w) in a.worst.iter().enumerate() {
         let causes: Vec<String> = w
@@ -299,9 +310,26 @@ pub fn worst_table(a: &Attribution) -> Table {
             } else {
                 spans.join("; ")
             }),
+            Cell::text(others_meanwhile(w)),
         ]);
     }
     t
+}
+
+/// The cross-check lines of a worst window: whether the other CPUs logged kernel events,
+/// or their measured threads stalled, while it lasted (`-`: none recorded).
+fn others_meanwhile(w: &latlab_core::results::WorstWindow) -> String {
+    let lines: Vec<&str> = w
+        .events
+        .iter()
+        .filter(|e| e.starts_with("CPU ") && e.ends_with("meanwhile") || e.contains("meanwhile ("))
+        .map(String::as_str)
+        .collect();
+    if lines.is_empty() {
+        "-".into()
+    } else {
+        lines.join("; ")
+    }
 }
 
 #[cfg(test)]
@@ -476,6 +504,17 @@ mod tests {
         let t = worst_table(&a);
         assert_eq!(t.rows[0][3].text, "+100ns irq (eth0) for 800ns");
         assert_eq!(t.rows[1][3].text, "no kernel event on CPU 1");
+        assert_eq!(t.rows[1][4].text, "-");
+        let mut a = a;
+        a.worst[0].events = vec![
+            "+100ns irq (eth0) for 800 ns".into(),
+            "CPU 0: no kernel event meanwhile".into(),
+            "CPU 2: a measured thread also stalled meanwhile (1 windows)".into(),
+        ];
+        assert_eq!(
+            worst_table(&a).rows[0][4].text,
+            "CPU 0: no kernel event meanwhile; CPU 2: a measured thread also stalled meanwhile (1 windows)"
+        );
     }
 
     #[test]

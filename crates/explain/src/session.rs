@@ -167,16 +167,14 @@ impl KernelCollected {
             .map(|rec| kernel_timeline(rec, &topts))
     }
 
-    fn attribute_options(
-        &self,
-        kt: Option<&KernelTimeline>,
-        o: &ExplainOptions,
-    ) -> AttributeOptions {
+    /// The attribution options of `o` with this session's completeness (`lost` events,
+    /// the missing ones, why there are none).
+    pub(crate) fn attribute_options(&self, o: &ExplainOptions, lost: u64) -> AttributeOptions {
         AttributeOptions {
             tsc_hz: o.tsc_hz,
             base_ticks: o.base_ticks,
             worst: o.worst,
-            lost_events: kt.map_or(0, |k| k.lost),
+            lost_events: lost,
             missing_events: self
                 .recording
                 .as_ref()
@@ -206,7 +204,7 @@ impl KernelCollected {
             .recording
             .as_ref()
             .map(|rec| kernel_timeline_watching(rec, &topts, watch));
-        let aopts = self.attribute_options(kt.as_ref(), o);
+        let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
         let (a, splits) =
             attribute_paths(windows, kt.as_ref().map(|k| &k.timeline), stalls, &aopts);
         (a, splits, kt)
@@ -220,7 +218,7 @@ impl KernelCollected {
         o: &ExplainOptions,
     ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
         let kt = self.timeline(o);
-        let aopts = self.attribute_options(kt.as_ref(), o);
+        let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
         let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
         (a, splits, kt)
     }

@@ -276,6 +276,8 @@ fn build_cpu(
     // preemption of the watched thread: (since, running comm)
     let mut away: Option<(u64, String)> = None;
     let mut seen_tid_switch = false;
+    // work items whose kworker was switched out mid-item: (kworker pid, the item)
+    let mut suspended_work: Vec<(i32, Cause)> = Vec::new();
     let push = |out: &mut Vec<Interval>, start: u64, end: u64, cause: Cause, depth: u32| {
         let (s, e) = (start.max(w0), end.min(w1));
         if e > s {
@@ -399,6 +401,20 @@ fn build_cpu(
                 seen_tid_switch = true;
             }
             EventKind::Switch { prev, next, .. } => {
+                // A work item runs in its kworker's process context: it owns the CPU only
+                // while that kworker runs. Switched out (it slept on I/O, or was
+                // preempted), the item ends here and resumes when the kworker comes back;
+                // an item that migrates and ends elsewhere no longer spans the CPU.
+                while let Some(p) = stack.iter().rposition(|o| o.key == Key::Work) {
+                    let o = stack.remove(p);
+                    push(&mut out, o.start, t, o.cause.clone(), p as u32 + 1);
+                    suspended_work.retain(|(pid, _)| *pid != prev.pid);
+                    suspended_work.push((prev.pid, o.cause));
+                }
+                if let Some(i) = suspended_work.iter().position(|(pid, _)| *pid == next.pid) {
+                    let (_, cause) = suspended_work.remove(i);
+                    open(Key::Work, cause, &mut stack);
+                }
                 if let Some(tid) = opts.tid {
                     if prev.pid == tid {
                         away = Some((t, next.comm.clone()));
@@ -554,6 +570,36 @@ mod tests {
         assert_eq!(c.events_in(201, 1000), 0);
         assert_eq!(c.first_event_in(201, 1000), None);
         assert!(c.has_event_in(125, 130) && !c.has_event_in(121, 129) && !c.has_event_in(201, 999));
+    }
+
+    #[test]
+    fn a_work_item_owns_the_cpu_only_while_its_kworker_runs() {
+        let work = |f: &str| EventKind::WorkStart { function: f.into() };
+        let evs = vec![
+            ev(1, 100, work("wb_workfn")),
+            // the kworker sleeps on I/O: the item is suspended, a compiler runs
+            ev(1, 150, sw(("kworker/u4:1", 7), ("rustc", 9))),
+            ev(1, 300, sw(("rustc", 9), ("kworker/u4:1", 7))),
+            ev(1, 350, EventKind::WorkEnd),
+            // an item that migrates away and never ends here stops at the switch
+            ev(1, 400, work("other_fn")),
+            ev(1, 420, sw(("kworker/u4:2", 8), ("rustc", 9))),
+        ];
+        let tl = build(&evs, &opts((0, 1000), None));
+        let c = tl.cpu(1).unwrap();
+        let got: Vec<(u64, u64, String)> = c
+            .intervals
+            .iter()
+            .map(|i| (i.start, i.end, i.cause.to_string()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (100, 150, "workqueue (wb_workfn)".to_string()),
+                (300, 350, "workqueue (wb_workfn)".to_string()),
+                (400, 420, "workqueue (other_fn)".to_string()),
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! latlab:     --gap <time> --timer-slack <time> --dma-latency <us> --scenario <file>
 //!             -o <file> -q
 //!             --perfetto <file> --render <file> --print-trace
+//!             --explain --explain-above <time>
 //! ```
 //!
 //! Pure: the result is a [`RunSpec`] plus [`OutputOptions`]; every error is a
@@ -50,6 +51,8 @@ pub struct OutputOptions {
     pub print_trace: bool,
     /// Scenario file (`--scenario`) to take the thread set from.
     pub scenario: Option<PathBuf>,
+    /// `--explain` / `--explain-above`: attribute gaps and misses to kernel events.
+    pub explain: Option<crate::explain::ExplainAsk>,
 }
 
 /// One per-thread setting, applied once the thread count is known.
@@ -341,6 +344,16 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
             "--perfetto" => out.perfetto = Some(value(args, &mut i, flag, "file")?.into()),
             "--render" => out.render = Some(value(args, &mut i, flag, "file")?.into()),
             "--scenario" => out.scenario = Some(value(args, &mut i, flag, "TOML file")?.into()),
+            "--explain" => {
+                out.explain.get_or_insert_with(Default::default);
+            }
+            "--explain-above" => {
+                let d = positive_duration(
+                    "--explain-above",
+                    value(args, &mut i, "--explain-above", "gap threshold, e.g. 50us")?,
+                )?;
+                out.explain.get_or_insert_with(Default::default).above_ns = Some(d);
+            }
             "-q" | "--quiet" => out.quiet = true,
             "--print-trace" => out.print_trace = true,
             other => {
@@ -348,7 +361,8 @@ pub fn parse(args: &[String]) -> Result<(RunSpec, OutputOptions), CmdError> {
                     other,
                     "unknown option; Hourglass options are -n -d -c -e -t -a -p -w -i -s -f \
                      -rh -rs, latlab adds --cpu --gap --timer-slack --dma-latency --scenario -o -q \
-                     --perfetto --render --print-trace (see latlab sched --help)",
+                     --perfetto --render --print-trace --explain --explain-above (see latlab \
+                     sched --help)",
                 ))
             }
         }

@@ -20,6 +20,7 @@ pub mod clock;
 pub mod cmdline;
 pub mod error;
 pub mod experiment;
+pub mod explain;
 pub mod figures;
 pub mod load;
 pub mod model;

@@ -2,7 +2,10 @@
 //! thread and one per CPU, each block of CPU time an `X` slice, deadline misses instant
 //! events with their lateness, LAT wakeups a lateness counter. Times are rebased to the
 //! run's start and given in microseconds (fractional, so nanoseconds survive), as the
-//! format requires whatever `displayTimeUnit` says.
+//! format requires whatever `displayTimeUnit` says. A run with `--explain` adds the
+//! kernel's view: a track per CPU (process "kernel (latlab explain)") with each cause
+//! interval under an attributed window as a slice named by its cause, and each window as
+//! a slice on its thread's `explained windows` track, from the result's `data.explain`.
 
 use crate::result::SchedRunData;
 use crate::spec::Workload;
@@ -13,6 +16,9 @@ use serde_json::{json, Value};
 const PID_THREADS: u32 = 1;
 /// Process id of the CPU tracks.
 const PID_CPUS: u32 = 2;
+/// Process id of the kernel's tracks (`--explain`): a track per CPU with the cause
+/// intervals under the attributed windows.
+pub const PID_KERNEL: u32 = 3;
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
@@ -84,8 +90,59 @@ pub fn export(d: &SchedRunData, trace: &Trace) -> Value {
             }
         }
     }
+    if let Some(x) = &d.explain {
+        kernel_tracks(x, &mut ev);
+    }
     json!({"traceEvents": ev, "displayTimeUnit": "ns",
            "otherData": {"tool":"latlab sched","tsc_hz":d.tsc_hz}})
+}
+
+/// The kernel's tracks of an explained run.
+fn kernel_tracks(x: &crate::explain::SchedExplain, ev: &mut Vec<Value>) {
+    ev.push(
+        json!({"ph":"M","name":"process_name","pid":PID_KERNEL,"tid":0,
+        "args":{"name":"kernel (latlab explain)"}}),
+    );
+    let mut cpus: Vec<u32> = x.kernel.iter().map(|k| k.cpu).collect();
+    cpus.sort_unstable();
+    cpus.dedup();
+    for c in &cpus {
+        ev.push(
+            json!({"ph":"M","name":"thread_name","pid":PID_KERNEL,"tid":c,
+            "args":{"name":format!("CPU {c} kernel causes")}}),
+        );
+    }
+    for k in &x.kernel {
+        let label = latlab_explain::render::cause_label(&latlab_core::results::CauseTime::new(
+            k.class.clone(),
+            k.name.clone(),
+            1,
+            0,
+        ));
+        ev.push(
+            json!({"ph":"X","name":label,"cat":k.class,"pid":PID_KERNEL,"tid":k.cpu,
+            "ts":us(k.start_ns),"dur":us(k.end_ns.saturating_sub(k.start_ns))}),
+        );
+    }
+    // the windows themselves, on a track per thread beside the kernel's
+    for w in &x.windows {
+        let tid = 1000 + w.thread;
+        ev.push(
+            json!({"ph":"X","name":format!("{:?} window", w.kind).to_lowercase(),
+            "cat":"explain","pid":PID_KERNEL,"tid":tid,"ts":us(w.start_ns),
+            "dur":us(w.end_ns.saturating_sub(w.start_ns)),
+            "args":{"cpu":w.cpu,"top_cause":w.cause,"job":w.job}}),
+        );
+    }
+    let mut threads: Vec<u32> = x.windows.iter().map(|w| w.thread).collect();
+    threads.sort_unstable();
+    threads.dedup();
+    for t in threads {
+        ev.push(
+            json!({"ph":"M","name":"thread_name","pid":PID_KERNEL,"tid":1000 + t,
+            "args":{"name":format!("thread {t} explained windows")}}),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -128,6 +185,7 @@ mod tests {
             trace_file: "x".into(),
             cpus: 2,
             loadavg: None,
+            explain: None,
         };
         let act = |index, finish| Activation {
             index,
@@ -166,5 +224,43 @@ mod tests {
         assert!(ev
             .iter()
             .any(|e| e["name"] == "thread_name" && e["pid"] == PID_CPUS));
+        assert!(!ev.iter().any(|e| e["pid"] == PID_KERNEL), "no --explain");
+        // with --explain: a kernel track per CPU and the windows
+        let mut d = d;
+        d.explain = Some(crate::explain::SchedExplain {
+            windows: vec![crate::explain::ExplainWindow {
+                thread: 0,
+                cpu: 1,
+                kind: crate::explain::WindowKind::Miss,
+                start_ns: 5_000_000,
+                end_ns: 10_000_000,
+                job: Some(1),
+                cause: "preempted:hog".into(),
+            }],
+            kernel: vec![crate::explain::KernelSpan {
+                cpu: 1,
+                class: "preempted".into(),
+                name: "hog".into(),
+                start_ns: 9_000_000,
+                end_ns: 9_200_000,
+            }],
+            ..Default::default()
+        });
+        let v = export(&d, &trace);
+        let ev = v["traceEvents"].as_array().unwrap();
+        let k: Vec<_> = ev
+            .iter()
+            .filter(|e| e["pid"] == PID_KERNEL && e["ph"] == "X")
+            .collect();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0]["name"], "preempted by task (hog)");
+        assert_eq!(
+            (k[0]["tid"].as_u64(), k[0]["dur"].as_f64()),
+            (Some(1), Some(200.0))
+        );
+        assert_eq!(k[1]["name"], "miss window");
+        assert!(ev
+            .iter()
+            .any(|e| e["pid"] == PID_KERNEL && e["args"]["name"] == "CPU 1 kernel causes"));
     }
 }

@@ -39,6 +39,10 @@ pub struct SchedRunData {
     /// on the machine shows in every trace.
     #[serde(default)]
     pub loadavg: Option<(f64, f64)>,
+    /// `--explain`: the windows attributed and the kernel's cause intervals under them
+    /// (the attribution itself is the result's `explain`). Absent without `--explain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub explain: Option<crate::explain::SchedExplain>,
 }
 
 /// The histogram names of thread `t`.
@@ -200,6 +204,7 @@ pub fn build(
         trace_file: trace_file.to_owned(),
         cpus: latlab_sys::sched::online_cpus(),
         loadavg: out.loadavg,
+        explain: None,
     };
     if let Some((a, b)) = out.loadavg {
         let cpus = f64::from(data.cpus);
@@ -379,6 +384,7 @@ pub(crate) fn test_data(threads: Vec<crate::spec::ThreadSpec>, duration_ns: u64)
         trace_file: "t.tsv".into(),
         cpus: 1,
         loadavg: None,
+        explain: None,
     }
 }
 

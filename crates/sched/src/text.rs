@@ -101,6 +101,7 @@ pub fn run_summary(result: &ResultFile, d: &SchedRunData, trace: &Trace) -> Stri
     }
     s.push_str(&t.render());
     s.push_str(&sresult::deadline_lines(d, trace));
+    s.push_str(&explain_lines(result, d));
     let p = |v: u64| Percentile::from_fraction(v, 1000).expect("valid");
     for th in &d.threads {
         let id = th.spec.id;
@@ -301,6 +302,47 @@ pub fn cache_cost_table(rows: &[crate::cache::SizeRow]) -> String {
         ]);
     }
     t.render()
+}
+
+/// The `--explain` lines of a run: what was attributed, the explained share and the
+/// share outside the kernel, the top causes, steal time. Empty without `--explain`.
+pub fn explain_lines(result: &ResultFile, d: &SchedRunData) -> String {
+    use latlab_explain::render;
+    let (Some(a), Some(x)) = (&result.explain, &d.explain) else {
+        return String::new();
+    };
+    let gaps = x
+        .windows
+        .iter()
+        .filter(|w| w.kind == crate::explain::WindowKind::Gap)
+        .count();
+    let mut s = format!(
+        "explain: {} windows ({gaps} gaps at or above {} ({}), {} missed deadlines)\n  {}\n",
+        a.windows,
+        format_ns(x.threshold_ns as f64),
+        x.threshold_from,
+        x.windows.len() - gaps,
+        render::explained_line(a)
+    );
+    for line in render::completeness(a) {
+        s.push_str(&format!("  {line}\n"));
+    }
+    let top: Vec<String> = a
+        .causes
+        .iter()
+        .take(5)
+        .map(|c| {
+            let r = render::cause_row(c, a.excess_ns);
+            format!("{} {} ({})", r[0], r[2], r[3])
+        })
+        .collect();
+    if !top.is_empty() {
+        s.push_str(&format!("  top causes: {}\n", top.join(", ")));
+    }
+    if let Some(line) = render::steal_line(a) {
+        s.push_str(&format!("  {line}\n"));
+    }
+    s
 }
 
 #[cfg(test)]

@@ -59,6 +59,33 @@ pub fn loadavg() -> Option<f64> {
         .and_then(|t| parse_loadavg(&t))
 }
 
+/// Steal time per CPU from `/proc/stat` text: `(cpu, steal)` for every `cpuN` line, in
+/// the kernel's USER_HZ ticks (the 8th value; a line without it is skipped). Pure.
+pub fn parse_steal(stat: &str) -> Vec<(u32, u64)> {
+    stat.lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let cpu = f.next()?.strip_prefix("cpu")?.parse::<u32>().ok()?;
+            let steal = f.nth(7)?.parse::<u64>().ok()?;
+            Some((cpu, steal))
+        })
+        .collect()
+}
+
+/// Steal time per CPU now, ns (`/proc/stat`, USER_HZ from `sysconf(_SC_CLK_TCK)`); empty
+/// when the kernel does not say.
+pub fn steal_ns() -> Vec<(u32, u64)> {
+    // SAFETY: sysconf has no memory effects.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    std::fs::read_to_string("/proc/stat")
+        .map(|t| parse_steal(&t))
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(c, t)| (c, t * (1_000_000_000 / hz)))
+        .collect()
+}
+
 /// The first `model name` in `/proc/cpuinfo` text (x86), else `Model`/`Hardware`/
 /// `cpu model` (other architectures). Pure.
 pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
@@ -249,6 +276,18 @@ pub fn provenance(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn steal_is_the_eighth_value_of_each_cpu_line() {
+        let stat = "cpu  1427850 16550 232248 373386 13979 0 15458 2018 0 0\n\
+                    cpu0 712416 7766 104855 203514 4717 0 5015 1005 0 0\n\
+                    cpu1 715433 8784 127392 169871 9261 0 10442 1013 0 0\n\
+                    cpu2 1 2 3\n\
+                    intr 123 4 5 6 7 8 9 10 11\n";
+        assert_eq!(parse_steal(stat), vec![(0, 1005), (1, 1013)]);
+        assert!(parse_steal("").is_empty());
+    }
+
     use super::*;
 
     #[test]

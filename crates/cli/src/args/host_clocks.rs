@@ -50,6 +50,14 @@ pub struct ClocksArgs {
     /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+    /// Attribute each slow read (above the source's p99 and at least 1us) to kernel
+    /// events on the reading CPU; needs root and tracefs, else the slow reads are kept
+    /// unexplained and one line says why.
+    #[arg(long)]
+    pub explain: bool,
+    /// With --explain: a slow read is a gap at or above this, e.g. 50us (implies --explain).
+    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg)]
+    pub explain_above: Option<Nanos>,
 }
 
 /// Timebase choice.
@@ -94,6 +102,8 @@ impl TryFrom<&ClocksArgs> for ClocksRun {
                 },
             },
             started_utc: String::new(),
+            explain: a.explain || a.explain_above.is_some(),
+            explain_above: a.explain_above,
         };
         r.validate().map_err(|e| usage(e.to_string()))?;
         Ok(r)

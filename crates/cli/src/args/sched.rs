@@ -32,6 +32,11 @@ latlab options:
   --perfetto <file>       Perfetto JSON (default beside the result, .perfetto.json)
   --render <file>         timeline of the first 500 ms (default beside the result, .svg)
   --print-trace           print the text trace and latlate lines (always written to .txt)
+  --explain               attribute every gap above the run's p99 gap and every missed
+                          deadline to kernel events (IRQ, softirq, timer, IPI, preempting
+                          task, workqueue, NMI, outside the kernel); needs root + tracefs,
+                          else the gap half only, said in one line
+  --explain-above <time>  the same with gaps at or above <time>, e.g. 50us
   -q                      print nothing but errors
 
 Examples:
@@ -41,6 +46,7 @@ Examples:
   latlab sched -n 2 -t 0 -p RTMED -w PERIODIC 3ms 8ms -i HR -t 1 -p RTLOW -w PERIODIC 17ms 33ms -i NATIVE
   latlab sched -n 2 -t 0 -w PERIODIC 3ms 8ms -rh 3.1ms 8ms -t 1 -w PERIODIC 17ms 33ms -rh 17.1ms 33ms
   latlab sched -d 5s -n 1 -t 0 -p RTHIGH -w LAT 1ms -i HR
+  latlab sched -d 20s -n 1 -t 0 -p RTHIGH -w PERIODIC 4ms 5ms -i HR --cpu 1 --explain
   latlab sched --scenario periodic.toml -o run.json
   latlab sched render run.json -o run.png --from 1s --to 1.5s --cpus
   latlab sched analyze run.json
@@ -174,6 +180,10 @@ pub struct HourglassExperimentArgs {
     /// A smaller cache-cost ladder (3 sizes, 2 trials).
     #[arg(long)]
     pub quick: bool,
+    /// Do not attribute each run's tail to kernel events (`--explain` is on by default;
+    /// without root or tracefs the runs say so and carry on with their own gaps).
+    #[arg(long)]
+    pub no_explain: bool,
     /// Only these scenarios, comma separated (5.1 … 5.6).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,

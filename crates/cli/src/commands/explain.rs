@@ -47,6 +47,10 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<()> {
             attribution.windows
         );
         print!("{}", render::causes_table(attribution));
+        if !attribution.bands.is_empty() {
+            println!("by percentile band of the windows' lengths:");
+            print!("{}", render::bands_text(attribution));
+        }
         if !attribution.worst.is_empty() {
             println!("worst:");
             print!("{}", render::worst_text(attribution));

@@ -20,17 +20,33 @@ pub fn run(a: ClocksArgs, argv: Vec<String>) -> anyhow::Result<()> {
     r.started_utc = started_utc;
     let expected = r.cfg.sources.len() as f64 * r.cfg.duration.get() as f64 / 1e9;
     let pb = progress(r.cfg.sources.len() as u64, expected, a.out.quiet);
-    let written = clocks::run(&r, argv, &out_path, &mut named_steps(&pb)).map_err(|e| match e {
-        // A refused placement keeps its own exit code (3 not permitted, 2 bad CPU).
-        clocks::RunError::Placement { flag, source } => anyhow::Error::new(source).context(flag),
-        other => anyhow::Error::new(other),
-    })?;
+    let mut notice = |n: &str| pb.suspend(|| eprintln!("{n}"));
+    let written = clocks::run(&r, argv, &out_path, &mut named_steps(&pb), &mut notice).map_err(
+        |e| match e {
+            // A refused placement keeps its own exit code (3 not permitted, 2 bad CPU).
+            clocks::RunError::Placement { flag, source } => {
+                anyhow::Error::new(source).context(flag)
+            }
+            other => anyhow::Error::new(other),
+        },
+    )?;
     pb.finish_and_clear();
 
     // Everything below is rendered from the file just written.
     let saved = ResultFile::load(&written.result)?;
     if !a.out.quiet {
         print_table(&saved)?;
+        if let Some(a) = &saved.explain {
+            println!(
+                "explain: {} slow reads on the reading CPU\n  {}",
+                a.windows,
+                latlab_explain::render::explained_line(a)
+            );
+            for line in latlab_explain::render::completeness(a) {
+                println!("  {line}");
+            }
+            println!("  (causes: latlab explain {})", out_path.display());
+        }
         for w in &saved.warnings {
             println!("warning: {w}");
         }

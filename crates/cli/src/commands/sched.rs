@@ -50,6 +50,8 @@ fn hourglass(args: &[String], argv: Vec<String>) -> anyhow::Result<()> {
         out.perfetto.clone(),
         out.render.clone(),
         &Figures,
+        out.explain.as_ref(),
+        &mut |n| eprintln!("{n}"),
     )
     .map_err(sched_error)?;
     let (d, trace) = (&saved.data, &saved.trace);

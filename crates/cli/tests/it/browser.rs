@@ -3,7 +3,9 @@
 //! console errors, the expected sections, tables and figures, and that hovering a curve and
 //! toggling a legend entry work (the page's own `#selftest` drives real DOM events and
 //! records the outcome), and saves a screenshot as a test artefact. The other asserts, from
-//! Chromium's network log, that the page makes no network request.
+//! Chromium's network log, that the page makes no network request. A third loads a
+//! result with an attribution and checks its "Why the tail" section in the DOM (heading,
+//! causes table, bands, slowest windows, figures) and saves a screenshot of it.
 //!
 //! Without Chromium the tests print a SKIP line and pass without checking (outside CI).
 
@@ -130,21 +132,34 @@ fn report_renders_in_chromium_without_errors() {
     assert!(dom.contains("host-clocks-a (+1 runs merged)"));
 
     // screenshot as a test artefact
-    let shot = artifacts().join("report.png");
-    let _ = std::fs::remove_file(&shot);
-    let out = run_chromium(
+    screenshot(
         &bin,
         &dir.path().join("p2"),
         &url,
+        "report.png",
+        4000,
+        50_000,
+    );
+}
+
+/// Saves a screenshot of `url` (1400 px wide, `height` tall) as the test artefact `name`
+/// and checks that it is a real PNG of more than `min_bytes`.
+fn screenshot(bin: &Path, profile: &Path, url: &str, name: &str, height: u32, min_bytes: usize) {
+    let shot = artifacts().join(name);
+    let _ = std::fs::remove_file(&shot);
+    let out = run_chromium(
+        bin,
+        profile,
+        url,
         &[
-            "--window-size=1400,4000".into(),
+            format!("--window-size=1400,{height}"),
             format!("--screenshot={}", shot.display()),
         ],
     );
     ok(&out);
     let png = std::fs::read(&shot).expect("screenshot written");
     assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 50_000,
+        png.starts_with(b"\x89PNG") && png.len() > min_bytes,
         "a real screenshot"
     );
     eprintln!("screenshot: {}", shot.display());
@@ -214,5 +229,147 @@ fn report_makes_no_network_request() {
         page_requests(&log),
         Vec::<String>::new(),
         "the report fetched something"
+    );
+}
+
+/// A result with an attribution and nothing else (so that the section fills the page): a
+/// "Why the tail" of known causes, bands (one unsupported) and two worst windows with
+/// their kernel spans.
+fn explained_result(dir: &Path) -> PathBuf {
+    use latlab_core::results::{Attribution, Band, CauseSpan, CauseTime, CpuSteal, WorstWindow};
+    let ct = CauseTime::new;
+    let span = |class: &str, name: &str, start_ns, end_ns| CauseSpan {
+        class: class.into(),
+        name: name.into(),
+        start_ns,
+        end_ns,
+    };
+    let mut r = latlab_core::results::ResultFile::new(
+        "host.noise",
+        vec!["latlab".into()],
+        Default::default(),
+        Default::default(),
+    );
+    r.explain = Some(Attribution {
+        complete: true,
+        windows: 400,
+        excess_ns: 9_000_000,
+        explained_ns: 8_700_000,
+        causes: vec![
+            ct("preempted", "latlab-hog", 40, 6_000_000),
+            ct("outside_kernel", "", 300, 1_500_000),
+            ct("timer", "local_timer", 350, 1_200_000),
+            ct("unexplained", "", 200, 300_000),
+        ],
+        worst: vec![
+            WorstWindow {
+                cpu: 1,
+                start_tsc: 1_000_000,
+                duration_ns: 230_000,
+                causes: vec![
+                    ct("preempted", "latlab-hog", 1, 200_000),
+                    ct("outside_kernel", "", 1, 20_000),
+                ],
+                events: vec!["CPU 0: no kernel event meanwhile".into()],
+                spans: vec![span("preempted", "latlab-hog", 22_000, 222_000)],
+            },
+            WorstWindow {
+                cpu: 1,
+                start_tsc: 9_000_000,
+                duration_ns: 40_000,
+                causes: vec![ct("timer", "local_timer", 1, 30_000)],
+                events: vec![],
+                spans: vec![span("timer", "local_timer", 8_000, 38_000)],
+            },
+        ],
+        bands: vec![
+            Band {
+                from: "p90".into(),
+                to: "p99".into(),
+                supported: true,
+                windows: 36,
+                min_ns: 12_000,
+                max_ns: 40_000,
+                excess_ns: 900_000,
+                causes: vec![
+                    ct("timer", "local_timer", 30, 600_000),
+                    ct("outside_kernel", "", 30, 300_000),
+                ],
+            },
+            Band {
+                from: "p99".into(),
+                to: "p99.9".into(),
+                supported: false,
+                windows: 4,
+                min_ns: 200_000,
+                max_ns: 230_000,
+                excess_ns: 850_000,
+                causes: vec![ct("preempted", "latlab-hog", 4, 850_000)],
+            },
+        ],
+        steal: vec![CpuSteal {
+            cpu: 1,
+            ns: 10_000_000,
+        }],
+        ..Attribution::default()
+    });
+    let out = dir.join("explained.json");
+    r.save(&out).unwrap();
+    out
+}
+
+#[test]
+fn the_why_the_tail_section_renders_in_chromium() {
+    let Some(bin) = chromium() else {
+        skip!("chromium not installed (make test installs Debian's chromium)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let input = explained_result(dir.path());
+    let report = dir.path().join("explained.html");
+    ok(&latlab()
+        .arg("report")
+        .arg(&input)
+        .args(["--title", "why the tail", "-o"])
+        .arg(&report)
+        .output()
+        .unwrap());
+    let url = format!("file://{}", report.display());
+    let out = run_chromium(&bin, &dir.path().join("p1"), &url, &["--dump-dom".into()]);
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "chromium failed: {stderr}");
+    let console = console_messages(&stderr);
+    assert!(console.is_empty(), "console messages: {console:#?}");
+    // the section, its heading, its causes table and figures, as the browser built the DOM
+    let at = dom
+        .find("id=\"why-the-tail-host-noise\"")
+        .expect("the section is in the DOM");
+    let s = &dom[at..];
+    for needle in [
+        "Why the tail (host.noise)",
+        "Causes ranked by time (share of the excess)",
+        "preempted by task (latlab-hog)",
+        "outside the kernel",
+        "explained: 8.70ms of 9.00ms excess (96.7%); outside the kernel: 16.7%",
+        "steal time during the run",
+        "Percentile bands of the attributed windows",
+        "unsupported",
+        "Slowest windows",
+        "CPU 0: no kernel event meanwhile",
+    ] {
+        assert!(s.contains(needle), "{needle:?} missing from the section");
+    }
+    assert!(
+        s.contains("<svg"),
+        "the band bars and the timeline are drawn"
+    );
+    // screenshot of the section as a test artefact
+    screenshot(
+        &bin,
+        &dir.path().join("p2"),
+        &url,
+        "why-the-tail.png",
+        2400,
+        30_000,
     );
 }

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The CPU measured: the last one, so that CPU 0's housekeeping stays out of the way.
-fn measured_cpu() -> u32 {
+pub(crate) fn measured_cpu() -> u32 {
     latlab_sys::sched::online_cpus() - 1
 }
 
 /// A thread named `latlab-hog`, pinned to `cpu` under SCHED_FIFO 50, that spins for
 /// `run` every `period` until `stop`, and returns the TSC interval of each spin.
-fn hog(
+pub(crate) fn hog(
     cpu: u32,
     run: Duration,
     period: Duration,
@@ -46,8 +46,21 @@ fn hog(
         .unwrap()
 }
 
+/// The hog on `cpu`: 200 µs every 10 ms until the flag is set; its handle returns
+/// the TSC interval of each spin.
+pub(crate) fn start_hog(cpu: u32) -> (Arc<AtomicBool>, std::thread::JoinHandle<Vec<(u64, u64)>>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let h = hog(
+        cpu,
+        Duration::from_micros(200),
+        Duration::from_millis(10),
+        stop.clone(),
+    );
+    (stop, h)
+}
+
 /// What `latlab explain --json RESULT` prints.
-fn explain_json(result: &std::path::Path) -> serde_json::Value {
+pub(crate) fn explain_json(result: &std::path::Path) -> serde_json::Value {
     let json = ok(&latlab()
         .args(["explain", "--json"])
         .arg(result)
@@ -67,13 +80,7 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("hog.json");
     let cpu = measured_cpu();
-    let stop = Arc::new(AtomicBool::new(false));
-    let h = hog(
-        cpu,
-        Duration::from_micros(200),
-        Duration::from_millis(10),
-        stop.clone(),
-    );
+    let (stop, h) = start_hog(cpu);
     let res = latlab()
         .args([
             "host",

@@ -135,6 +135,36 @@ pub struct Attribution {
     /// written before bands were recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub bands: Vec<Band>,
+    /// Steal time per CPU over the run (`/proc/stat` after minus before): the
+    /// hypervisor's own account of time it ran something else, the cross-check for
+    /// *outside the kernel*. Absent when not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steal: Vec<CpuSteal>,
+}
+
+/// Steal time of one CPU over a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuSteal {
+    /// The CPU.
+    pub cpu: u32,
+    /// Steal time, ns (the kernel counts it in USER_HZ ticks, 10 ms here).
+    pub ns: u64,
+}
+
+impl CpuSteal {
+    /// Steal over a run from per-CPU readings before and after, ns.
+    pub fn between(before: &[(u32, u64)], after: &[(u32, u64)]) -> Vec<CpuSteal> {
+        after
+            .iter()
+            .filter_map(|&(cpu, a)| {
+                let b = before.iter().find(|(c, _)| *c == cpu)?.1;
+                Some(CpuSteal {
+                    cpu,
+                    ns: a.saturating_sub(b),
+                })
+            })
+            .collect()
+    }
 }
 
 impl Attribution {

@@ -17,7 +17,7 @@ pub mod merge;
 pub mod provenance;
 
 use crate::hist::{HistConfig, HistError, LatencyHistogram};
-pub use attribution::{Attribution, Band, CauseSpan, CauseTime, WorstWindow};
+pub use attribution::{Attribution, Band, CauseSpan, CauseTime, CpuSteal, WorstWindow};
 pub use provenance::{HostInfo, Provenance, ThreadPlacement, Timebase, TscFacts};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -4,12 +4,19 @@
 //! from the file written.
 
 use super::source::{
-    fill_result, intervals, measure, ClockSource, ClocksConfig, ClocksError, RESULT_KIND,
+    fill_result, intervals, measure, ClockSource, ClocksConfig, ClocksError, SourceOutcome,
+    RESULT_KIND,
 };
-use latlab_core::results::{hlog, write_atomically, ResultError, ResultFile, ThreadPlacement};
+use latlab_core::results::{
+    hlog, write_atomically, CpuSteal, ResultError, ResultFile, ThreadPlacement,
+};
 use latlab_core::units::Nanos;
+use latlab_explain::{
+    ExplainOptions, KernelCollected, KernelRequest, KernelSession, ThreadWindow, Window,
+};
+use latlab_sys::host;
 use latlab_sys::sched::{self, SchedError};
-use latlab_sys::{host, tsc::Clock};
+use latlab_sys::tsc::{Clock, Timesource};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -41,7 +48,18 @@ pub struct ClocksRun {
     pub timebase: TimebaseChoice,
     /// Run start (RFC 3339, UTC), for provenance.
     pub started_utc: String,
+    /// `--explain`: attribute each slow read to kernel events.
+    pub explain: bool,
+    /// `--explain-above`: slow means a gap at or above this (default: above the source's
+    /// p99 and at least [`SLOW_FLOOR`]).
+    pub explain_above: Option<Nanos>,
 }
+
+/// The shortest gap `--explain` keeps without `--explain-above`: below it a gap is the
+/// read itself or a cache miss, not an interruption the kernel could log.
+pub const SLOW_FLOOR: Nanos = Nanos::from_micros(1);
+/// Slow reads kept per source (more are counted).
+pub const SLOW_CAPACITY: usize = 1 << 18;
 
 impl ClocksRun {
     /// Checks what [`run`] needs: positive duration and interval, at least one source.
@@ -115,6 +133,7 @@ pub fn run(
     argv: Vec<String>,
     out: &Path,
     progress: &mut dyn FnMut(&str),
+    notice: &mut dyn FnMut(&str),
 ) -> Result<Written, RunError> {
     // Placement first, so that a refused --cpu or --fifo fails fast and the calibration
     // runs where the measurement will.
@@ -138,7 +157,28 @@ pub fn run(
     let memory_locked = r.mlock && sched::lock_memory_or_warn(&mut warnings);
 
     // Measure.
-    let cfg = &r.cfg;
+    let mut cfg = r.cfg.clone();
+    if r.explain {
+        cfg.slow_reads = SLOW_CAPACITY;
+        cfg.slow_floor = r.explain_above.unwrap_or(SLOW_FLOOR);
+    }
+    let cfg = &cfg;
+    let ks = r.explain.then(|| {
+        KernelSession::start(
+            &KernelRequest {
+                not_tsc: (!clock.is_tsc()).then(|| {
+                    timebase
+                        .fallback_reason
+                        .clone()
+                        .unwrap_or_else(|| "--timebase monotonic".into())
+                }),
+                cpus: (0..sched::online_cpus()).collect(),
+                ..KernelRequest::default()
+            },
+            notice,
+        )
+    });
+    let steal_before = host::steal_ns();
     let mut skipped = Vec::new();
     let runnable: Vec<ClockSource> = cfg
         .sources
@@ -165,6 +205,8 @@ pub fn run(
         );
     }
     let run_end = clock.now();
+    let got = ks.map(|k| k.finish(notice));
+    let steal = CpuSteal::between(&steal_before, &host::steal_ns());
 
     // Provenance and the result file.
     let (policy, priority) = sched::current_policy();
@@ -203,6 +245,17 @@ pub fn run(
     let mut result = ResultFile::new(RESULT_KIND, argv, config, provenance);
     result.duration_ns = clock.delta_nanos(run_start, run_end).get();
     fill_result(&mut result, &outcomes, &skipped);
+    if let Some(got) = got {
+        explain_slow_reads(
+            r,
+            &mut result,
+            &outcomes,
+            &got,
+            &clock,
+            (run_start, run_end),
+            steal,
+        );
+    }
     result.warnings.extend(warnings);
     trust_warnings(&mut result, r.cpu.is_some());
     let hlog_path = out.with_extension("hlog");
@@ -220,6 +273,91 @@ pub fn run(
         result: out.to_path_buf(),
         interval_log: hlog_path,
     })
+}
+
+/// Attributes every slow read of every source (at or above `--explain-above`, else above
+/// the source's p99 and at least [`SLOW_FLOOR`]) on the reading CPU, as one attribution.
+fn explain_slow_reads(
+    r: &ClocksRun,
+    result: &mut ResultFile,
+    outcomes: &[SourceOutcome],
+    got: &KernelCollected,
+    clock: &Clock,
+    span: (u64, u64),
+    steal: Vec<CpuSteal>,
+) {
+    let tid = latlab_sys::rt::gettid();
+    let hz = match clock.timesource() {
+        Timesource::Tsc(rate) => rate.hz(),
+        Timesource::Monotonic => 1_000_000_000,
+    };
+    let p99 = latlab_core::parse::Percentile::from_fraction(99, 100).expect("valid");
+    let mut windows = Vec::new();
+    let mut per_source = serde_json::Map::new();
+    let mut overflow = 0;
+    for o in outcomes {
+        let threshold = r
+            .explain_above
+            .unwrap_or_else(|| Nanos(o.gaps.value_at(p99).saturating_add(1)).max(SLOW_FLOOR));
+        let cpu = r.cpu.or(o.cpus.first().copied()).unwrap_or(0);
+        let mut n = 0u64;
+        for g in &o.slow {
+            let ns = if o.source.is_tsc() {
+                clock.delta_nanos(g.start, g.end)
+            } else {
+                Nanos(g.end - g.start)
+            };
+            if ns >= threshold {
+                n += 1;
+                windows.push(ThreadWindow::whole(
+                    Some(tid),
+                    Window {
+                        cpu,
+                        start: o.raw_to_tsc(g.start),
+                        end: o.raw_to_tsc(g.end),
+                    },
+                ));
+            }
+        }
+        overflow += o.slow_overflow;
+        per_source.insert(
+            o.source.name().into(),
+            serde_json::json!({"threshold_ns": threshold.get(), "windows": n, "cpu": cpu,
+                               "slow_reads_not_kept": o.slow_overflow}),
+        );
+    }
+    // a window's baseline: one read of the cheapest source
+    let base_ns = outcomes
+        .iter()
+        .map(SourceOutcome::read_cost_ns)
+        .min()
+        .unwrap_or(0);
+    let got = got.attribute_threads(
+        &windows,
+        &ExplainOptions {
+            window: span,
+            tid: Some(tid),
+            tsc_hz: hz,
+            base_ticks: (u128::from(base_ns) * u128::from(hz) / 1_000_000_000) as u64,
+            worst: 10,
+        },
+    );
+    let mut a = got.attribution;
+    a.steal = steal;
+    if overflow > 0 {
+        result.warnings.push(format!(
+            "{overflow} slow reads did not fit the explain buffer: counted, not attributed"
+        ));
+    }
+    if let Some(why) = &a.unavailable {
+        result.warnings.push(format!(
+            "kernel events unavailable ({why}): every slow read is unexplained"
+        ));
+    }
+    result.explain = Some(a);
+    if let Some(d) = result.data.as_object_mut() {
+        d.insert("explain".into(), serde_json::Value::Object(per_source));
+    }
 }
 
 /// Warnings about the conditions of the run that a reader must weigh.
@@ -263,6 +401,8 @@ impl Default for ClocksRun {
                 calibration: Nanos(100_000_000),
             },
             started_utc: String::new(),
+            explain: false,
+            explain_above: None,
         }
     }
 }

@@ -4,6 +4,7 @@
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::Timebase;
 use latlab_core::units::Nanos;
+use latlab_explain::GapRecorder;
 use latlab_sys::clocks;
 use latlab_sys::tsc::{self, Clock};
 use serde::{Deserialize, Serialize};
@@ -109,6 +110,13 @@ pub struct ClocksConfig {
     pub interval: Nanos,
     /// Histogram range and precision.
     pub hist: HistConfig,
+    /// `--explain`: keep up to this many slow reads (gaps at or above `slow_floor`) with
+    /// their raw readings, in memory allocated before the first read; 0: keep none.
+    #[serde(default)]
+    pub slow_reads: usize,
+    /// The shortest gap kept as a slow read.
+    #[serde(default)]
+    pub slow_floor: Nanos,
 }
 
 /// The most intervals a time series holds; longer runs get longer intervals.
@@ -122,6 +130,8 @@ impl Default for ClocksConfig {
             chunk_reads: 4096,
             interval: Nanos::SECOND,
             hist: HistConfig::default(),
+            slow_reads: 0,
+            slow_floor: Nanos::from_micros(1),
         }
     }
 }
@@ -184,6 +194,14 @@ pub struct SourceOutcome {
     pub backward_steps: u64,
     /// CPUs the reading thread was seen on (checked once per chunk).
     pub cpus: Vec<u32>,
+    /// Slow reads kept (`slow_reads` > 0): the two raw readings around each gap at or
+    /// above `slow_floor`, in the source's own units.
+    pub slow: Vec<latlab_explain::Gap>,
+    /// Slow reads that did not fit.
+    pub slow_overflow: u64,
+    /// `(TSC, raw reading)` taken together before the first and after the last timed read:
+    /// maps the source's readings onto the TSC timeline.
+    pub anchors: [(u64, u64); 2],
 }
 
 impl SourceOutcome {
@@ -323,6 +341,17 @@ where
         .expect("measure() validated the histogram configuration");
     let mut buf = vec![0u64; cfg.chunk_reads];
     let mut cpu_seen = vec![false; 1024];
+    // slow reads, in the source's units: TSC ticks or ns
+    let floor = if source.is_tsc() {
+        let hz = match clock.timesource() {
+            tsc::Timesource::Tsc(rate) => rate.hz(),
+            tsc::Timesource::Monotonic => 1_000_000_000,
+        };
+        (u128::from(cfg.slow_floor.get()) * u128::from(hz) / 1_000_000_000) as u64
+    } else {
+        cfg.slow_floor.get()
+    };
+    let mut slow = (cfg.slow_reads > 0).then(|| GapRecorder::new(floor, cfg.slow_reads));
     let mut reads = 0u64;
     let mut covered = 0u64;
     let mut backward = 0u64;
@@ -331,6 +360,7 @@ where
     for slot in buf.iter_mut() {
         *slot = read();
     }
+    let anchor0 = (tsc::read().0, read());
     let start = clock.now();
     let end = loop {
         for slot in buf.iter_mut() {
@@ -349,6 +379,9 @@ where
             let g = gap(w[0], w[1]);
             covered += g.get();
             hist.record(g);
+            if let Some(r) = slow.as_mut() {
+                r.record(w[0], w[1]);
+            }
         }
         reads += buf.len() as u64;
         if let Some(seen) = cpu_seen.get_mut(latlab_sys::sched::current_cpu() as usize) {
@@ -358,6 +391,7 @@ where
             break now;
         }
     };
+    let anchor1 = (tsc::read().0, read());
     let mut gaps = LatencyHistogram::new(cfg.hist).expect("validated");
     for iv in &intervals {
         gaps.merge(&iv.gaps).expect("same configuration");
@@ -377,6 +411,26 @@ where
             .filter(|(_, &s)| s)
             .map(|(i, _)| i as u32)
             .collect(),
+        slow_overflow: slow.as_ref().map_or(0, GapRecorder::overflow),
+        slow: slow.map(|r| r.gaps().to_vec()).unwrap_or_default(),
+        anchors: [anchor0, anchor1],
+    }
+}
+
+impl SourceOutcome {
+    /// A raw reading of this source on the TSC timeline: the identity for TSC sources,
+    /// else the straight line through [`SourceOutcome::anchors`].
+    pub fn raw_to_tsc(&self, raw: u64) -> u64 {
+        if self.source.is_tsc() {
+            return raw;
+        }
+        let [(t0, r0), (t1, r1)] = self.anchors;
+        let dr = i128::from(r1) - i128::from(r0);
+        if dr <= 0 {
+            return t0;
+        }
+        let off = (i128::from(raw) - i128::from(r0)) * (i128::from(t1) - i128::from(t0)) / dr;
+        (i128::from(t0) + off).max(0) as u64
     }
 }
 

@@ -44,6 +44,9 @@ pub struct ExperimentConfig {
     pub only: Vec<String>,
     /// The `latlab` binary that the 5.4 testbed traffic runs as.
     pub exe: PathBuf,
+    /// Run every scenario with `--explain` (on unless `--no-explain`; without root or
+    /// tracefs the runs say so and carry on).
+    pub explain: bool,
 }
 
 impl ExperimentConfig {
@@ -85,6 +88,7 @@ impl ExperimentConfig {
             quick,
             only,
             exe,
+            explain: true,
         })
     }
 
@@ -123,6 +127,7 @@ pub fn run(cfg: &ExperimentConfig, argv: Vec<String>, draw: &dyn Draw) -> Result
             .replace(".0", ""),
         cpu: cfg.cpu,
         draw,
+        explain: cfg.explain,
     };
     let mut done = Vec::new();
     let started = host::utc_now_rfc3339();

@@ -4,6 +4,7 @@
 use super::summary::ScenarioSummary as Scenario;
 use crate::analyze::{analyze, stats, switch_gaps, Stats, MERGE_GAP_NS};
 use crate::error::Error;
+use crate::explain::ExplainAsk;
 use crate::figures::Draw;
 use crate::load::{Delivered, FsLoad, LoadSource, TestbedTraffic, UdpFlood};
 use crate::result::SchedRunData;
@@ -22,6 +23,8 @@ pub(super) struct Ctx<'a> {
     pub(super) d: String,
     pub(super) cpu: u32,
     pub(super) draw: &'a dyn Draw,
+    /// Attribute every run's tail to kernel events (`--explain` on each run).
+    pub(super) explain: bool,
 }
 
 impl Ctx<'_> {
@@ -43,8 +46,34 @@ impl Ctx<'_> {
             data: d,
             trace: t,
             ..
-        } = run_and_save(&spec, argv, &path, None, Some(svg), self.draw)?;
-        sc.commands.push(format!("latlab sched {line}"));
+        } = run_and_save(
+            &spec,
+            argv,
+            &path,
+            None,
+            Some(svg),
+            self.draw,
+            self.explain.then(ExplainAsk::default).as_ref(),
+            &mut |_| {},
+        )?;
+        if let Some(a) = &r.explain {
+            // how much of this run's tail is outside the system under test (the threads
+            // and the Linux scheduler): the hypervisor's share, named by the attribution
+            sc.findings.push(match &a.unavailable {
+                Some(why) => {
+                    format!("{name}: tail not explained: kernel events unavailable ({why})")
+                }
+                None => format!(
+                    "{name}: tail ({} windows above the p99 gap, and misses): {}",
+                    a.windows,
+                    latlab_explain::render::explained_line(a)
+                ),
+            });
+        }
+        sc.commands.push(format!(
+            "latlab sched {line}{}",
+            if self.explain { " --explain" } else { "" }
+        ));
         sc.results.push(format!("{name}.json"));
         sc.figures.push(format!("{name}.svg"));
         Ok((r, d, t))

@@ -9,8 +9,9 @@ use latlab_sched::experiment::{self, ExperimentConfig};
 /// Runs `latlab experiment hourglass`.
 pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let exe = std::env::current_exe()?;
-    let cfg = ExperimentConfig::new(a.dir, a.duration.get(), a.cpu, a.quick, a.only, exe)
+    let mut cfg = ExperimentConfig::new(a.dir, a.duration.get(), a.cpu, a.quick, a.only, exe)
         .map_err(sched_error)?;
+    cfg.explain = !a.no_explain;
     let out = experiment::run(&cfg, argv, &Figures).map_err(sched_error)?;
     print!("{}", out.text);
     println!(
