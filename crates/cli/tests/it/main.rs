@@ -14,6 +14,7 @@ mod browser;
 mod cli;
 mod dfs;
 mod dfs_report;
+mod figure_size;
 mod golden_report;
 mod host_breakdown;
 mod host_noise;
