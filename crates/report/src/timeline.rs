@@ -8,8 +8,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
 
-pub use latlab_core::doc::figure::{TimelineRow, TimelineSpec};
 use latlab_core::doc::figure::{TimelineColumns, COLUMN_FULL};
+pub use latlab_core::doc::figure::{TimelineRow, TimelineSpec};
 
 fn draw<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
@@ -59,7 +59,11 @@ where
         let y1 = y0 + 0.7;
         let top = area.map_coordinate(&(from / unit.divisor, y1)).1 - yr.start;
         let bottom = area.map_coordinate(&(from / unit.divisor, y0)).1 - yr.start;
-        let levels: Vec<u8> = cols.coverage(&r.blocks).iter().map(|&b| cols.level(b)).collect();
+        let levels: Vec<u8> = cols
+            .coverage(&r.blocks)
+            .iter()
+            .map(|&b| cols.level(b))
+            .collect();
         for (c0, c1, level) in level_runs(&levels) {
             px.draw(&Rectangle::new(
                 [(c0 as i32, top), (c1 as i32, bottom)],
@@ -228,7 +232,9 @@ mod tests {
         t0.push((start, s10));
         let every = |period: f64, run: f64| -> Vec<(f64, f64)> {
             let n = (s10 / period) as u32;
-            (0..n).map(|k| (f64::from(k) * period, f64::from(k) * period + run)).collect()
+            (0..n)
+                .map(|k| (f64::from(k) * period, f64::from(k) * period + run))
+                .collect()
         };
         let row = |label: &str, blocks: Vec<(f64, f64)>| TimelineRow {
             label: label.into(),
@@ -265,7 +271,10 @@ mod tests {
             assert!(fills.len() <= spec.width as usize, "{}", fills.len());
         }
         // thread 0: every one of its 100 gaps is a lighter column between full runs
-        let t0 = per_row.values().find(|f| f.contains(&"#808080".to_owned())).unwrap();
+        let t0 = per_row
+            .values()
+            .find(|f| f.contains(&"#808080".to_owned()))
+            .unwrap();
         assert_eq!(t0.iter().filter(|f| *f == "#B0B0B0").count(), 100, "{t0:?}");
         assert_eq!(t0.iter().filter(|f| *f == "#808080").count(), 101);
         assert!(svg.len() < 100_000, "{} bytes", svg.len());

@@ -76,7 +76,11 @@ pub use latlab_core::doc::DrawError;
 /// `rows` reduced to what `width` pixel columns of `window` (ns) can show (see
 /// [`TimelineRow::at_columns`]): at most `width` blocks and marks per row, so a figure's
 /// specification and its drawing stay small however long the run. Pure.
-pub fn rows_at_pixels(rows: &[TimelineRow], (from, to): (u64, u64), width: u32) -> Vec<TimelineRow> {
+pub fn rows_at_pixels(
+    rows: &[TimelineRow],
+    (from, to): (u64, u64),
+    width: u32,
+) -> Vec<TimelineRow> {
     rows.iter()
         .map(|r| r.at_columns((from as f64, to as f64), width as usize))
         .collect()

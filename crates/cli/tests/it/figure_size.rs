@@ -99,9 +99,18 @@ fn a_ten_second_three_thread_timeline_has_at_most_one_element_per_pixel_column_p
         .unwrap());
     let svg = std::fs::read_to_string(&svg_path).unwrap();
     let rows = grey_rects_by_row(&svg);
-    assert_eq!(rows.len(), 5, "three threads and two CPUs: {:?}", rows.keys());
+    assert_eq!(
+        rows.len(),
+        5,
+        "three threads and two CPUs: {:?}",
+        rows.keys()
+    );
     for (y, fills) in &rows {
-        assert!(fills.len() <= 1200, "row at y={y}: {} elements", fills.len());
+        assert!(
+            fills.len() <= 1200,
+            "row at y={y}: {} elements",
+            fills.len()
+        );
     }
     // thread 1's 100 gaps of 2 us (a pixel column is ~10 ms): each a lighter column
     // between full stretches, so each stays visible
@@ -111,7 +120,10 @@ fn a_ten_second_three_thread_timeline_has_at_most_one_element_per_pixel_column_p
         .expect("thread 1's row: 101 full stretches");
     assert_eq!(t1.iter().filter(|x| *x == "#B0B0B0").count(), 100);
     let marks_and_rects = svg.matches("<rect").count() + svg.matches("<polyline").count();
-    assert!(marks_and_rects <= 5 * 1200 + 100, "{marks_and_rects} elements");
+    assert!(
+        marks_and_rects <= 5 * 1200 + 100,
+        "{marks_and_rects} elements"
+    );
 
     // the report of the same run: its timeline bounded the same way, the whole under
     // the stated size

@@ -21,6 +21,7 @@ mod host_noise;
 mod kernel_truth;
 mod net;
 mod net_delay;
+mod progress;
 mod report;
 mod sched;
 mod sched_report;

@@ -51,6 +51,20 @@ pub fn run(
     out: &Path,
     notice: &mut dyn FnMut(&str),
 ) -> Result<Written, NoiseError> {
+    run_with_progress(r, argv, out, notice, &mut latlab_core::progress::NoProgress)
+}
+
+/// [`run`], telling `progress` as each phase starts: measuring, attributing, writing.
+///
+/// # Errors
+/// See [`NoiseError`].
+pub fn run_with_progress(
+    r: &NoiseRun,
+    argv: Vec<String>,
+    out: &Path,
+    notice: &mut dyn FnMut(&str),
+    progress: &mut dyn latlab_core::progress::Progress,
+) -> Result<Written, NoiseError> {
     r.validate()?;
     let (clock, timebase) = Clock::establish(r.calibration);
     let tsc_hz = match clock.timesource() {
@@ -149,6 +163,14 @@ pub fn run(
             }
         }
     };
+    progress.step(
+        &format!(
+            "measuring for {}",
+            latlab_core::units::format_ns(r.duration.get() as f64)
+        ),
+        0,
+        3,
+    );
     let _ = go_tx.send(());
     let spun = handle
         .join()
@@ -167,6 +189,7 @@ pub fn run(
     };
 
     // Attribution.
+    progress.step("attributing the gaps", 1, 3);
     let topts = TimelineOptions {
         window: (spun.start, spun.end),
         tid: Some(tid),
@@ -306,6 +329,7 @@ pub fn run(
     result.warnings.extend(warnings);
     result.data = serde_json::to_value(&data).expect("plain data serialises");
     result.explain = Some(attribution);
+    progress.step("writing the result", 2, 3);
     result.save(out)?;
     Ok(Written {
         result: out.to_path_buf(),

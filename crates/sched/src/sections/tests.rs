@@ -360,7 +360,10 @@ fn cache_cost_table_has_the_mean_and_interval() {
 fn ten_second_three_thread_run() -> (SchedRunData, Trace) {
     let s10 = 10_000 * MS;
     let mut threads = vec![ThreadSpec::new(0), ThreadSpec::new(1), ThreadSpec::new(2)];
-    for (t, (c, p)) in threads[1..].iter_mut().zip([(100_000, MS), (30_000, 70_000)]) {
+    for (t, (c, p)) in threads[1..]
+        .iter_mut()
+        .zip([(100_000, MS), (30_000, 70_000)])
+    {
         t.workload = Workload::Periodic {
             amount_ns: c,
             period_ns: p,
@@ -371,10 +374,16 @@ fn ten_second_three_thread_run() -> (SchedRunData, Trace) {
     let mut start = 0;
     for k in 1..=100 {
         let gap = k * 100 * MS - 50 * MS;
-        blocks.push(RunBlock { cpu: 1, ..blk(0, start, gap, EndReason::Gap) });
+        blocks.push(RunBlock {
+            cpu: 1,
+            ..blk(0, start, gap, EndReason::Gap)
+        });
         start = gap + 2_000;
     }
-    blocks.push(RunBlock { cpu: 1, ..blk(0, start, s10, EndReason::End) });
+    blocks.push(RunBlock {
+        cpu: 1,
+        ..blk(0, start, s10, EndReason::End)
+    });
     let mut acts = Vec::new();
     for k in 0..s10 / MS {
         blocks.push(blk(1, k * MS, k * MS + 100_000, EndReason::Sleep));
@@ -410,9 +419,17 @@ fn a_ten_second_three_thread_timeline_has_at_most_a_block_per_pixel_column_per_r
         let full = crate::figures::timeline_rows(&d, &trace, cpus);
         let cols = TimelineColumns::new(spec.window, spec.width as usize);
         for (r, f) in rows.iter().zip(&full) {
-            assert!(r.blocks.len() <= 1200 && r.marks.len() <= 1200, "{}", r.label);
+            assert!(
+                r.blocks.len() <= 1200 && r.marks.len() <= 1200,
+                "{}",
+                r.label
+            );
             // the same CPU time in every pixel column as the full trace
-            for (a, b) in cols.coverage(&r.blocks).iter().zip(cols.coverage(&f.blocks)) {
+            for (a, b) in cols
+                .coverage(&r.blocks)
+                .iter()
+                .zip(cols.coverage(&f.blocks))
+            {
                 assert!((a - b).abs() < 1.0, "{}: {a} vs {b}", r.label);
             }
         }
