@@ -165,6 +165,17 @@ pub fn render_timeline(
 mod tests {
     use super::*;
 
+    /// The SVG, or `None` (with a visible line) where no font is installed.
+    fn svg_or_skip(rows: &[TimelineRow], spec: &TimelineSpec) -> Option<String> {
+        match render_timeline_svg_string(rows, spec) {
+            Err(PlotError::NoFont { .. }) => {
+                eprintln!("skipping: no font installed");
+                None
+            }
+            r => Some(r.unwrap()),
+        }
+    }
+
     #[test]
     fn rows_blocks_and_marks_are_drawn() {
         let rows = vec![
@@ -183,12 +194,8 @@ mod tests {
             window: (0.0, 20e6),
             ..TimelineSpec::default()
         };
-        let svg = match render_timeline_svg_string(&rows, &spec) {
-            Err(PlotError::NoFont { .. }) => {
-                eprintln!("skipping: no font installed");
-                return;
-            }
-            r => r.unwrap(),
+        let Some(svg) = svg_or_skip(&rows, &spec) else {
+            return;
         };
         assert!(svg.contains("thread 0") && svg.contains("thread 1"));
         // three blocks in the window (the 50-60 ms one is outside), grey
@@ -252,12 +259,8 @@ mod tests {
             window: (0.0, s10),
             ..TimelineSpec::default()
         };
-        let svg = match render_timeline_svg_string(&rows, &spec) {
-            Err(PlotError::NoFont { .. }) => {
-                eprintln!("skipping: no font installed");
-                return;
-            }
-            r => r.unwrap(),
+        let Some(svg) = svg_or_skip(&rows, &spec) else {
+            return;
         };
         let grey = ["#808080", "#B0B0B0", "#C8C8C8", "#E0E0E0"];
         let mut per_row: std::collections::BTreeMap<String, Vec<String>> = Default::default();
