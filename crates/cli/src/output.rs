@@ -1,6 +1,7 @@
 //! Where results go and how progress is shown.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use latlab_core::progress::Progress;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
@@ -90,16 +91,24 @@ pub fn sibling(path: &Path, ext: &str) -> PathBuf {
     path.with_extension(ext)
 }
 
-/// A progress bar on stderr for `steps` steps expected to take `expected_secs`; hidden
-/// when quiet, when stderr is not a terminal, or when the whole thing takes under ~2 s.
-/// It redraws only when told (no ticking thread that would disturb a measurement).
+/// Whether a progress bar is shown: never when `quiet`, never when stderr is not a
+/// terminal (piped or redirected output gets no progress), and not for work expected to
+/// take under ~2 s.
+pub fn shows_progress(quiet: bool, stderr_is_terminal: bool, expected_secs: f64) -> bool {
+    !quiet && stderr_is_terminal && expected_secs >= 2.0
+}
+
+/// A progress bar on stderr for `steps` steps expected to take `expected_secs`
+/// (`f64::INFINITY` when unknown but long), with the current step and an ETA; hidden as
+/// [`shows_progress`] says. It redraws only when told (no ticking thread that would
+/// disturb a measurement).
 pub fn progress(steps: u64, expected_secs: f64, quiet: bool) -> ProgressBar {
-    if quiet || expected_secs < 2.0 || !std::io::stderr().is_terminal() {
+    if !shows_progress(quiet, std::io::stderr().is_terminal(), expected_secs) {
         return ProgressBar::hidden();
     }
     let pb = ProgressBar::new(steps);
     pb.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} (ETA {eta})")
             .expect("static template")
             .progress_chars("=> "),
     );
@@ -113,6 +122,34 @@ pub fn named_steps(pb: &ProgressBar) -> impl FnMut(&str) + '_ {
     move |name| {
         pb.set_message(name.to_string());
         pb.inc(1);
+    }
+}
+
+/// A library's [`Progress`] drawn on a bar: each step sets the bar's length, position and
+/// message; the bar is cleared when dropped.
+pub struct Bar(pub ProgressBar);
+
+impl Bar {
+    /// A bar for long work of a number of steps the library will say (hidden when quiet
+    /// or when stderr is not a terminal).
+    pub fn new(quiet: bool) -> Bar {
+        Bar(progress(0, f64::INFINITY, quiet))
+    }
+}
+
+impl Progress for Bar {
+    fn step(&mut self, name: &str, done: u64, total: u64) {
+        if self.0.length() != Some(total) {
+            self.0.set_length(total);
+        }
+        self.0.set_message(name.to_string());
+        self.0.set_position(done.min(total));
+    }
+}
+
+impl Drop for Bar {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
     }
 }
 
@@ -143,6 +180,33 @@ pub fn plot_ccdf(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_is_shown_only_on_a_terminal_when_not_quiet_for_long_work() {
+        assert!(shows_progress(false, true, 2.0));
+        assert!(shows_progress(false, true, f64::INFINITY));
+        assert!(!shows_progress(true, true, 60.0), "-q");
+        assert!(!shows_progress(false, false, 60.0), "stderr piped");
+        assert!(!shows_progress(false, true, 1.0), "short work");
+    }
+
+    #[test]
+    fn the_bar_follows_the_library_steps() {
+        // a hidden bar still keeps its state: what a visible one would draw
+        let mut b = Bar(ProgressBar::hidden());
+        b.step("NF default, generator receive blocking", 0, 10);
+        assert_eq!((b.0.position(), b.0.length()), (0, Some(10)));
+        b.step("NF hog, generator receive busy", 3, 10);
+        assert_eq!((b.0.position(), b.0.length()), (3, Some(10)));
+        assert_eq!(b.0.message(), "NF hog, generator receive busy");
+        // a library that learns more steps on the way, and one that overshoots
+        b.step("extra", 11, 12);
+        assert_eq!((b.0.position(), b.0.length()), (11, Some(12)));
+        b.step("past", 20, 12);
+        assert_eq!(b.0.position(), 12);
+        // with -q, or piped, the bar draws nothing: hidden
+        assert!(Bar::new(true).0.is_hidden());
+    }
 
     #[test]
     fn default_names_are_filesystem_safe() {

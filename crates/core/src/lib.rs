@@ -14,7 +14,8 @@
 //!   independence, stationarity, the confidence-interval stop rule), each a typed verdict;
 //! - [`text`]: plain-text tables and latency cells as terminals and text files show them
 //!   (an unsupported percentile is never a bare number);
-//! - [`child`]: the versioned job envelope one latlab process hands another.
+//! - [`child`]: the versioned job envelope one latlab process hands another;
+//! - [`progress`]: how libraries report the steps of long work (the CLI draws the bar).
 //!
 //! Nothing in this crate reads a clock or makes a system call: time is always passed in.
 //! The only I/O is reading and writing result files (`results`).
@@ -24,6 +25,7 @@ pub mod child;
 pub mod doc;
 pub mod hist;
 pub mod parse;
+pub mod progress;
 pub mod results;
 pub mod rng;
 pub mod selfcheck;

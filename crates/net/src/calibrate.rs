@@ -127,12 +127,14 @@ pub enum CalibrateError {
     Config(String),
 }
 
-/// Runs the calibration: one NF + probe run per delay, results under `dir`.
+/// Runs the calibration: one NF + probe run per delay, results under `dir`; `progress`
+/// is told as each run starts.
 pub fn run(
     cfg: &CalibrateConfig,
     exe: &Path,
     dir: &Path,
     argv: Vec<String>,
+    progress: &mut dyn latlab_core::progress::Progress,
 ) -> Result<ResultFile, CalibrateError> {
     if cfg.delays.is_empty() || cfg.delays[0].get() != 0 {
         return Err(CalibrateError::Config(
@@ -150,13 +152,15 @@ pub fn run(
     for round in 0..cfg.rounds.max(1) {
         for d in &cfg.delays {
             let tag = format_ns(d.get() as f64).replace(' ', "");
-            if !cfg.quiet {
-                eprintln!(
-                    "calibrate: round {}/{}, added delay {tag}…",
+            progress.step(
+                &format!(
+                    "round {}/{}, added delay {tag}",
                     round + 1,
                     cfg.rounds.max(1)
-                );
-            }
+                ),
+                runs.len() as u64,
+                u64::from(cfg.rounds.max(1)) * cfg.delays.len() as u64,
+            );
             let mut nf_cfg = placement.nf_config();
             nf_cfg.io = cfg.nf_io;
             nf_cfg.cpus = vec![nf_cpu];

@@ -282,12 +282,14 @@ fn table_percentiles() -> [Percentile; 4] {
     ]
 }
 
-/// Runs the experiment, writing everything under `dir`.
+/// Runs the experiment, writing everything under `dir`; `progress` is told as each run
+/// (configuration × receive mode) starts.
 pub fn run(
     cfg: &KillerUsConfig,
     exe: &Path,
     dir: &Path,
     argv: Vec<String>,
+    progress: &mut dyn latlab_core::progress::Progress,
 ) -> Result<Summary, ExperimentError> {
     let placement = if cfg.loopback {
         Placement::Loopback
@@ -311,9 +313,11 @@ pub fn run(
         let nf_cfg = step.nf_config(placement, nf_cpu);
         let nf_json = step.describe(cfg.loopback, nf_cpu);
         for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
-            if !cfg.quiet {
-                eprintln!("killer-us: NF {conf}, generator receive {rx}…");
-            }
+            progress.step(
+                &format!("NF {conf}, generator receive {rx}"),
+                runs.len() as u64,
+                STEPS.len() as u64 * 2,
+            );
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
             let nf_path = dir.join(format!("nf-{name}.json"));
             let probe_path = dir.join(format!("probe-{name}.json"));

@@ -73,8 +73,21 @@ pub fn cdf_points(v: &[u64]) -> Vec<(f64, f64)> {
 
 pub use latlab_core::doc::DrawError;
 
+/// `rows` reduced to what `width` pixel columns of `window` (ns) can show (see
+/// [`TimelineRow::at_columns`]): at most `width` blocks and marks per row, so a figure's
+/// specification and its drawing stay small however long the run. Pure.
+pub fn rows_at_pixels(
+    rows: &[TimelineRow],
+    (from, to): (u64, u64),
+    width: u32,
+) -> Vec<TimelineRow> {
+    rows.iter()
+        .map(|r| r.at_columns((from as f64, to as f64), width as usize))
+        .collect()
+}
+
 /// The execution timeline of a run over `window` (ns from its start), with a row per CPU
-/// too when `cpus`, `width` pixels wide. Pure.
+/// too when `cpus`, `width` pixels wide, at pixel resolution. Pure.
 pub fn timeline_figure(
     d: &SchedRunData,
     trace: &Trace,
@@ -96,7 +109,7 @@ pub fn timeline_figure(
     Figure::Timeline {
         title: spec.title.clone(),
         spec,
-        rows: timeline_rows(d, trace, cpus),
+        rows: rows_at_pixels(&timeline_rows(d, trace, cpus), (from, to), width),
     }
 }
 

@@ -187,4 +187,7 @@ pub struct HourglassExperimentArgs {
     /// Only these scenarios, comma separated (5.1 … 5.6).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
+    /// No progress bar (there is none either when stderr is not a terminal).
+    #[arg(short, long)]
+    pub quiet: bool,
 }

@@ -11,12 +11,22 @@ pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let outs = crate::output::outputs("host-noise", &a.out, None)?;
     r.started_utc = outs.started_utc;
     let quiet = a.out.quiet;
-    let written = noise::run(&r, argv, &outs.result, &mut |line| {
-        if !quiet {
-            eprintln!("latlab: {line}");
-        }
-    })
-    .map_err(|e| match e {
+    let mut bar = crate::output::Bar::new(quiet);
+    bar.0.set_prefix("host noise");
+    let pb = bar.0.clone();
+    let written = noise::run_with_progress(
+        &r,
+        argv,
+        &outs.result,
+        &mut |line| {
+            if !quiet {
+                pb.suspend(|| eprintln!("latlab: {line}"));
+            }
+        },
+        &mut bar,
+    );
+    drop(bar);
+    let written = written.map_err(|e| match e {
         NoiseError::Config(m) => usage(m),
         other => anyhow::Error::new(other),
     })?;

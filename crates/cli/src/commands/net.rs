@@ -371,7 +371,14 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
     let rt_guard = unthrottle(a.no_rt_throttle, a.quiet)?;
-    let mut r = latlab_net::calibrate::run(&cfg, &exe, &dir, argv).context("calibrating")?;
+    let mut r = latlab_net::calibrate::run(
+        &cfg,
+        &exe,
+        &dir,
+        argv,
+        &mut crate::output::Bar::new(a.quiet),
+    )
+    .context("calibrating")?;
     r.warnings.extend(unthrottled_note(&rt_guard));
     let path = dir.join("calibrate.json");
     r.save(&path).context("writing the result")?;
@@ -394,7 +401,14 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
     for n in &cfg.notes {
         eprintln!("latlab: warning: {n}");
     }
-    let summary = latlab_net::experiment::run(&cfg, &exe, &dir, argv).context("killer-us")?;
+    let summary = latlab_net::experiment::run(
+        &cfg,
+        &exe,
+        &dir,
+        argv,
+        &mut crate::output::Bar::new(a.quiet),
+    )
+    .context("killer-us")?;
     for (path, fig) in &summary.figures {
         latlab_report::write_figure(fig, path)
             .with_context(|| format!("killer-us: drawing {}", path.display()))?;

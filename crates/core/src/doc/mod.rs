@@ -15,7 +15,7 @@ mod model;
 
 pub use figure::{
     BoxStat, ChartSpec, Corner, Curve, ErrorSeries, Line, LineChart, LineStyle, PlotKind, PlotSpec,
-    StackedBar, TimelineRow, TimelineSpec, XySeries, XySpec,
+    StackedBar, TimelineColumns, TimelineRow, TimelineSpec, XySeries, XySpec, COLUMN_FULL,
 };
 pub use input::{stem, Input};
 pub use model::{slug, Block, Cell, CellStyle, Figure, Report, Section, Severity, Table, Warning};

@@ -250,7 +250,10 @@ impl<'a> Sim<'a> {
         self.resched.clear();
     }
 
-    pub(super) fn run(mut self) -> Result<SimOutcome, SimError> {
+    pub(super) fn run(
+        mut self,
+        progress: &mut dyn latlab_core::progress::Progress,
+    ) -> Result<SimOutcome, SimError> {
         for i in 0..self.inputs.len() {
             self.push(0, Ev::Wake(i as u32));
             self.inputs[i].wake_at = 0;
@@ -275,6 +278,8 @@ impl<'a> Sim<'a> {
         }
         let total = self.cfg.total_ts();
         let need = total * self.inputs.len() as u64;
+        let mut percent = 0;
+        progress.step("simulating", 0, 100);
         while let Some(e) = self.heap.pop() {
             self.now = e.t;
             self.events += 1;
@@ -318,6 +323,11 @@ impl<'a> Sim<'a> {
                 }
                 Ev::Sample => {
                     self.sample();
+                    let now = (self.delivered * 100).checked_div(need).unwrap_or(100);
+                    if now > percent {
+                        percent = now.min(100);
+                        progress.step("simulating", percent, 100);
+                    }
                     if self.delivered < need {
                         self.push(self.now + self.sample_ns, Ev::Sample);
                     }

@@ -36,6 +36,15 @@ pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
 
 /// Runs a simulation to the end.
 pub fn run(cfg: &SimConfig) -> Result<SimOutcome, SimError> {
+    run_with_progress(cfg, &mut latlab_core::progress::NoProgress)
+}
+
+/// Runs a simulation to the end, telling `progress` the share of time-slices delivered
+/// (in percent, as `done` of 100) each time it grows by a percent.
+pub fn run_with_progress(
+    cfg: &SimConfig,
+    progress: &mut dyn latlab_core::progress::Progress,
+) -> Result<SimOutcome, SimError> {
     cfg.validate()?;
-    engine::Sim::new(cfg).run()
+    engine::Sim::new(cfg).run(progress)
 }

@@ -19,4 +19,4 @@ pub use data::{
     summary, DataError, GapRecord, NoiseData, GAP_HISTOGRAM, MAX_GAP_CAUSES, MAX_LISTED_GAPS,
     RESULT_KIND,
 };
-pub use run::{run, Written};
+pub use run::{run, run_with_progress, Written};

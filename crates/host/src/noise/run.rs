@@ -50,6 +50,20 @@ pub fn run(
     out: &Path,
     notice: &mut dyn FnMut(&str),
 ) -> Result<Written, NoiseError> {
+    run_with_progress(r, argv, out, notice, &mut latlab_core::progress::NoProgress)
+}
+
+/// [`run`], telling `progress` as each phase starts: measuring, attributing, writing.
+///
+/// # Errors
+/// See [`NoiseError`].
+pub fn run_with_progress(
+    r: &NoiseRun,
+    argv: Vec<String>,
+    out: &Path,
+    notice: &mut dyn FnMut(&str),
+    progress: &mut dyn latlab_core::progress::Progress,
+) -> Result<Written, NoiseError> {
     r.validate()?;
     let (clock, timebase) = Clock::establish(r.calibration);
     let tsc_hz = match clock.timesource() {
@@ -129,6 +143,14 @@ pub fn run(
         },
         notice,
     );
+    progress.step(
+        &format!(
+            "measuring for {}",
+            latlab_core::units::format_ns(r.duration.get() as f64)
+        ),
+        0,
+        3,
+    );
     let _ = go_tx.send(());
     let spun = handle
         .join()
@@ -137,6 +159,7 @@ pub fn run(
     let got = ks.finish(notice);
 
     // Attribution.
+    progress.step("attributing the gaps", 1, 3);
     let gaps = spun.rec.gaps();
     let windows: Vec<Window> = gaps
         .iter()
@@ -270,6 +293,7 @@ pub fn run(
     result.warnings.extend(warnings);
     result.data = serde_json::to_value(&data).expect("plain data serialises");
     result.explain = Some(attribution);
+    progress.step("writing the result", 2, 3);
     result.save(out)?;
     Ok(Written {
         result: out.to_path_buf(),

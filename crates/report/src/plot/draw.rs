@@ -122,6 +122,32 @@ pub(crate) fn step_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// Indices of the vertices of a polyline at pixel positions `px` that change how it is
+/// drawn: a vertex on the same pixel as the one before, and one inside a horizontal or
+/// vertical run between its neighbours, are left out. The first and last are kept.
+pub(crate) fn pixel_vertices(px: &[(i32, i32)]) -> Vec<usize> {
+    let between = |a: i32, b: i32, c: i32| a.min(c) <= b && b <= a.max(c);
+    let mut keep: Vec<usize> = Vec::new();
+    for (i, &p) in px.iter().enumerate() {
+        if keep.last().is_some_and(|&l| px[l] == p) {
+            continue;
+        }
+        if let [.., a, b] = keep[..] {
+            let (a, b) = (px[a], px[b]);
+            let inner = (a.0 == b.0 && b.0 == p.0 && between(a.1, b.1, p.1))
+                || (a.1 == b.1 && b.1 == p.1 && between(a.0, b.0, p.0));
+            if inner {
+                if let Some(last) = keep.last_mut() {
+                    *last = i;
+                }
+                continue;
+            }
+        }
+        keep.push(i);
+    }
+    keep
+}
+
 fn font(px: f64) -> FontDesc<'static> {
     FontDesc::new(FontFamily::SansSerif, px, FontStyle::Normal)
 }
@@ -254,23 +280,33 @@ where
     for (i, s) in plan.series.iter().enumerate() {
         let color = PALETTE[i % PALETTE.len()];
         let style = color.stroke_width(line_width);
-        let pts = step_points(&s.points);
+        // At pixel resolution: a histogram's curve has thousands of vertices that fall on
+        // the same few pixels; only those that change the drawing are kept.
+        let steps = step_points(&s.points);
+        let steps_px: Vec<(i32, i32)> = steps.iter().map(|p| chart.backend_coord(p)).collect();
+        let pts: Vec<(f64, f64)> = pixel_vertices(&steps_px)
+            .into_iter()
+            .map(|i| steps[i])
+            .collect();
         let to_px = |p: &(f64, f64)| {
             let (x, y) = chart.backend_coord(p);
             (f64::from(x), f64::from(y))
         };
+        let mut points: Vec<(f64, f64, f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| {
+                let (px, py) = to_px(p);
+                (px, py, p.0 * plan.unit.divisor, p.1)
+            })
+            .collect();
+        // one hover point per pixel: the first of those drawn on it
+        points.dedup_by(|b, a| (a.0, a.1) == (b.0, b.1));
         pixels.push(PixelSeries {
             label: s.label.clone(),
             color: format!("#{:02x}{:02x}{:02x}", color.0, color.1, color.2),
             path: pts.iter().map(to_px).collect(),
-            points: s
-                .points
-                .iter()
-                .map(|p| {
-                    let (px, py) = to_px(p);
-                    (px, py, p.0 * plan.unit.divisor, p.1)
-                })
-                .collect(),
+            points,
         });
         if mode == DrawMode::FrameOnly {
             continue;
@@ -401,6 +437,26 @@ mod tests {
         );
         assert_eq!(step_points(&[(1.0, 1.0)]), vec![(1.0, 1.0)]);
         assert!(step_points(&[]).is_empty());
+    }
+
+    #[test]
+    fn pixel_vertices_keep_what_changes_the_drawing() {
+        // a step curve: repeats, a horizontal run, a vertical run, a turn back
+        let px = [
+            (0, 0),
+            (0, 0),
+            (5, 0),
+            (9, 0),
+            (9, 4),
+            (9, 8),
+            (9, 8),
+            (12, 8),
+            (12, 2),
+            (12, 5),
+        ];
+        assert_eq!(pixel_vertices(&px), vec![0, 3, 5, 7, 8, 9]);
+        assert_eq!(pixel_vertices(&[(1, 1)]), vec![0]);
+        assert!(pixel_vertices(&[]).is_empty());
     }
 
     fn series(points: &[(f64, f64)]) -> Vec<Series> {

@@ -112,11 +112,16 @@ pub struct Outcome {
 
 /// Runs the scenarios `cfg` asks for and writes their results and figures (drawn by
 /// `draw`), the summary (`experiment.json`, with `argv` as its command line) and
-/// `summary.txt` into `cfg.dir`.
+/// `summary.txt` into `cfg.dir`; `progress` is told as each scenario starts.
 ///
 /// # Errors
 /// No TSC, a run refused or failed, the 5.4 traffic failed, or a file not written.
-pub fn run(cfg: &ExperimentConfig, argv: Vec<String>, draw: &dyn Draw) -> Result<Outcome, Error> {
+pub fn run(
+    cfg: &ExperimentConfig,
+    argv: Vec<String>,
+    draw: &dyn Draw,
+    progress: &mut dyn latlab_core::progress::Progress,
+) -> Result<Outcome, Error> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::io(format!("creating {}", cfg.dir.display()), e))?;
     let (_clock, tb, hz) = tsc_clock()?;
@@ -131,10 +136,17 @@ pub fn run(cfg: &ExperimentConfig, argv: Vec<String>, draw: &dyn Draw) -> Result
     };
     let mut done = Vec::new();
     let started = host::utc_now_rfc3339();
+    let wanted = ["5.1", "5.2", "5.3", "5.4", "5.5", "5.6"]
+        .into_iter()
+        .filter(|s| cfg.wants(s))
+        .count() as u64;
+    let mut steps = latlab_core::progress::Steps::new(progress, wanted);
     if cfg.wants("5.1") {
+        steps.next("scenario 5.1");
         done.push(scenarios::s51(&ctx)?);
     }
     if cfg.wants("5.2") {
+        steps.next("scenario 5.2");
         done.push(scenarios::s52(
             &ctx,
             cfg.quick,
@@ -144,15 +156,19 @@ pub fn run(cfg: &ExperimentConfig, argv: Vec<String>, draw: &dyn Draw) -> Result
         )?);
     }
     if cfg.wants("5.3") {
+        steps.next("scenario 5.3");
         done.push(scenarios::s53(&ctx)?);
     }
     if cfg.wants("5.4") {
+        steps.next("scenario 5.4");
         done.push(scenarios::s54(&ctx, cfg.duration_ns, &cfg.exe)?);
     }
     if cfg.wants("5.5") {
+        steps.next("scenario 5.5");
         done.push(scenarios::s55(&ctx)?);
     }
     if cfg.wants("5.6") {
+        steps.next("scenario 5.6");
         done.push(scenarios::s56(&ctx)?);
     }
     let mut r = ResultFile::new(

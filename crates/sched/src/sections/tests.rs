@@ -353,3 +353,107 @@ fn cache_cost_table_has_the_mean_and_interval() {
         .unwrap_err();
     assert!(e.contains("cc.json"), "{e}");
 }
+
+/// Ten seconds of three threads on two CPUs (a CPU-bound thread with a 2 us gap every
+/// 100 ms, a 100 us job every 1 ms, a 30 us job every 70 us missing every deadline):
+/// 155,000 blocks and 150,000 misses, as a recorded trace.
+fn ten_second_three_thread_run() -> (SchedRunData, Trace) {
+    let s10 = 10_000 * MS;
+    let mut threads = vec![ThreadSpec::new(0), ThreadSpec::new(1), ThreadSpec::new(2)];
+    for (t, (c, p)) in threads[1..]
+        .iter_mut()
+        .zip([(100_000, MS), (30_000, 70_000)])
+    {
+        t.workload = Workload::Periodic {
+            amount_ns: c,
+            period_ns: p,
+        };
+    }
+    let d = test_data(threads, s10);
+    let mut blocks = Vec::new();
+    let mut start = 0;
+    for k in 1..=100 {
+        let gap = k * 100 * MS - 50 * MS;
+        blocks.push(RunBlock {
+            cpu: 1,
+            ..blk(0, start, gap, EndReason::Gap)
+        });
+        start = gap + 2_000;
+    }
+    blocks.push(RunBlock {
+        cpu: 1,
+        ..blk(0, start, s10, EndReason::End)
+    });
+    let mut acts = Vec::new();
+    for k in 0..s10 / MS {
+        blocks.push(blk(1, k * MS, k * MS + 100_000, EndReason::Sleep));
+    }
+    for k in 0..s10 / 70_000 {
+        let r = k * 70_000;
+        blocks.push(blk(2, r, r + 30_000, EndReason::Sleep));
+        acts.push((2, act(k, r, r + 30_000, r + 20_000, 20_000)));
+    }
+    blocks.sort_by_key(|b| b.start_ns);
+    (
+        d,
+        Trace {
+            blocks,
+            activations: acts,
+        },
+    )
+}
+
+#[test]
+fn a_ten_second_three_thread_timeline_has_at_most_a_block_per_pixel_column_per_row() {
+    use crate::figures::timeline_figure;
+    use latlab_core::doc::{TimelineColumns, COLUMN_FULL};
+    let (d, trace) = ten_second_three_thread_run();
+    assert!(trace.blocks.len() > 150_000);
+    let window = (0, d.spec.duration_ns);
+    for cpus in [false, true] {
+        let Figure::Timeline { rows, spec, .. } = timeline_figure(&d, &trace, window, cpus, 1200)
+        else {
+            panic!("not a timeline")
+        };
+        assert_eq!(rows.len(), if cpus { 5 } else { 3 });
+        let full = crate::figures::timeline_rows(&d, &trace, cpus);
+        let cols = TimelineColumns::new(spec.window, spec.width as usize);
+        for (r, f) in rows.iter().zip(&full) {
+            assert!(
+                r.blocks.len() <= 1200 && r.marks.len() <= 1200,
+                "{}",
+                r.label
+            );
+            // the same CPU time in every pixel column as the full trace
+            for (a, b) in cols
+                .coverage(&r.blocks)
+                .iter()
+                .zip(cols.coverage(&f.blocks))
+            {
+                assert!((a - b).abs() < 1.0, "{}: {a} vs {b}", r.label);
+            }
+        }
+        // thread 0's 100 short gaps: 100 columns not full, each the end of a block
+        let levels: Vec<u8> = cols
+            .coverage(&rows[0].blocks)
+            .iter()
+            .map(|&b| cols.level(b))
+            .collect();
+        assert_eq!(levels.iter().filter(|&&l| l != COLUMN_FULL).count(), 100);
+        assert_eq!(rows[0].blocks.len(), 101);
+        assert_eq!(rows[2].marks.len(), 1200, "one miss mark per pixel column");
+    }
+    // the report's own window holds the reduced rows too
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(&d.trace_file), trace.to_tsv()).unwrap();
+    let input = Input::single(dir.path().join("run.json"), result_of(&d));
+    let secs = RunSections.sections(&[&input]).unwrap();
+    let fig = secs.iter().flat_map(|s| &s.blocks).find_map(|b| match b {
+        Block::Figure(Figure::Timeline { rows, spec, .. }) => Some((rows, spec)),
+        _ => None,
+    });
+    let (rows, spec) = fig.expect("a timeline in the report");
+    assert!(rows
+        .iter()
+        .all(|r| r.blocks.len() <= spec.width as usize && r.marks.len() <= spec.width as usize));
+}

@@ -1,6 +1,6 @@
 //! The execution timeline of a run in a report, over a readable window.
 
-use crate::figures::timeline_rows;
+use crate::figures::{rows_at_pixels, timeline_rows};
 use crate::result::SchedRunData;
 use crate::trace::Trace;
 use latlab_core::doc::figure::timeline_drawable;
@@ -76,8 +76,8 @@ pub(super) fn timeline_section(label: &str, key: &str, d: &SchedRunData, trace: 
     if timeline_drawable(&rows, &spec) {
         s.push(Block::Figure(Figure::Timeline {
             title: format!("Execution timeline of {label}"),
+            rows: rows_at_pixels(&rows, (from, to), spec.width),
             spec,
-            rows,
         }));
     } else {
         s.push(Block::Paragraph(

@@ -11,9 +11,18 @@ use latlab_dfs::experiment::{self, Context, ExperimentConfig, ExperimentError};
 pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let started = latlab_sys::host::utc_now_rfc3339();
     let provenance = || super::sim::provenance(&started);
+    // The runs and simulations are steps of the bar; anything else the experiment says
+    // (a skipped MPI part, a failed benchmark) is a notice, printed above it.
+    let cfg = ExperimentConfig::from(&a);
+    let steps = if cfg.mpi { 3 } else { 0 } + 2 * cfg.nodes.len() as u64 + 2;
+    let pb = crate::output::progress(steps, f64::INFINITY, a.quiet);
+    pb.set_prefix("dfs experiment");
     let progress = |s: &str| {
-        if !a.quiet {
-            eprintln!("{s}");
+        if s.starts_with("simulating") || s.starts_with("MPI:") {
+            pb.set_message(s.to_owned());
+            pb.inc(1);
+        } else if !a.quiet {
+            pb.suspend(|| eprintln!("{s}"));
         }
     };
     let cx = Context {
@@ -23,10 +32,12 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         figures: &latlab_report::FileFigures,
     };
     let dir = &a.out_dir;
-    let out = experiment::run(&ExperimentConfig::from(&a), dir, &cx).map_err(|e| match e {
+    let out = experiment::run(&cfg, dir, &cx).map_err(|e| match e {
         ExperimentError::Config(_) | ExperimentError::Sim(_) => usage(e.to_string()),
         e => e.into(),
-    })?;
+    });
+    pb.finish_and_clear();
+    let out = out?;
     let mut t = Table::new(out.summary.header.iter().copied());
     for r in &out.summary.rows {
         t.row(r.clone());

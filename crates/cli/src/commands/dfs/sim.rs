@@ -40,7 +40,10 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
             ..base.clone()
         };
         let wall = std::time::Instant::now();
-        let o = sim::run(&cfg).map_err(|e| usage(format!("{e}")))?;
+        let mut bar = crate::output::Bar::new(a.out.quiet);
+        bar.0.set_prefix(format!("dfs sim {}", mode.name()));
+        let o = sim::run_with_progress(&cfg, &mut bar).map_err(|e| usage(format!("{e}")))?;
+        drop(bar);
         let wall_s = wall.elapsed().as_secs_f64();
         let mut r = to_result(&o, argv.clone(), provenance(&started_utc));
         r.counters

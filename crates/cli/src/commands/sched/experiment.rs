@@ -12,7 +12,8 @@ pub fn hourglass(a: HourglassExperimentArgs, argv: Vec<String>) -> anyhow::Resul
     let mut cfg = ExperimentConfig::new(a.dir, a.duration.get(), a.cpu, a.quick, a.only, exe)
         .map_err(sched_error)?;
     cfg.explain = !a.no_explain;
-    let out = experiment::run(&cfg, argv, &Figures).map_err(sched_error)?;
+    let out = experiment::run(&cfg, argv, &Figures, &mut crate::output::Bar::new(a.quiet))
+        .map_err(sched_error)?;
     print!("{}", out.text);
     println!(
         "written: {} (summary), results and figures in {}",
