@@ -11,6 +11,7 @@
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
 
 use crate::nf::IoMode;
+use crate::fit::{self, CpuQuiet, HostFit, RateTrial};
 use crate::orchestrate::{self, Placement, ProbeJob};
 use crate::probe::{series, Sources};
 use latlab_core::doc::{Curve, Figure, PlotKind};
@@ -152,8 +153,16 @@ pub struct KillerUsConfig {
     pub duration: Nanos,
     /// Warm-up per run.
     pub warmup: Nanos,
-    /// Probe rate, milli-pps.
+    /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
     pub milli_pps: u64,
+    /// Choose the rate by trials before the ladder ([`crate::fit`]): the highest rate up
+    /// to `milli_pps` at which the generator keeps its schedule on this host.
+    #[serde(default)]
+    pub fit_rate: bool,
+    /// Stretch `duration` up to this, for enough samples for p99.99 at the chosen rate
+    /// (`--quick`).
+    #[serde(default)]
+    pub duration_cap: Option<Nanos>,
     /// Reflector on loopback instead of the testbed.
     pub loopback: bool,
     /// No progress output.
@@ -198,6 +207,16 @@ pub struct KillerUsData {
     pub figures: Vec<String>,
     /// Notes.
     pub notes: Vec<String>,
+    /// What the experiment checked of the host and chose (CPUs, rate, duration), and why.
+    #[serde(default)]
+    pub host_fit: Option<HostFit>,
+    /// NF configurations of the ladder that could not be measured meaningfully here,
+    /// with the reason (e.g. SCHED_FIFO without root).
+    #[serde(default)]
+    pub not_measured: Vec<(String, String)>,
+    /// What was done about real-time throttling, per NF configuration that needed it.
+    #[serde(default)]
+    pub rt_throttle: Vec<(String, String)>,
 }
 
 /// What the CLI prints.
@@ -225,7 +244,14 @@ pub enum ExperimentError {
     /// A file could not be written.
     #[error(transparent)]
     Result(#[from] latlab_core::results::ResultError),
+    /// SIGINT or SIGTERM arrived; everything the experiment changed was put back.
+    #[error("interrupted (real-time throttling and the testbed were restored)")]
+    Interrupted,
 }
+
+/// `SCHED_FIFO` priority of the generator's threads when running as root: above the NF's
+/// ([`STEPS`]' 50), so that neither the NF nor a compile job delays a send.
+pub const GEN_FIFO: i32 = 60;
 
 /// One method's histograms, one per NF configuration.
 type MethodCurves<'a> = (&'a str, &'a str, Vec<(String, LatencyHistogram)>);
@@ -274,7 +300,232 @@ fn table_percentiles() -> [Percentile; 4] {
     ]
 }
 
-/// Runs the experiment, writing everything under `dir`.
+/// One NF + probe run: where it goes and how it is paced.
+struct RunPlan<'a> {
+    exe: &'a Path,
+    dir: &'a Path,
+    placement: Placement,
+    gen_cpu: u32,
+    nf_cpu: u32,
+    gen_fifo: Option<i32>,
+}
+
+impl RunPlan<'_> {
+    /// Runs the NF of `step` and a probe against it (receive mode `rx_io`) at `milli_pps`
+    /// for `duration` after `warmup`, writing `nf-NAME.json` and `probe-NAME.json` (with
+    /// `prefix`); returns the probe's result and both files.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        step: &Step,
+        loopback: bool,
+        name: &str,
+        rx_io: IoMode,
+        milli_pps: u64,
+        duration: Nanos,
+        warmup: Nanos,
+        sources: Sources,
+    ) -> Result<(ResultFile, [PathBuf; 2]), ExperimentError> {
+        let nf_path = self.dir.join(format!("nf-{name}.json"));
+        let probe_path = self.dir.join(format!("probe-{name}.json"));
+        let hog = step.hog.then(|| Hog::start(self.nf_cpu));
+        let nf = orchestrate::start_nf(
+            self.exe,
+            self.placement,
+            &step.nf_config(self.placement, self.nf_cpu),
+            &nf_path,
+        )?;
+        let mut probe = self.placement.probe_config();
+        probe.milli_pps = milli_pps;
+        probe.duration = duration;
+        probe.warmup = warmup;
+        probe.rx_io = rx_io;
+        probe.tx_cpu = Some(self.gen_cpu);
+        probe.rx_cpu = Some(self.gen_cpu);
+        probe.fifo = self.gen_fifo;
+        probe.sources = sources;
+        // every source this host can give: hardware where the interfaces have it
+        probe.hardware_optional = true;
+        let pr = ProbeJob {
+            nf: Some(step.describe(loopback, self.nf_cpu)),
+            ..ProbeJob::new(probe)
+        };
+        let res = orchestrate::run_probe(self.exe, self.placement, &pr, &probe_path);
+        let nf_res = nf.finish();
+        drop(hog);
+        let res = res?;
+        nf_res?;
+        Ok((res, [nf_path, probe_path]))
+    }
+}
+
+/// Checks what the host can sustain and chooses the CPUs, the generator's priority, the
+/// rate and the duration ([`crate::fit`]); says what it chose on stderr unless quiet.
+fn fit_host(
+    cfg: &KillerUsConfig,
+    exe: &Path,
+    dir: &Path,
+    placement: Placement,
+    files: &mut Vec<PathBuf>,
+) -> Result<HostFit, ExperimentError> {
+    let say = |m: &str| {
+        if !cfg.quiet {
+            eprintln!("killer-us: {m}");
+        }
+    };
+    let cpus = latlab_sys::sched::allowed_cpus();
+    let gen_fifo = latlab_sys::netns::is_root().then_some(GEN_FIFO);
+    say(&format!(
+        "checking this host: {} CPUs ({}); spinning {} on each to see which is quiet…",
+        cpus.len(),
+        latlab_sys::sched::format_cpu_list(&cpus),
+        format_ns(fit::QUIET_PROBE.get() as f64)
+    ));
+    let quiet: Vec<CpuQuiet> = cpus
+        .iter()
+        .map(|&cpu| CpuQuiet {
+            cpu,
+            stats: fit::quiet_cpu(cpu, gen_fifo, fit::QUIET_PROBE),
+        })
+        .collect();
+    for q in &quiet {
+        say(&format!("  {}", q.describe()));
+    }
+    let (nf_cpu, gen_cpu) = fit::choose_cpus(&quiet).unwrap_or_else(orchestrate::cpus);
+    let mut reasons = vec![if nf_cpu == gen_cpu {
+        format!("One CPU only: the generator and the NF share CPU {gen_cpu}, so the generator's own work is in every latency.")
+    } else {
+        format!("The generator runs on CPU {gen_cpu}, the quietest, since its lateness decides whether a run can be trusted; the NF runs on CPU {nf_cpu}.")
+    }];
+    reasons.push(match gen_fifo {
+        Some(p) => format!("The generator's threads run at SCHED_FIFO {p}, so that no other task on the host delays a send (a busy-polling receiver on the generator's CPU stays under the normal scheduler, which lets the sender preempt it)."),
+        None => "Not root: the generator runs under the normal scheduler, so other tasks on its CPU can delay its sends.".into(),
+    });
+    let plan = RunPlan {
+        exe,
+        dir,
+        placement,
+        gen_cpu,
+        nf_cpu,
+        gen_fifo,
+    };
+    let mut trials = Vec::new();
+    let milli_pps = if cfg.fit_rate {
+        for rate in fit::candidates(cfg.milli_pps) {
+            let name = format!("fit-{}pps", rate / 1000);
+            let (r, paths) = plan.run(
+                &STEPS[0],
+                cfg.loopback,
+                &name,
+                IoMode::Busy,
+                rate,
+                Nanos::SECOND,
+                Nanos::from_millis(200),
+                Sources::USER,
+            )?;
+            files.extend(paths);
+            let t = trial_of(rate, &r);
+            say(&format!("  trial at {}", t.describe()));
+            let passed = t.passes();
+            trials.push(t);
+            if passed {
+                break;
+            }
+        }
+        match fit::choose_rate(&trials) {
+            Some(r) => {
+                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a 1 s trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, fit::LATENESS_SHARE * 100.0, fit::LATE_SHARE * 100.0));
+                r
+            }
+            None => {
+                let lowest = trials.last().map(|t| t.milli_pps).unwrap_or(cfg.milli_pps);
+                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a 1 s trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, lowest / 1000));
+                lowest
+            }
+        }
+    } else {
+        reasons.push(format!(
+            "The rate, {} pps, was given with --rate and not checked.",
+            cfg.milli_pps / 1000
+        ));
+        cfg.milli_pps
+    };
+    let duration = match cfg.duration_cap {
+        Some(cap) => {
+            let d = fit::quick_duration(milli_pps, cfg.duration, cap);
+            reasons.push(format!(
+                "Each run lasts {} ({} samples at {} pps{}).",
+                format_ns(d.get() as f64),
+                (d.get() as u128 * milli_pps as u128 / 1_000_000_000_000) as u64,
+                milli_pps / 1000,
+                if d.get() as u128 * milli_pps as u128
+                    >= fit::SAMPLES_FOR_P9999 as u128 * 1_000_000_000_000
+                {
+                    ", enough for p99.99"
+                } else {
+                    "; p99.99 needs 100,000 and a quick run stops here"
+                }
+            ));
+            d
+        }
+        None => cfg.duration,
+    };
+    for r in &reasons {
+        say(r);
+    }
+    Ok(HostFit {
+        cpus,
+        quiet,
+        nf_cpu,
+        gen_cpu,
+        gen_fifo,
+        trials,
+        asked_milli_pps: cfg.milli_pps,
+        milli_pps,
+        duration,
+        reasons,
+    })
+}
+
+/// The rate trial a probe result at `milli_pps` amounts to.
+fn trial_of(milli_pps: u64, r: &ResultFile) -> RateTrial {
+    let p99 = Percentile::from_fraction(99, 100).expect("valid");
+    RateTrial {
+        milli_pps,
+        lateness_p99_ns: match r.histogram(series::LATENESS) {
+            Some(Ok(h)) => h.value_at(p99),
+            _ => 0,
+        },
+        sent: r.counters.get("sent").copied().unwrap_or(0),
+        late_over_gap: r.counters.get("late_over_mean_gap").copied().unwrap_or(0),
+        lost: r.counters.get("lost_measured").copied().unwrap_or(0),
+    }
+}
+
+/// What to do about real-time throttling for a `SCHED_FIFO` step: `Ok(guard)` to run it
+/// (with throttling off while the guard lives, when it was on), `Err(reason)` when it
+/// cannot be run meaningfully here.
+fn unthrottle_for_fifo() -> Result<(Option<latlab_sys::rt_throttle::Unthrottled>, String), String> {
+    use latlab_sys::rt_throttle::{Unthrottled, RT_RUNTIME_PATH};
+    match latlab_sys::netstat::rt_runtime_us() {
+        Some(-1) => Ok((None, "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into())),
+        limit => {
+            let limit = limit.map(|l| l.to_string()).unwrap_or_else(|| "unreadable".into());
+            if !latlab_sys::netns::is_root() {
+                return Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}), which stops a spinning SCHED_FIFO NF for 50 ms of every second, and switching it off needs root"));
+            }
+            match Unthrottled::engage() {
+                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, as the paper's busy-polling NF runs (kernel.sched_rt_runtime_us -1 for this step only; {limit} before, restored after)"))),
+                Err(e) => Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}) and could not be switched off ({RT_RUNTIME_PATH}: {e}); it would stop the spinning SCHED_FIFO NF for 50 ms of every second")),
+            }
+        }
+    }
+}
+
+/// Runs the experiment, writing everything under `dir`. Call
+/// [`latlab_sys::signal::install_stop_handler`] first for Ctrl-C to stop it cleanly: it
+/// stops between runs, and whatever it changed (real-time throttling, the testbed) is put
+/// back on every way out (error, panic, interruption).
 pub fn run(
     cfg: &KillerUsConfig,
     exe: &Path,
@@ -291,53 +542,81 @@ pub fn run(
         path: dir.to_path_buf(),
         source,
     })?;
-    let (nf_cpu, gen_cpu) = orchestrate::cpus();
-    let gen = (gen_cpu != nf_cpu).then_some(gen_cpu);
     let mut files = Vec::new();
+    let fit = fit_host(cfg, exe, dir, placement, &mut files)?;
+    let plan = RunPlan {
+        exe,
+        dir,
+        placement,
+        gen_cpu: fit.gen_cpu,
+        nf_cpu: fit.nf_cpu,
+        gen_fifo: fit.gen_fifo,
+    };
     // (config, rx mode) -> result
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
+    let mut not_measured = Vec::new();
+    let mut rt_throttle = Vec::new();
+    let mut behind: Vec<(String, u64)> = Vec::new();
     for step in STEPS {
         let conf = step.name;
-        let nf_cfg = step.nf_config(placement, nf_cpu);
-        let nf_json = step.describe(cfg.loopback, nf_cpu);
+        let guard = if step.fifo.is_some() {
+            match unthrottle_for_fifo() {
+                Ok((g, note)) => {
+                    if !cfg.quiet {
+                        eprintln!("killer-us: NF {conf}: {note}");
+                    }
+                    rt_throttle.push((conf.to_string(), note));
+                    g
+                }
+                Err(reason) => {
+                    if !cfg.quiet {
+                        eprintln!("killer-us: NF {conf}: {reason}");
+                    }
+                    not_measured.push((conf.to_string(), reason));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
+            if latlab_sys::signal::stop_requested() {
+                return Err(ExperimentError::Interrupted);
+            }
             if !cfg.quiet {
                 eprintln!("killer-us: NF {conf}, generator receive {rx}…");
             }
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
-            let nf_path = dir.join(format!("nf-{name}.json"));
-            let probe_path = dir.join(format!("probe-{name}.json"));
-            let hog = step.hog.then(|| Hog::start(nf_cpu));
-            let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
-            let mut probe = placement.probe_config();
-            probe.milli_pps = cfg.milli_pps;
-            probe.duration = cfg.duration;
-            probe.warmup = cfg.warmup;
-            probe.rx_io = rx_io;
-            probe.tx_cpu = gen;
-            probe.rx_cpu = gen;
-            // every source this host can give: hardware where the interfaces have it
-            probe.sources = Sources::ALL;
-            probe.hardware_optional = true;
-            let pr = ProbeJob {
-                nf: Some(nf_json.clone()),
-                ..ProbeJob::new(probe)
-            };
-            let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
-            let nf_res = nf.finish();
-            drop(hog);
-            let res = res?;
-            nf_res?;
+            let (res, paths) = plan.run(
+                &step,
+                cfg.loopback,
+                &name,
+                rx_io,
+                fit.milli_pps,
+                fit.duration,
+                cfg.warmup,
+                Sources::ALL,
+            )?;
+            if crate::result::probe_data(&res).is_some_and(|d| d.generator_behind) {
+                behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
+            }
             for w in &res.warnings {
-                if w.contains("GENERATOR FELL BEHIND") || w.contains("lost") {
+                if w.contains("lost") {
                     warnings.push(format!("{name}: {w}"));
                 }
             }
-            files.push(nf_path);
-            files.push(probe_path);
+            files.extend(paths);
             runs.push((conf.to_string(), rx.to_string(), res));
         }
+        if let Some(g) = guard {
+            if let Err(e) = g.restore() {
+                warnings.push(format!("real-time throttling could not be restored after {conf}: {e}; `sysctl -w kernel.sched_rt_runtime_us=950000` restores the default"));
+            }
+        }
+    }
+    if !behind.is_empty() {
+        warnings.insert(0, behind_warning(&behind, runs.len(), fit.milli_pps));
     }
     // summary histograms: method × config
     let mut out = ResultFile::new(
@@ -351,6 +630,9 @@ pub fn run(
     let mut data = KillerUsData {
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
         notes: cfg.notes.clone(),
+        host_fit: Some(fit.clone()),
+        not_measured,
+        rt_throttle,
         ..Default::default()
     };
     let mut per_method: Vec<MethodCurves<'_>> = Vec::new();
@@ -447,6 +729,22 @@ pub fn run(
         files,
         figures,
     })
+}
+
+/// One warning for every run whose generator fell behind (instead of one per run): how
+/// many, which, how late.
+fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
+    let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
+    let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
+    let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
+    format!(
+        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} to {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
+        behind.len(),
+        names.join(", "),
+        format_ns(lo as f64),
+        format_ns(hi as f64),
+        format_ns(1e12 / milli_pps.max(1) as f64)
+    )
 }
 
 fn summary_row(method: &str, conf: &str, h: &LatencyHistogram) -> SummaryRow {

@@ -288,3 +288,20 @@ fn hardware_on_loopback_is_one_clear_error() {
     assert!(out.warnings[0].contains("continuing"), "{:?}", out.warnings);
     nf.stop();
 }
+
+/// A busy receiver sharing the sender's CPU never gets the sender's FIFO priority (it
+/// would starve it); alone on a CPU, or blocking, it does.
+#[test]
+fn a_busy_receiver_on_the_senders_cpu_stays_normal() {
+    let mut c = ProbeConfig::new("127.0.0.1:9".parse().unwrap());
+    c.fifo = Some(60);
+    c.tx_cpu = Some(1);
+    c.rx_cpu = Some(1);
+    assert_eq!(c.rx_fifo(), Some(60), "blocking receiver");
+    c.rx_io = IoMode::Busy;
+    assert_eq!(c.rx_fifo(), None, "busy on the sender's CPU");
+    c.rx_cpu = None;
+    assert_eq!(c.rx_fifo(), None, "busy and unpinned");
+    c.rx_cpu = Some(2);
+    assert_eq!(c.rx_fifo(), Some(60), "busy on a CPU of its own");
+}
