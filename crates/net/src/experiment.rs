@@ -785,15 +785,45 @@ pub fn disagreement(hs: &[&LatencyHistogram], threshold_ns: u64) -> Option<Perce
     None
 }
 
-/// The summary table as Markdown (pure).
+/// The summary as Markdown (pure): the headline first ([`crate::headline`]), then the
+/// full table, where the methods start to disagree, and how the runs were fitted to the
+/// host. Every paragraph is a list of sentences, so that more can be appended.
 pub fn render_table(r: &ResultFile) -> String {
     let Ok(d) = serde_json::from_value::<KillerUsData>(r.data.clone()) else {
         return String::new();
     };
-    let mut s = format!(
-        "# killer-us ({})\n\n| method | NF config | samples | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
-        d.placement
-    );
+    let mut s = format!("# killer-us ({})\n\n", d.placement);
+    if let Some(h) = crate::headline::headline(r) {
+        s.push_str(&h.sentences.join(" "));
+        s.push_str(&format!(
+            "\n\n{} per NF configuration and method (95 % confidence interval):\n\n| NF config | {} |\n|---|{}\n",
+            h.percentile,
+            h.methods.join(" | "),
+            "---:|".repeat(h.methods.len())
+        ));
+        for row in &h.rows {
+            let cells: Vec<String> = match &row.not_measured {
+                Some(_) => h.methods.iter().map(|_| "not measured".to_string()).collect(),
+                None => row
+                    .cells
+                    .iter()
+                    .map(|c| match c {
+                        Some(e) if e.supported => format!(
+                            "{} ({}–{})",
+                            format_ns(e.value_ns as f64),
+                            e.ci_low_ns.map(|v| format_ns(v as f64)).unwrap_or_else(|| "open".into()),
+                            e.ci_high_ns.map(|v| format_ns(v as f64)).unwrap_or_else(|| "open".into())
+                        ),
+                        Some(_) => "unsupported".to_string(),
+                        None => "—".to_string(),
+                    })
+                    .collect(),
+            };
+            s.push_str(&format!("| {} | {} |\n", row.config, cells.join(" | ")));
+        }
+        s.push('\n');
+    }
+    s.push_str("## Every method and NF configuration\n\n| method | NF config | samples | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     for row in &d.rows {
         let cells: Vec<String> = row
             .percentiles
@@ -815,24 +845,55 @@ pub fn render_table(r: &ResultFile) -> String {
             format_ns(row.max_ns as f64)
         ));
     }
-    for (heading, list) in [
-        ("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n", &d.disagreement),
-        ("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n", &d.disagreement_same_span),
-    ] {
-        s.push_str(heading);
-        for (conf, p) in list {
-            s.push_str(&format!(
-                "- {conf}: {}\n",
-                p.as_deref()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-            ));
+    s.push_str("\n## Where the methods disagree\n\n");
+    s.push_str(&disagreement_sentences(&d).join(" "));
+    s.push('\n');
+    if let Some(f) = &d.host_fit {
+        s.push_str("\n## How the runs were fitted to this host\n\n");
+        s.push_str(&f.reasons.join(" "));
+        s.push_str("\n\n");
+        for q in &f.quiet {
+            s.push_str(&format!("- quiet probe: {}\n", q.describe()));
+        }
+        for t in &f.trials {
+            s.push_str(&format!("- rate trial: {}\n", t.describe()));
         }
     }
     for n in &d.notes {
         s.push_str(&format!("\nNote: {n}\n"));
     }
     s
+}
+
+/// Where the methods start to disagree by more than 1 µs, as sentences: the user methods
+/// among themselves (same span, so any difference is the receive mode's), then all
+/// methods (the kernel and hardware methods leave out the host stacks, so they differ
+/// from the user methods by design).
+pub fn disagreement_sentences(d: &KillerUsData) -> Vec<String> {
+    let say = |list: &[(String, Option<String>)]| -> String {
+        let parts: Vec<String> = list
+            .iter()
+            .map(|(conf, p)| match p {
+                Some(p) => format!("{conf} from {p}"),
+                None => format!("{conf} never (up to the highest supported percentile)"),
+            })
+            .collect();
+        parts.join(", ")
+    };
+    let mut out = Vec::new();
+    if !d.disagreement_same_span.is_empty() {
+        out.push(format!(
+            "The two user-space methods time the same span (user send to user receive), so where they differ by more than 1 µs the receive mode (blocking or busy polling) changed the result: {}.",
+            say(&d.disagreement_same_span)
+        ));
+    }
+    if !d.disagreement.is_empty() {
+        out.push(format!(
+            "Across all methods the difference exceeds 1 µs from these percentiles: {}. Kernel and hardware timestamps leave out the host stacks that the user methods include, so that gap is expected; read the NF's own latency from the kernel or hardware method.",
+            say(&d.disagreement)
+        ));
+    }
+    out
 }
 
 /// The CCDF curves of a `net.killer_us` result, grouped by method: for each method (in

@@ -335,33 +335,13 @@ fn distribution_section(decoded: &Decoded) -> Section {
     s
 }
 
-/// A table cell for a percentile estimate: unsupported ones never show a bare number.
+/// A table cell for a percentile estimate: unsupported ones never show a bare number
+/// ([`Cell::estimate`]).
 pub fn estimate_cell(e: &PercentileEstimate) -> Cell {
-    if !e.supported {
-        return Cell::styled("unsupported", CellStyle::Unsupported)
-            .with_note(format!("needs {}+ samples", min_samples(e.percentile)));
-    }
-    let c = Cell::number(format_ns(e.value_ns as f64));
-    match (e.ci_low_ns, e.ci_high_ns) {
-        (Some(lo), Some(hi)) => c.with_note(format!(
-            "{} – {}",
-            format_ns(lo as f64),
-            format_ns(hi as f64)
-        )),
-        _ => c.with_note("interval n/a"),
-    }
+    Cell::estimate(e)
 }
 
-/// Smallest sample count that supports `p` (10 samples beyond it).
-pub fn min_samples(p: Percentile) -> u64 {
-    // N (den - num) / den >= 10  <=>  N >= 10 den / (den - num)
-    let (num, den) = (p.num(), p.den());
-    let tail = den - num;
-    if tail == 0 {
-        return u64::MAX;
-    }
-    (10 * den).div_ceil(tail)
-}
+pub use latlab_core::stats::min_samples;
 
 fn percentile_section(decoded: &Decoded, opts: &ReportOptions) -> Section {
     let mut s = Section::new("Percentiles");
