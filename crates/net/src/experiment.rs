@@ -10,8 +10,8 @@
 //! Ladder: `default` (blocking, unpinned) → `pinned` → `pinned+busy` →
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
 
-use crate::nf::IoMode;
 use crate::fit::{self, CpuQuiet, HostFit, RateTrial};
+use crate::nf::IoMode;
 use crate::orchestrate::{self, Placement, ProbeJob};
 use crate::probe::{series, Sources};
 use latlab_core::doc::{Curve, Figure, PlotKind};
@@ -252,6 +252,9 @@ pub enum ExperimentError {
 /// `SCHED_FIFO` priority of the generator's threads when running as root: above the NF's
 /// ([`STEPS`]' 50), so that neither the NF nor a compile job delays a send.
 pub const GEN_FIFO: i32 = 60;
+
+/// How many times a run whose generator fell behind is repeated.
+pub const RETRIES: u32 = 1;
 
 /// One method's histograms, one per NF configuration.
 type MethodCurves<'a> = (&'a str, &'a str, Vec<(String, LatencyHistogram)>);
@@ -508,14 +511,19 @@ fn trial_of(milli_pps: u64, r: &ResultFile) -> RateTrial {
 fn unthrottle_for_fifo() -> Result<(Option<latlab_sys::rt_throttle::Unthrottled>, String), String> {
     use latlab_sys::rt_throttle::{Unthrottled, RT_RUNTIME_PATH};
     match latlab_sys::netstat::rt_runtime_us() {
-        Some(-1) => Ok((None, "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into())),
+        Some(-1) => Ok((
+            None,
+            "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into(),
+        )),
         limit => {
-            let limit = limit.map(|l| l.to_string()).unwrap_or_else(|| "unreadable".into());
+            let limit = limit
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "unreadable".into());
             if !latlab_sys::netns::is_root() {
                 return Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}), which stops a spinning SCHED_FIFO NF for 50 ms of every second, and switching it off needs root"));
             }
             match Unthrottled::engage() {
-                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, as the paper's busy-polling NF runs (kernel.sched_rt_runtime_us -1 for this step only; {limit} before, restored after)"))),
+                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, as the paper's busy-polling NF runs (kernel.sched_rt_runtime_us -1 for this configuration only; {limit} before and after)"))),
                 Err(e) => Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}) and could not be switched off ({RT_RUNTIME_PATH}: {e}); it would stop the spinning SCHED_FIFO NF for 50 ms of every second")),
             }
         }
@@ -558,6 +566,7 @@ pub fn run(
     let mut not_measured = Vec::new();
     let mut rt_throttle = Vec::new();
     let mut behind: Vec<(String, u64)> = Vec::new();
+    let mut repeated: Vec<String> = Vec::new();
     for step in STEPS {
         let conf = step.name;
         let guard = if step.fifo.is_some() {
@@ -588,16 +597,32 @@ pub fn run(
                 eprintln!("killer-us: NF {conf}, generator receive {rx}…");
             }
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
-            let (res, paths) = plan.run(
-                &step,
-                cfg.loopback,
-                &name,
-                rx_io,
-                fit.milli_pps,
-                fit.duration,
-                cfg.warmup,
-                Sources::ALL,
-            )?;
+            // Another tenant's burst (a compile job, someone's real-time thread) can make
+            // the generator fall behind for one run: such a run is repeated once, and the
+            // repeat kept.
+            let mut attempt = 0;
+            let (res, paths) = loop {
+                let (res, paths) = plan.run(
+                    &step,
+                    cfg.loopback,
+                    &name,
+                    rx_io,
+                    fit.milli_pps,
+                    fit.duration,
+                    cfg.warmup,
+                    Sources::ALL,
+                )?;
+                let fell = crate::result::probe_data(&res).is_some_and(|d| d.generator_behind);
+                if fell && attempt < RETRIES && !latlab_sys::signal::stop_requested() {
+                    attempt += 1;
+                    repeated.push(name.clone());
+                    if !cfg.quiet {
+                        eprintln!("killer-us: the generator fell behind in {name} (the host got busier); running it once more");
+                    }
+                    continue;
+                }
+                break (res, paths);
+            };
             if crate::result::probe_data(&res).is_some_and(|d| d.generator_behind) {
                 behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
             }
@@ -618,6 +643,14 @@ pub fn run(
     if !behind.is_empty() {
         warnings.insert(0, behind_warning(&behind, runs.len(), fit.milli_pps));
     }
+    let mut notes = cfg.notes.clone();
+    if !repeated.is_empty() {
+        notes.push(format!(
+            "The generator fell behind in {} run(s) and each was run once more, the repeat kept: {}.",
+            repeated.len(),
+            repeated.join(", ")
+        ));
+    }
     // summary histograms: method × config
     let mut out = ResultFile::new(
         RESULT_KIND,
@@ -629,7 +662,7 @@ pub fn run(
     );
     let mut data = KillerUsData {
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
-        notes: cfg.notes.clone(),
+        notes,
         host_fit: Some(fit.clone()),
         not_measured,
         rt_throttle,
@@ -803,7 +836,11 @@ pub fn render_table(r: &ResultFile) -> String {
         ));
         for row in &h.rows {
             let cells: Vec<String> = match &row.not_measured {
-                Some(_) => h.methods.iter().map(|_| "not measured".to_string()).collect(),
+                Some(_) => h
+                    .methods
+                    .iter()
+                    .map(|_| "not measured".to_string())
+                    .collect(),
                 None => row
                     .cells
                     .iter()
@@ -811,8 +848,12 @@ pub fn render_table(r: &ResultFile) -> String {
                         Some(e) if e.supported => format!(
                             "{} ({}–{})",
                             format_ns(e.value_ns as f64),
-                            e.ci_low_ns.map(|v| format_ns(v as f64)).unwrap_or_else(|| "open".into()),
-                            e.ci_high_ns.map(|v| format_ns(v as f64)).unwrap_or_else(|| "open".into())
+                            e.ci_low_ns
+                                .map(|v| format_ns(v as f64))
+                                .unwrap_or_else(|| "open".into()),
+                            e.ci_high_ns
+                                .map(|v| format_ns(v as f64))
+                                .unwrap_or_else(|| "open".into())
                         ),
                         Some(_) => "unsupported".to_string(),
                         None => "—".to_string(),

@@ -291,7 +291,12 @@ mod tests {
 
     #[test]
     fn the_highest_passing_rate_is_chosen() {
-        let t = [trial(20_000, 40, 900), trial(10_000, 30, 20), trial(5_000, 20, 0), trial(2_000, 20, 0)];
+        let t = [
+            trial(20_000, 40, 900),
+            trial(10_000, 30, 20),
+            trial(5_000, 20, 0),
+            trial(2_000, 20, 0),
+        ];
         assert_eq!(choose_rate(&t), Some(5_000_000));
         assert_eq!(choose_rate(&t[..2]), None);
         assert_eq!(candidates(20_000_000), CANDIDATE_MILLI_PPS.to_vec());

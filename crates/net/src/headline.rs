@@ -164,7 +164,10 @@ fn measured(r: &ResultFile, d: &KillerUsData, methods: usize) -> String {
 
 /// `v (95 % CI lo–hi)`.
 fn with_ci(e: &PercentileEstimate) -> String {
-    let b = |v: Option<u64>| v.map(|v| format_ns(v as f64)).unwrap_or_else(|| "open".into());
+    let b = |v: Option<u64>| {
+        v.map(|v| format_ns(v as f64))
+            .unwrap_or_else(|| "open".into())
+    };
     format!(
         "{} (95 % CI {}–{})",
         format_ns(e.value_ns as f64),
@@ -184,11 +187,7 @@ fn clearly_below(lo: &PercentileEstimate, hi: &PercentileEstimate) -> bool {
 
 /// Which configuration wins by method `m`, by how much, whether the ladder is monotone,
 /// and what the hog does.
-fn verdict(
-    m: &str,
-    p: Percentile,
-    of: &dyn Fn(&str) -> Option<PercentileEstimate>,
-) -> Vec<String> {
+fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimate>) -> Vec<String> {
     let mut out = Vec::new();
     let rungs: Vec<(&str, PercentileEstimate)> = MONOTONE_RUNGS
         .iter()
@@ -244,10 +243,7 @@ fn verdict(
             inversions.join("; ")
         ));
     }
-    if let (Some(h), Some((_, pb))) = (
-        of("hog"),
-        rungs.iter().find(|(c, _)| *c == "pinned+busy"),
-    ) {
+    if let (Some(h), Some((_, pb))) = (of("hog"), rungs.iter().find(|(c, _)| *c == "pinned+busy")) {
         out.push(format!(
             "A CPU hog on the NF's CPU takes {p} to {}, {:.1}× pinned+busy's: a pinned NF needs its CPU to itself.",
             format_ns(h.value_ns as f64),
@@ -307,36 +303,62 @@ mod tests {
         assert_eq!(h.methods, vec!["kernel".to_string()]);
         assert_eq!(h.rows.len(), 5);
         let text = h.sentences.join(" ");
-        assert!(text.starts_with("Measured: the latency of a UDP forwarder"), "{text}");
-        assert!(text.contains("Winner by kernel timestamps: pinned+busy+fifo"), "{text}");
+        assert!(
+            text.starts_with("Measured: the latency of a UDP forwarder"),
+            "{text}"
+        );
+        assert!(
+            text.contains("Winner by kernel timestamps: pinned+busy+fifo"),
+            "{text}"
+        );
         assert!(text.contains("5.3× lower than the default"), "{text}");
         assert!(text.contains("the intervals do not overlap"), "{text}");
         assert!(text.contains("The ladder is monotone"), "{text}");
-        assert!(text.contains("A CPU hog on the NF's CPU takes p99.99 to"), "{text}");
+        assert!(
+            text.contains("A CPU hog on the NF's CPU takes p99.99 to"),
+            "{text}"
+        );
     }
 
     #[test]
     fn an_inverted_rung_and_an_unmeasured_one_are_said() {
         let r = result(
-            &[("default", 40_000), ("pinned", 60_000), ("pinned+busy", 20_000)],
+            &[
+                ("default", 40_000),
+                ("pinned", 60_000),
+                ("pinned+busy", 20_000),
+            ],
             &[("pinned+busy+fifo", "not measurable on this host: no root")],
         );
         let h = headline(&r).unwrap();
         let text = h.sentences.join(" ");
         assert!(text.contains("not monotone"), "{text}");
-        assert!(text.contains("pinned (60.0us) is above default (40.0us)"), "{text}");
+        assert!(
+            text.contains("pinned (60.0us) is above default (40.0us)"),
+            "{text}"
+        );
         assert!(
             text.contains("pinned+busy+fifo was not run: not measurable on this host: no root."),
             "{text}"
         );
-        let fifo = h.rows.iter().find(|r| r.config == "pinned+busy+fifo").unwrap();
+        let fifo = h
+            .rows
+            .iter()
+            .find(|r| r.config == "pinned+busy+fifo")
+            .unwrap();
         assert!(fifo.not_measured.is_some() && fifo.cells.iter().all(Option::is_none));
     }
 
     #[test]
     fn few_samples_lower_the_headline_percentile() {
-        assert_eq!(common_percentile([100_000, 200_000].into_iter()).to_string(), "p99.99");
-        assert_eq!(common_percentile([100_000, 20_000].into_iter()).to_string(), "p99.9");
+        assert_eq!(
+            common_percentile([100_000, 200_000].into_iter()).to_string(),
+            "p99.99"
+        );
+        assert_eq!(
+            common_percentile([100_000, 20_000].into_iter()).to_string(),
+            "p99.9"
+        );
         assert_eq!(common_percentile([5].into_iter()).to_string(), "p50");
     }
 }

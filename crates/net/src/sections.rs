@@ -150,7 +150,8 @@ impl SectionProvider for KillerUsSections {
                     Some(why) => {
                         let short = why.split(':').next().unwrap_or(why);
                         cells.extend(h.methods.iter().map(|_| {
-                            Cell::styled(short, CellStyle::Unsupported).with_note("see the reason above")
+                            Cell::styled(short, CellStyle::Unsupported)
+                                .with_note("see the reason above")
                         }));
                     }
                     None => cells.extend(row.cells.iter().map(|c| match c {
@@ -212,11 +213,20 @@ impl SectionProvider for KillerUsSections {
                 }
             }
             if let Some(f) = &d.host_fit {
-                s.push(Block::Heading("How the runs were fitted to this host".into()));
+                s.push(Block::Heading(
+                    "How the runs were fitted to this host".into(),
+                ));
                 s.push(Block::Paragraph(f.reasons.join(" ")));
-                let mut kv: Vec<(String, String)> =
-                    f.quiet.iter().map(|q| ("quiet probe".to_string(), q.describe())).collect();
-                kv.extend(f.trials.iter().map(|t| ("rate trial".to_string(), t.describe())));
+                let mut kv: Vec<(String, String)> = f
+                    .quiet
+                    .iter()
+                    .map(|q| ("quiet probe".to_string(), q.describe()))
+                    .collect();
+                kv.extend(
+                    f.trials
+                        .iter()
+                        .map(|t| ("rate trial".to_string(), t.describe())),
+                );
                 s.push(Block::KeyValues(kv));
             }
             let pct_names: Vec<String> = d

@@ -124,7 +124,11 @@ pub fn findings(inputs: &[Input]) -> Vec<Finding> {
 /// How many findings of each severity: `(serious, caution, info)`.
 pub fn counts(findings: &[Finding]) -> (usize, usize, usize) {
     let n = |s: Severity| findings.iter().filter(|f| f.severity == s).count();
-    (n(Severity::Serious), n(Severity::Caution), n(Severity::Info))
+    (
+        n(Severity::Serious),
+        n(Severity::Caution),
+        n(Severity::Info),
+    )
 }
 
 /// Every warning about `input`, most serious first (one per finding and subject).
@@ -152,7 +156,12 @@ pub fn assess_findings(input: &Input) -> Vec<Finding> {
         });
     };
     for w in &r.warnings {
-        warn(Severity::Caution, None, format!("recorded by the run: {w}"), "");
+        warn(
+            Severity::Caution,
+            None,
+            format!("recorded by the run: {w}"),
+            "",
+        );
     }
     counter_warnings(r, &mut warn);
     histogram_warnings(r, &mut warn);
@@ -200,6 +209,10 @@ fn counter_warnings(r: &ResultFile, warn: &mut impl Warn) {
             }
             continue;
         }
+        // `lost` counts the warm-up too; `lost_measured` is what the histograms miss
+        if r.counters.contains_key(&format!("{name}_measured")) {
+            continue;
+        }
         let lname = name.to_ascii_lowercase();
         if LOSS_COUNTERS.iter().any(|f| lname.contains(f)) {
             warn(
@@ -231,7 +244,8 @@ fn histogram_warnings(r: &ResultFile, warn: &mut impl Warn) {
             warn(
                 Severity::Info,
                 name,
-                "generator lateness: latencies measured from the scheduled send time include it".into(),
+                "generator lateness: latencies measured from the scheduled send time include it"
+                    .into(),
                 "",
             );
         }
@@ -246,8 +260,8 @@ fn histogram_warnings(r: &ResultFile, warn: &mut impl Warn) {
             let (what, advice) = match highest_supported(h.count) {
                 Some(p) => (
                     format!(
-                        "percentiles above {p} are unsupported at {} samples",
-                        thousands(h.count)
+                        "percentiles above {p} are unsupported at fewer than {} samples",
+                        thousands(crate::html::min_samples(next_after(p)))
                     ),
                     format!(
                         "run longer (or at a higher rate) for higher percentiles: a percentile needs 10 samples beyond it, so {} needs {} samples",
@@ -457,7 +471,7 @@ mod tests {
         let has = |s: &str| text.iter().any(|t| t.contains(s));
         assert!(has("'lost_probes' = 3"), "{text:?}");
         assert!(
-            has("percentiles above p99.9 are unsupported at 10,000 samples"),
+            has("percentiles above p99.9 are unsupported at fewer than 100,000 samples"),
             "{text:?}"
         );
         assert!(has("virtual machine (kvm)"), "{text:?}");
@@ -486,10 +500,13 @@ mod tests {
         assert_eq!(f.len(), 2, "{f:#?}");
         assert_eq!(
             f[0].text,
-            "percentiles above p99.99 are unsupported at 100,000 samples"
+            "percentiles above p99.99 are unsupported at fewer than 1,000,000 samples"
         );
         assert_eq!(f[0].subjects.len(), 5);
-        assert!(f[0].advice.contains("p99.999 needs 1,000,000 samples"), "{f:#?}");
+        assert!(
+            f[0].advice.contains("p99.999 needs 1,000,000 samples"),
+            "{f:#?}"
+        );
         let w = f[0].to_warning();
         assert_eq!(w.source, "5 series");
         assert!(w.text.contains("(a, b, c, d and 1 more)"), "{}", w.text);
@@ -515,6 +532,18 @@ mod tests {
         let many = judged(5_000);
         assert_eq!(many[0].severity, Severity::Serious);
         assert!(many[0].advice.contains("lower the rate"));
+    }
+
+    /// `lost` (warm-up included) is left out where `lost_measured` says what the
+    /// histograms miss: one finding, not two.
+    #[test]
+    fn a_counter_with_a_measured_twin_is_reported_once() {
+        let mut r = base();
+        r.counters.insert("lost".into(), 7);
+        r.counters.insert("lost_measured".into(), 5);
+        let f = assess_findings(&input(r));
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert!(f[0].text.contains("'lost_measured' = 5"));
     }
 
     #[test]

@@ -251,7 +251,10 @@ fn trust_section(inputs: &[Input]) -> Section {
             "{serious} serious, {caution} caution, {info} info. {verdict} Each finding appears once, with what it applies to and what to do about it."
         )));
         s.push(Block::Warnings(
-            found.iter().map(crate::trust::Finding::to_warning).collect(),
+            found
+                .iter()
+                .map(crate::trust::Finding::to_warning)
+                .collect(),
         ));
     }
     s
