@@ -133,7 +133,13 @@ impl SectionProvider for KillerUsSections {
             } else {
                 "Result".to_string()
             });
-            s.push(Block::Paragraph(h.sentences.join(" ")));
+            // what was measured on its own line, then the verdict
+            if let Some((what, verdict)) = h.sentences.split_first() {
+                s.push(Block::Paragraph(what.clone()));
+                if !verdict.is_empty() {
+                    s.push(Block::Paragraph(verdict.join(" ")));
+                }
+            }
             let mut t = Table::new(
                 &format!(
                     "{} latency per NF configuration and method (95 % confidence interval below each value)",
