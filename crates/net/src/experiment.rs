@@ -422,7 +422,7 @@ fn fit_host(
                 &name,
                 IoMode::Busy,
                 rate,
-                Nanos::SECOND,
+                fit::TRIAL,
                 Nanos::from_millis(200),
                 Sources::USER,
             )?;
@@ -437,12 +437,12 @@ fn fit_host(
         }
         match fit::choose_rate(&trials) {
             Some(r) => {
-                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a 1 s trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, fit::LATENESS_SHARE * 100.0, fit::LATE_SHARE * 100.0));
+                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a {} trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, format_ns(fit::TRIAL.get() as f64), fit::LATENESS_SHARE * 100.0, fit::LATE_SHARE * 100.0));
                 r
             }
             None => {
                 let lowest = trials.last().map(|t| t.milli_pps).unwrap_or(cfg.milli_pps);
-                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a 1 s trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, lowest / 1000));
+                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a {} trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, format_ns(fit::TRIAL.get() as f64), lowest / 1000));
                 lowest
             }
         }

@@ -29,6 +29,10 @@ pub const LATE_SHARE: f64 = 0.001;
 /// left out.
 pub const CANDIDATE_MILLI_PPS: [u64; 5] = [20_000_000, 10_000_000, 5_000_000, 2_000_000, 1_000_000];
 
+/// How long each rate trial measures: two of the kernel's 1 s real-time periods, so that
+/// a generator stopped by real-time throttling shows it.
+pub const TRIAL: Nanos = Nanos(2_000_000_000);
+
 /// Samples a run needs for p99.99 to be supported (10 beyond it).
 pub const SAMPLES_FOR_P9999: u64 = 100_000;
 

@@ -305,3 +305,13 @@ fn a_busy_receiver_on_the_senders_cpu_stays_normal() {
     c.rx_cpu = Some(2);
     assert_eq!(c.rx_fifo(), Some(60), "busy on a CPU of its own");
 }
+
+/// A FIFO sender spins at most a quarter of each gap (so real-time throttling never
+/// stops it); a normal one up to 500 µs.
+#[test]
+fn a_fifo_sender_spins_at_most_a_quarter_of_the_gap() {
+    use super::tx::fifo_max_margin_ns;
+    assert_eq!(fifo_max_margin_ns(true, 200_000.0), 50_000);
+    assert_eq!(fifo_max_margin_ns(true, 10_000_000.0), 500_000);
+    assert_eq!(fifo_max_margin_ns(false, 200_000.0), 500_000);
+}
