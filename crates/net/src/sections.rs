@@ -141,7 +141,7 @@ impl SectionProvider for KillerUsSections {
                 }
             }
             let mut t = Table::new(
-                &format!(
+                format!(
                     "{} latency per NF configuration and method (95 % confidence interval below each value)",
                     h.percentile
                 ),
