@@ -185,6 +185,20 @@ fn clearly_below(lo: &PercentileEstimate, hi: &PercentileEstimate) -> bool {
     }
 }
 
+/// `apart` when `lo` lies [`clearly_below`] `hi`, `close` otherwise.
+fn apart_or_not(
+    lo: &PercentileEstimate,
+    hi: &PercentileEstimate,
+    apart: &'static str,
+    close: &'static str,
+) -> &'static str {
+    if clearly_below(lo, hi) {
+        apart
+    } else {
+        close
+    }
+}
+
 /// Which configuration wins by method `m`, by how much, whether the ladder is monotone,
 /// and what the hog does.
 fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimate>) -> Vec<String> {
@@ -200,11 +214,12 @@ fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimat
     match default {
         Some((_, de)) if *best != "default" => {
             let ratio = de.value_ns as f64 / be.value_ns.max(1) as f64;
-            let sure = if clearly_below(be, de) {
-                "the intervals do not overlap"
-            } else {
-                "but the intervals overlap, so this run cannot tell them apart"
-            };
+            let sure = apart_or_not(
+                be,
+                de,
+                "the intervals do not overlap",
+                "but the intervals overlap, so this run cannot tell them apart",
+            );
             out.push(format!(
                 "Winner by {m} timestamps: {best}, with {p} {}, {ratio:.1}× lower than the default configuration's {} — {sure}.",
                 with_ci(be),
@@ -221,11 +236,7 @@ fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimat
     for w in rungs.windows(2) {
         let ((a, ae), (b, bx)) = (&w[0], &w[1]);
         if bx.value_ns > ae.value_ns {
-            let how = if clearly_below(ae, bx) {
-                "beyond the intervals"
-            } else {
-                "within the intervals"
-            };
+            let how = apart_or_not(ae, bx, "beyond the intervals", "within the intervals");
             inversions.push(format!(
                 "{b} ({}) is above {a} ({}), {how}",
                 format_ns(bx.value_ns as f64),
