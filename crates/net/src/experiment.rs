@@ -771,11 +771,14 @@ fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> Stri
     let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
     let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
     format!(
-        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} to {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
+        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
         behind.len(),
         names.join(", "),
-        format_ns(lo as f64),
-        format_ns(hi as f64),
+        if lo == hi {
+            format_ns(lo as f64)
+        } else {
+            format!("{} to {}", format_ns(lo as f64), format_ns(hi as f64))
+        },
         format_ns(1e12 / milli_pps.max(1) as f64)
     )
 }
