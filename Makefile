@@ -29,7 +29,8 @@ DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
 # The default experiment: How to Measure the Killer Microsecond on this host (every
 # measurement method against the NF configuration ladder, on the namespace testbed as root,
-# on loopback otherwise), in under 2 minutes, with its HTML report.
+# on loopback otherwise), with its HTML report. It first checks which CPUs are quiet and the
+# highest rate the generator keeps on this host, and says what it chose; about 4-5 minutes.
 demo: deps-demo build
 	./target/release/latlab experiment killer-us --quick -o $(DEMO_DIR)/killer-us
 	@echo

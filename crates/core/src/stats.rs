@@ -34,6 +34,17 @@ pub fn is_supported(p: Percentile, n: u64) -> bool {
     num >= MIN_TAIL_SAMPLES as u128 * den
 }
 
+/// Smallest sample count that supports `p` (10 samples beyond it).
+pub fn min_samples(p: Percentile) -> u64 {
+    // N (den - num) / den >= 10  <=>  N >= 10 den / (den - num)
+    let (num, den) = (p.num(), p.den());
+    let tail = den - num;
+    if tail == 0 {
+        return u64::MAX;
+    }
+    (10 * den).div_ceil(tail)
+}
+
 /// The highest percentile of the standard ladder that `n` samples support, if any.
 pub fn highest_supported(n: u64) -> Option<Percentile> {
     Percentile::LADDER

@@ -10,6 +10,7 @@
 //! Ladder: `default` (blocking, unpinned) → `pinned` → `pinned+busy` →
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
 
+use crate::fit::{self, CpuQuiet, HostFit, RateTrial};
 use crate::nf::IoMode;
 use crate::orchestrate::{self, Placement, ProbeJob};
 use crate::probe::{series, Sources};
@@ -152,8 +153,16 @@ pub struct KillerUsConfig {
     pub duration: Nanos,
     /// Warm-up per run.
     pub warmup: Nanos,
-    /// Probe rate, milli-pps.
+    /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
     pub milli_pps: u64,
+    /// Choose the rate by trials before the ladder ([`crate::fit`]): the highest rate up
+    /// to `milli_pps` at which the generator keeps its schedule on this host.
+    #[serde(default)]
+    pub fit_rate: bool,
+    /// Stretch `duration` up to this, for enough samples for p99.99 at the chosen rate
+    /// (`--quick`).
+    #[serde(default)]
+    pub duration_cap: Option<Nanos>,
     /// Reflector on loopback instead of the testbed.
     pub loopback: bool,
     /// No progress output.
@@ -206,6 +215,16 @@ pub struct KillerUsData {
     /// outside the system under test (outside the kernel: the hypervisor), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tails: Vec<String>,
+    /// What the experiment checked of the host and chose (CPUs, rate, duration), and why.
+    #[serde(default)]
+    pub host_fit: Option<HostFit>,
+    /// NF configurations of the ladder that could not be measured meaningfully here,
+    /// with the reason (e.g. SCHED_FIFO without root).
+    #[serde(default)]
+    pub not_measured: Vec<(String, String)>,
+    /// What was done about real-time throttling, per NF configuration that needed it.
+    #[serde(default)]
+    pub rt_throttle: Vec<(String, String)>,
 }
 
 /// What the CLI prints.
@@ -233,7 +252,17 @@ pub enum ExperimentError {
     /// A file could not be written.
     #[error(transparent)]
     Result(#[from] latlab_core::results::ResultError),
+    /// SIGINT or SIGTERM arrived; everything the experiment changed was put back.
+    #[error("interrupted (real-time throttling and the testbed were restored)")]
+    Interrupted,
 }
+
+/// `SCHED_FIFO` priority of the generator's threads when running as root: above the NF's
+/// ([`STEPS`]' 50), so that neither the NF nor a compile job delays a send.
+pub const GEN_FIFO: i32 = 60;
+
+/// How many times a run whose generator fell behind is repeated.
+pub const RETRIES: u32 = 1;
 
 /// One method's histograms, one per NF configuration.
 type MethodCurves<'a> = (&'a str, &'a str, Vec<(String, LatencyHistogram)>);
@@ -282,8 +311,242 @@ fn table_percentiles() -> [Percentile; 4] {
     ]
 }
 
+/// One NF + probe run: where it goes and how it is paced.
+struct RunPlan<'a> {
+    exe: &'a Path,
+    dir: &'a Path,
+    placement: Placement,
+    gen_cpu: u32,
+    nf_cpu: u32,
+    gen_fifo: Option<i32>,
+    /// `--explain` for the probe (off for the rate trials: only the ladder's runs are explained).
+    explain: crate::explain::ExplainSpec,
+}
+
+impl RunPlan<'_> {
+    /// Runs the NF of `step` and a probe against it (receive mode `rx_io`) at `milli_pps`
+    /// for `duration` after `warmup`, writing `nf-NAME.json` and `probe-NAME.json` (with
+    /// `prefix`); returns the probe's result and both files.
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        step: &Step,
+        loopback: bool,
+        name: &str,
+        rx_io: IoMode,
+        milli_pps: u64,
+        duration: Nanos,
+        warmup: Nanos,
+        sources: Sources,
+    ) -> Result<(ResultFile, [PathBuf; 2]), ExperimentError> {
+        let nf_path = self.dir.join(format!("nf-{name}.json"));
+        let probe_path = self.dir.join(format!("probe-{name}.json"));
+        let hog = step.hog.then(|| Hog::start(self.nf_cpu));
+        let nf = orchestrate::start_nf(
+            self.exe,
+            self.placement,
+            &step.nf_config(self.placement, self.nf_cpu),
+            &nf_path,
+        )?;
+        let mut probe = self.placement.probe_config();
+        probe.milli_pps = milli_pps;
+        probe.duration = duration;
+        probe.warmup = warmup;
+        probe.rx_io = rx_io;
+        probe.tx_cpu = Some(self.gen_cpu);
+        probe.rx_cpu = Some(self.gen_cpu);
+        probe.fifo = self.gen_fifo;
+        probe.sources = sources;
+        // every source this host can give: hardware where the interfaces have it
+        probe.hardware_optional = true;
+        probe.explain = self.explain;
+        let pr = ProbeJob {
+            nf: Some(step.describe(loopback, self.nf_cpu)),
+            ..ProbeJob::new(probe)
+        };
+        let res = orchestrate::run_probe(self.exe, self.placement, &pr, &probe_path);
+        let nf_res = nf.finish();
+        drop(hog);
+        let res = res?;
+        nf_res?;
+        Ok((res, [nf_path, probe_path]))
+    }
+}
+
+/// Checks what the host can sustain and chooses the CPUs, the generator's priority, the
+/// rate and the duration ([`crate::fit`]); says what it chose on stderr unless quiet.
+fn fit_host(
+    cfg: &KillerUsConfig,
+    exe: &Path,
+    dir: &Path,
+    placement: Placement,
+    files: &mut Vec<PathBuf>,
+) -> Result<HostFit, ExperimentError> {
+    let say = |m: &str| {
+        if !cfg.quiet {
+            eprintln!("killer-us: {m}");
+        }
+    };
+    let cpus = latlab_sys::sched::allowed_cpus();
+    let gen_fifo = latlab_sys::netns::is_root().then_some(GEN_FIFO);
+    say(&format!(
+        "checking this host: {} CPUs ({}); spinning {} on each to see which is quiet…",
+        cpus.len(),
+        latlab_sys::sched::format_cpu_list(&cpus),
+        format_ns(fit::QUIET_PROBE.get() as f64)
+    ));
+    let quiet: Vec<CpuQuiet> = cpus
+        .iter()
+        .map(|&cpu| CpuQuiet {
+            cpu,
+            stats: fit::quiet_cpu(cpu, gen_fifo, fit::QUIET_PROBE),
+        })
+        .collect();
+    for q in &quiet {
+        say(&format!("  {}", q.describe()));
+    }
+    let (nf_cpu, gen_cpu) = fit::choose_cpus(&quiet).unwrap_or_else(orchestrate::cpus);
+    let mut reasons = vec![if nf_cpu == gen_cpu {
+        format!("One CPU only: the generator and the NF share CPU {gen_cpu}, so the generator's own work is in every latency.")
+    } else {
+        format!("The generator runs on CPU {gen_cpu}, the quietest, since its lateness decides whether a run can be trusted; the NF runs on CPU {nf_cpu}.")
+    }];
+    reasons.push(match gen_fifo {
+        Some(p) => format!("The generator's threads run at SCHED_FIFO {p}, so that no other task on the host delays a send (a busy-polling receiver on the generator's CPU stays under the normal scheduler, which lets the sender preempt it)."),
+        None => "Not root: the generator runs under the normal scheduler, so other tasks on its CPU can delay its sends.".into(),
+    });
+    let plan = RunPlan {
+        exe,
+        dir,
+        placement,
+        gen_cpu,
+        nf_cpu,
+        gen_fifo,
+        explain: crate::explain::ExplainSpec::default(),
+    };
+    let mut trials = Vec::new();
+    let milli_pps = if cfg.fit_rate {
+        for rate in fit::candidates(cfg.milli_pps) {
+            let name = format!("fit-{}pps", rate / 1000);
+            let (r, paths) = plan.run(
+                &STEPS[0],
+                cfg.loopback,
+                &name,
+                IoMode::Busy,
+                rate,
+                fit::TRIAL,
+                Nanos::from_millis(200),
+                Sources::USER,
+            )?;
+            files.extend(paths);
+            let t = trial_of(rate, &r);
+            say(&format!("  trial at {}", t.describe()));
+            let passed = t.passes();
+            trials.push(t);
+            if passed {
+                break;
+            }
+        }
+        match fit::choose_rate(&trials) {
+            Some(r) => {
+                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a {} trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, format_ns(fit::TRIAL.get() as f64), fit::LATENESS_SHARE * 100.0, fit::LATE_SHARE * 100.0));
+                r
+            }
+            None => {
+                let lowest = trials.last().map(|t| t.milli_pps).unwrap_or(cfg.milli_pps);
+                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a {} trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, format_ns(fit::TRIAL.get() as f64), lowest / 1000));
+                lowest
+            }
+        }
+    } else {
+        reasons.push(format!(
+            "The rate, {} pps, was given with --rate and not checked.",
+            cfg.milli_pps / 1000
+        ));
+        cfg.milli_pps
+    };
+    let duration = match cfg.duration_cap {
+        Some(cap) => {
+            let d = fit::quick_duration(milli_pps, cfg.duration, cap);
+            reasons.push(format!(
+                "Each run lasts {} ({} samples at {} pps{}).",
+                format_ns(d.get() as f64),
+                (d.get() as u128 * milli_pps as u128 / 1_000_000_000_000) as u64,
+                milli_pps / 1000,
+                if d.get() as u128 * milli_pps as u128
+                    >= fit::SAMPLES_FOR_P9999 as u128 * 1_000_000_000_000
+                {
+                    ", enough for p99.99"
+                } else {
+                    "; p99.99 needs 100,000 and a quick run stops here"
+                }
+            ));
+            d
+        }
+        None => cfg.duration,
+    };
+    for r in &reasons {
+        say(r);
+    }
+    Ok(HostFit {
+        cpus,
+        quiet,
+        nf_cpu,
+        gen_cpu,
+        gen_fifo,
+        trials,
+        asked_milli_pps: cfg.milli_pps,
+        milli_pps,
+        duration,
+        reasons,
+    })
+}
+
+/// The rate trial a probe result at `milli_pps` amounts to.
+fn trial_of(milli_pps: u64, r: &ResultFile) -> RateTrial {
+    let p99 = Percentile::from_fraction(99, 100).expect("valid");
+    RateTrial {
+        milli_pps,
+        lateness_p99_ns: match r.histogram(series::LATENESS) {
+            Some(Ok(h)) => h.value_at(p99),
+            _ => 0,
+        },
+        sent: r.counters.get("sent").copied().unwrap_or(0),
+        late_over_gap: r.counters.get("late_over_mean_gap").copied().unwrap_or(0),
+        lost: r.counters.get("lost_measured").copied().unwrap_or(0),
+    }
+}
+
+/// What to do about real-time throttling for a `SCHED_FIFO` step: `Ok(guard)` to run it
+/// (with throttling off while the guard lives, when it was on), `Err(reason)` when it
+/// cannot be run meaningfully here.
+fn unthrottle_for_fifo() -> Result<(Option<latlab_sys::rt_throttle::Unthrottled>, String), String> {
+    use latlab_sys::rt_throttle::{Unthrottled, RT_RUNTIME_PATH};
+    match latlab_sys::netstat::rt_runtime_us() {
+        Some(-1) => Ok((
+            None,
+            "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into(),
+        )),
+        limit => {
+            let limit = limit
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "unreadable".into());
+            if !latlab_sys::netns::is_root() {
+                return Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}), which stops a spinning SCHED_FIFO NF for 50 ms of every second, and switching it off needs root"));
+            }
+            match Unthrottled::engage() {
+                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, as the paper's busy-polling NF runs (kernel.sched_rt_runtime_us -1 for this configuration only; {limit} before and after)"))),
+                Err(e) => Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}) and could not be switched off ({RT_RUNTIME_PATH}: {e}); it would stop the spinning SCHED_FIFO NF for 50 ms of every second")),
+            }
+        }
+    }
+}
+
 /// Runs the experiment, writing everything under `dir`; `progress` is told as each run
-/// (configuration × receive mode) starts.
+/// (configuration × receive mode) starts. Call
+/// [`latlab_sys::signal::install_stop_handler`] first for Ctrl-C to stop it cleanly: it
+/// stops between runs, and whatever it changed (real-time throttling, the testbed) is put
+/// back on every way out (error, panic, interruption).
 pub fn run(
     cfg: &KillerUsConfig,
     exe: &Path,
@@ -301,58 +564,111 @@ pub fn run(
         path: dir.to_path_buf(),
         source,
     })?;
-    let (nf_cpu, gen_cpu) = orchestrate::cpus();
-    let gen = (gen_cpu != nf_cpu).then_some(gen_cpu);
     let mut files = Vec::new();
+    let fit = fit_host(cfg, exe, dir, placement, &mut files)?;
+    let plan = RunPlan {
+        exe,
+        dir,
+        placement,
+        gen_cpu: fit.gen_cpu,
+        nf_cpu: fit.nf_cpu,
+        gen_fifo: fit.gen_fifo,
+        explain: cfg.explain,
+    };
     // (config, rx mode) -> result
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
     let mut tails = Vec::new();
+    let mut not_measured = Vec::new();
+    let mut rt_throttle = Vec::new();
+    let mut behind: Vec<(String, u64)> = Vec::new();
+    let mut repeated: Vec<String> = Vec::new();
     for step in STEPS {
         let conf = step.name;
-        let nf_cfg = step.nf_config(placement, nf_cpu);
-        let nf_json = step.describe(cfg.loopback, nf_cpu);
+        let guard = if step.fifo.is_some() {
+            match unthrottle_for_fifo() {
+                Ok((g, note)) => {
+                    if !cfg.quiet {
+                        eprintln!("killer-us: NF {conf}: {note}");
+                    }
+                    rt_throttle.push((conf.to_string(), note));
+                    g
+                }
+                Err(reason) => {
+                    if !cfg.quiet {
+                        eprintln!("killer-us: NF {conf}: {reason}");
+                    }
+                    not_measured.push((conf.to_string(), reason));
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
+            if latlab_sys::signal::stop_requested() {
+                return Err(ExperimentError::Interrupted);
+            }
             progress.step(
                 &format!("NF {conf}, generator receive {rx}"),
                 runs.len() as u64,
                 STEPS.len() as u64 * 2,
             );
             let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
-            let nf_path = dir.join(format!("nf-{name}.json"));
-            let probe_path = dir.join(format!("probe-{name}.json"));
-            let hog = step.hog.then(|| Hog::start(nf_cpu));
-            let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
-            let mut probe = placement.probe_config();
-            probe.milli_pps = cfg.milli_pps;
-            probe.duration = cfg.duration;
-            probe.warmup = cfg.warmup;
-            probe.rx_io = rx_io;
-            probe.tx_cpu = gen;
-            probe.rx_cpu = gen;
-            // every source this host can give: hardware where the interfaces have it
-            probe.sources = Sources::ALL;
-            probe.hardware_optional = true;
-            probe.explain = cfg.explain;
-            let pr = ProbeJob {
-                nf: Some(nf_json.clone()),
-                ..ProbeJob::new(probe)
+            // Another tenant's burst (a compile job, someone's real-time thread) can make
+            // the generator fall behind for one run: such a run is repeated once, and the
+            // repeat kept.
+            let mut attempt = 0;
+            let (res, paths) = loop {
+                let (res, paths) = plan.run(
+                    &step,
+                    cfg.loopback,
+                    &name,
+                    rx_io,
+                    fit.milli_pps,
+                    fit.duration,
+                    cfg.warmup,
+                    Sources::ALL,
+                )?;
+                let fell = crate::result::probe_data(&res).is_some_and(|d| d.generator_behind);
+                if fell && attempt < RETRIES && !latlab_sys::signal::stop_requested() {
+                    attempt += 1;
+                    repeated.push(name.clone());
+                    if !cfg.quiet {
+                        eprintln!("killer-us: the generator fell behind in {name} (the host got busier); running it once more");
+                    }
+                    continue;
+                }
+                break (res, paths);
             };
-            let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
-            let nf_res = nf.finish();
-            drop(hog);
-            let res = res?;
-            nf_res?;
+            if crate::result::probe_data(&res).is_some_and(|d| d.generator_behind) {
+                behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
+            }
             for w in &res.warnings {
-                if w.contains("GENERATOR FELL BEHIND") || w.contains("lost") {
+                if w.contains("lost") {
                     warnings.push(format!("{name}: {w}"));
                 }
             }
-            files.push(nf_path);
-            files.push(probe_path);
+            files.extend(paths);
             tails.extend(crate::explain::tail_line(&name, &res));
             runs.push((conf.to_string(), rx.to_string(), res));
         }
+        if let Some(g) = guard {
+            if let Err(e) = g.restore() {
+                warnings.push(format!("real-time throttling could not be restored after {conf}: {e}; `sysctl -w kernel.sched_rt_runtime_us=950000` restores the default"));
+            }
+        }
+    }
+    if !behind.is_empty() {
+        warnings.insert(0, behind_warning(&behind, runs.len(), fit.milli_pps));
+    }
+    let mut notes = cfg.notes.clone();
+    if !repeated.is_empty() {
+        notes.push(format!(
+            "The generator fell behind in {} run(s) and each was run once more, the repeat kept: {}.",
+            repeated.len(),
+            repeated.join(", ")
+        ));
     }
     // summary histograms: method × config
     let mut out = ResultFile::new(
@@ -365,8 +681,11 @@ pub fn run(
     );
     let mut data = KillerUsData {
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
-        notes: cfg.notes.clone(),
+        notes,
         tails,
+        host_fit: Some(fit.clone()),
+        not_measured,
+        rt_throttle,
         ..Default::default()
     };
     let mut per_method: Vec<MethodCurves<'_>> = Vec::new();
@@ -465,6 +784,25 @@ pub fn run(
     })
 }
 
+/// One warning for every run whose generator fell behind (instead of one per run): how
+/// many, which, how late.
+fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
+    let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
+    let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
+    let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
+    format!(
+        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
+        behind.len(),
+        names.join(", "),
+        if lo == hi {
+            format_ns(lo as f64)
+        } else {
+            format!("{} to {}", format_ns(lo as f64), format_ns(hi as f64))
+        },
+        format_ns(1e12 / milli_pps.max(1) as f64)
+    )
+}
+
 fn summary_row(method: &str, conf: &str, h: &LatencyHistogram) -> SummaryRow {
     SummaryRow {
         method: method.to_string(),
@@ -503,15 +841,53 @@ pub fn disagreement(hs: &[&LatencyHistogram], threshold_ns: u64) -> Option<Perce
     None
 }
 
-/// The summary table as Markdown (pure).
+/// The summary as Markdown (pure): the headline first ([`crate::headline`]), then the
+/// full table, where the methods start to disagree, and how the runs were fitted to the
+/// host. Every paragraph is a list of sentences, so that more can be appended.
 pub fn render_table(r: &ResultFile) -> String {
     let Ok(d) = serde_json::from_value::<KillerUsData>(r.data.clone()) else {
         return String::new();
     };
-    let mut s = format!(
-        "# killer-us ({})\n\n| method | NF config | samples | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|\n",
-        d.placement
-    );
+    let mut s = format!("# killer-us ({})\n\n", d.placement);
+    if let Some(h) = crate::headline::headline(r) {
+        s.push_str(&h.sentences.join(" "));
+        s.push_str(&format!(
+            "\n\n{} per NF configuration and method (95 % confidence interval):\n\n| NF config | {} |\n|---|{}\n",
+            h.percentile,
+            h.methods.join(" | "),
+            "---:|".repeat(h.methods.len())
+        ));
+        for row in &h.rows {
+            let cells: Vec<String> = match &row.not_measured {
+                Some(_) => h
+                    .methods
+                    .iter()
+                    .map(|_| "not measured".to_string())
+                    .collect(),
+                None => row
+                    .cells
+                    .iter()
+                    .map(|c| match c {
+                        Some(e) if e.supported => format!(
+                            "{} ({}–{})",
+                            format_ns(e.value_ns as f64),
+                            e.ci_low_ns
+                                .map(|v| format_ns(v as f64))
+                                .unwrap_or_else(|| "open".into()),
+                            e.ci_high_ns
+                                .map(|v| format_ns(v as f64))
+                                .unwrap_or_else(|| "open".into())
+                        ),
+                        Some(_) => "unsupported".to_string(),
+                        None => "—".to_string(),
+                    })
+                    .collect(),
+            };
+            s.push_str(&format!("| {} | {} |\n", row.config, cells.join(" | ")));
+        }
+        s.push('\n');
+    }
+    s.push_str("## Every method and NF configuration\n\n| method | NF config | samples | p50 | p99 | p99.9 | p99.99 | max |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
     for row in &d.rows {
         let cells: Vec<String> = row
             .percentiles
@@ -533,18 +909,18 @@ pub fn render_table(r: &ResultFile) -> String {
             format_ns(row.max_ns as f64)
         ));
     }
-    for (heading, list) in [
-        ("\nAll methods disagree by more than 1 µs from (kernel and hardware leave the host stacks out):\n\n", &d.disagreement),
-        ("\nThe user-space methods (same span, user send to user receive) disagree by more than 1 µs from:\n\n", &d.disagreement_same_span),
-    ] {
-        s.push_str(heading);
-        for (conf, p) in list {
-            s.push_str(&format!(
-                "- {conf}: {}\n",
-                p.as_deref()
-                    .map(str::to_string)
-                    .unwrap_or_else(|| "never (up to the highest supported percentile)".into())
-            ));
+    s.push_str("\n## Where the methods disagree\n\n");
+    s.push_str(&disagreement_sentences(&d).join(" "));
+    s.push('\n');
+    if let Some(f) = &d.host_fit {
+        s.push_str("\n## How the runs were fitted to this host\n\n");
+        s.push_str(&f.reasons.join(" "));
+        s.push_str("\n\n");
+        for q in &f.quiet {
+            s.push_str(&format!("- quiet probe: {}\n", q.describe()));
+        }
+        for t in &f.trials {
+            s.push_str(&format!("- rate trial: {}\n", t.describe()));
         }
     }
     if !d.tails.is_empty() {
@@ -557,6 +933,37 @@ pub fn render_table(r: &ResultFile) -> String {
         s.push_str(&format!("\nNote: {n}\n"));
     }
     s
+}
+
+/// Where the methods start to disagree by more than 1 µs, as sentences: the user methods
+/// among themselves (same span, so any difference is the receive mode's), then all
+/// methods (the kernel and hardware methods leave out the host stacks, so they differ
+/// from the user methods by design).
+pub fn disagreement_sentences(d: &KillerUsData) -> Vec<String> {
+    let say = |list: &[(String, Option<String>)]| -> String {
+        let parts: Vec<String> = list
+            .iter()
+            .map(|(conf, p)| match p {
+                Some(p) => format!("{conf} from {p}"),
+                None => format!("{conf} never (up to the highest supported percentile)"),
+            })
+            .collect();
+        parts.join(", ")
+    };
+    let mut out = Vec::new();
+    if !d.disagreement_same_span.is_empty() {
+        out.push(format!(
+            "The two user-space methods time the same span (user send to user receive), so where they differ by more than 1 µs the receive mode (blocking or busy polling) changed the result: {}.",
+            say(&d.disagreement_same_span)
+        ));
+    }
+    if !d.disagreement.is_empty() {
+        out.push(format!(
+            "Across all methods the difference exceeds 1 µs from these percentiles: {}. Kernel and hardware timestamps leave out the host stacks that the user methods include, so that gap is expected; read the NF's own latency from the kernel or hardware method.",
+            say(&d.disagreement)
+        ));
+    }
+    out
 }
 
 /// The CCDF curves of a `net.killer_us` result, grouped by method: for each method (in

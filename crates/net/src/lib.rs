@@ -20,6 +20,9 @@
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
 //! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
 //! - [`rng`]: seeded draws for arrivals and delays;
+//! - [`fit`]: what the host can sustain (quiet CPUs, a rate the generator keeps), checked
+//!   before the experiment;
+//! - [`headline`]: the experiment's answer in sentences and one table;
 //! - [`sections`]: what the HTML report shows for net results.
 #![deny(unsafe_code)]
 
@@ -28,6 +31,8 @@ pub mod decompose;
 pub mod delay;
 pub mod experiment;
 pub mod explain;
+pub mod fit;
+pub mod headline;
 pub mod iface;
 pub mod netinfo;
 pub mod nf;

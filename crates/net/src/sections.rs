@@ -120,6 +120,59 @@ impl SectionProvider for KillerUsSections {
         false
     }
 
+    /// The answer first: what was measured, the tail per method and NF configuration with
+    /// its confidence interval, which configuration wins and by how much.
+    fn lead(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        let mut out = Vec::new();
+        for input in inputs {
+            let Some(h) = crate::headline::headline(&input.merged) else {
+                continue;
+            };
+            let mut s = Section::new(if inputs.len() > 1 {
+                format!("Result: {}", input.label)
+            } else {
+                "Result".to_string()
+            });
+            // what was measured on its own line, then the verdict
+            if let Some((what, verdict)) = h.sentences.split_first() {
+                s.push(Block::Paragraph(what.clone()));
+                if !verdict.is_empty() {
+                    s.push(Block::Paragraph(verdict.join(" ")));
+                }
+            }
+            let mut t = Table::new(
+                format!(
+                    "{} latency per NF configuration and method (95 % confidence interval below each value)",
+                    h.percentile
+                ),
+                &[],
+            );
+            t.header = std::iter::once("NF configuration".to_string())
+                .chain(h.methods.iter().cloned())
+                .collect();
+            for row in &h.rows {
+                let mut cells = vec![Cell::text(&row.config)];
+                match &row.not_measured {
+                    Some(why) => {
+                        let short = why.split(':').next().unwrap_or(why);
+                        cells.extend(h.methods.iter().map(|_| {
+                            Cell::styled(short, CellStyle::Unsupported)
+                                .with_note("see the reason above")
+                        }));
+                    }
+                    None => cells.extend(row.cells.iter().map(|c| match c {
+                        Some(e) => Cell::estimate(e),
+                        None => Cell::styled("—", CellStyle::Unsupported),
+                    })),
+                }
+                t.rows.push(cells);
+            }
+            s.push(Block::Table(t));
+            out.push(s);
+        }
+        Ok(out)
+    }
+
     fn sections(&self, inputs: &[&Input]) -> Result<Vec<Section>, String> {
         let mut out = Vec::new();
         for input in inputs {
@@ -137,6 +190,50 @@ impl SectionProvider for KillerUsSections {
             )));
             for n in &d.notes {
                 s.push(Block::Paragraph(n.clone()));
+            }
+            for (m, desc, _, _) in METHODS {
+                let mut curves = Vec::new();
+                for h in r
+                    .histograms
+                    .iter()
+                    .filter(|h| h.labels.get("method").map(String::as_str) == Some(m))
+                {
+                    let hist = h
+                        .decode()
+                        .map_err(|e| format!("{}: histogram '{}': {e}", input.label, h.name))?;
+                    curves.push(Curve {
+                        label: h
+                            .labels
+                            .get("config")
+                            .cloned()
+                            .unwrap_or_else(|| h.name.clone()),
+                        points: ccdf(&hist),
+                    });
+                }
+                if !curves.is_empty() {
+                    s.push(Block::Figure(Figure::Distribution {
+                        title: format!("CCDF, {desc}: one line per NF configuration"),
+                        kind: PlotKind::Ccdf,
+                        curves,
+                    }));
+                }
+            }
+            if let Some(f) = &d.host_fit {
+                s.push(Block::Heading(
+                    "How the runs were fitted to this host".into(),
+                ));
+                s.push(Block::Paragraph(f.reasons.join(" ")));
+                let mut kv: Vec<(String, String)> = f
+                    .quiet
+                    .iter()
+                    .map(|q| ("quiet probe".to_string(), q.describe()))
+                    .collect();
+                kv.extend(
+                    f.trials
+                        .iter()
+                        .map(|t| ("rate trial".to_string(), t.describe())),
+                );
+                s.push(Block::KeyValues(kv));
             }
             let pct_names: Vec<String> = d
                 .rows
@@ -196,33 +293,9 @@ impl SectionProvider for KillerUsSections {
                     .push(vec![Cell::text(conf), verdict(Some(all)), verdict(same)]);
             }
             s.push(Block::Table(dis));
-            for (m, desc, _, _) in METHODS {
-                let mut curves = Vec::new();
-                for h in r
-                    .histograms
-                    .iter()
-                    .filter(|h| h.labels.get("method").map(String::as_str) == Some(m))
-                {
-                    let hist = h
-                        .decode()
-                        .map_err(|e| format!("{}: histogram '{}': {e}", input.label, h.name))?;
-                    curves.push(Curve {
-                        label: h
-                            .labels
-                            .get("config")
-                            .cloned()
-                            .unwrap_or_else(|| h.name.clone()),
-                        points: ccdf(&hist),
-                    });
-                }
-                if !curves.is_empty() {
-                    s.push(Block::Figure(Figure::Distribution {
-                        title: format!("CCDF, {desc}: one line per NF configuration"),
-                        kind: PlotKind::Ccdf,
-                        curves,
-                    }));
-                }
-            }
+            s.push(Block::Paragraph(
+                crate::experiment::disagreement_sentences(&d).join(" "),
+            ));
             out.push(s);
         }
         Ok(out)

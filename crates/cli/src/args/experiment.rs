@@ -18,15 +18,20 @@ pub enum ExperimentCommand {
     #[command(
         name = "killer-us",
         after_help = "Examples:
-  sudo latlab experiment killer-us --quick          (under 2 minutes)
+  sudo latlab experiment killer-us --quick          (about 4-5 minutes)
+  sudo latlab experiment killer-us --quick --rate 5kpps   (no rate trials)
   sudo latlab experiment killer-us -o results/killer-us
   latlab experiment killer-us --quick --loopback     (no root: reflector on loopback)
 
 Methods: user TSC with blocking receive (netperf-like), user TSC with busy polling
 (TRex-like), kernel timestamps (driver to driver), hardware where the NIC can. Ladder:
 default (blocking, unpinned), pinned, pinned+busy-poll, pinned+busy-poll+SCHED_FIFO, and
-pinned+busy-poll with a CPU hog beside the NF. Writes every result file, one CCDF per
-method and a summary table (summary.md, summary.csv)."
+pinned+busy-poll with a CPU hog beside the NF. First it checks which CPUs are quiet and,
+without --rate, the highest rate at which the generator keeps its schedule here, and says
+what it chose. The SCHED_FIFO rung runs with real-time throttling off (root; restored
+after, also on Ctrl-C) or is reported as not measurable. Writes every result file, one
+CCDF per method, a report that leads with the answer, and a summary (summary.md,
+summary.csv)."
     )]
     KillerUs(super::net::KillerUsArgs),
 

@@ -389,15 +389,17 @@ pub struct CalibrateArgs {
 /// Options of `latlab experiment killer-us`.
 #[derive(Debug, Args)]
 pub struct KillerUsArgs {
-    /// Short runs (5 s each): the whole experiment within 2 minutes.
+    /// Short runs: 5 s each, or up to 20 s where the chosen rate needs it for p99.99
+    /// (the whole experiment within about 4 minutes).
     #[arg(long)]
     pub quick: bool,
-    /// Measured duration per run (default 5 s with --quick, 60 s otherwise).
+    /// Measured duration per run (default 5–20 s with --quick, 60 s otherwise).
     #[arg(long, short = 'd', value_parser = positive_duration_arg)]
     pub duration: Option<Nanos>,
-    /// Probe rate.
-    #[arg(long, default_value = "20kpps", value_parser = rate_arg)]
-    pub rate: Rate,
+    /// Probe rate. Without it the experiment tries 20, 10, 5, 2 and 1 kpps before the
+    /// ladder and runs at the highest rate at which the generator keeps its schedule here.
+    #[arg(long, value_parser = rate_arg)]
+    pub rate: Option<Rate>,
     /// Use a reflector on loopback instead of the testbed (no root needed; no one-way
     /// path, the NF shares the host stack with the generator).
     #[arg(long)]
@@ -576,10 +578,13 @@ impl TryFrom<&KillerUsArgs> for KillerUsConfig {
             loopback = true;
             notes.push("not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string());
         }
+        let ceiling = Rate::MilliPps(20_000_000);
         Ok(KillerUsConfig {
             duration: a.duration.unwrap_or(duration),
+            duration_cap: (a.quick && a.duration.is_none()).then(|| Nanos::from_secs(20)),
             warmup,
-            milli_pps: milli_pps(&a.rate, PROBE_WIRE_BYTES)?,
+            milli_pps: milli_pps(a.rate.as_ref().unwrap_or(&ceiling), PROBE_WIRE_BYTES)?,
+            fit_rate: a.rate.is_none(),
             loopback,
             quiet: a.quiet,
             notes,

@@ -401,6 +401,9 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
     for n in &cfg.notes {
         eprintln!("latlab: warning: {n}");
     }
+    // Ctrl-C stops between runs, so that real-time throttling and the testbed are put
+    // back by the experiment's guards instead of being left as a killed process left them.
+    latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let summary = latlab_net::experiment::run(
         &cfg,
         &exe,

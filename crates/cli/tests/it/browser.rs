@@ -373,3 +373,68 @@ fn the_why_the_tail_section_renders_in_chromium() {
         30_000,
     );
 }
+
+/// The killer-us report leads with its answer: in a 1400×900 window the Result section
+/// (what was measured, the winner, the p99.99 table) is the first thing and fits entirely
+/// on the first screen, with the trust box starting below it. Saves the first screen as
+/// `killer-us-first-screen.png`.
+#[test]
+fn killer_us_report_shows_its_result_on_the_first_screen() {
+    let Some(bin) = chromium() else {
+        skip!("chromium not installed (make test installs Debian's chromium)");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("killer-us.html");
+    ok(&latlab()
+        .arg("report")
+        .arg(fixture("report/killer-us.json"))
+        .args(["--no-figures", "--title", "killer-us", "-o"])
+        .arg(&report)
+        .output()
+        .unwrap());
+    let url = format!("file://{}#selftest", report.display());
+    let size = "--window-size=1400,900".to_string();
+    let out = run_chromium(
+        &bin,
+        &dir.path().join("p1"),
+        &url,
+        &["--dump-dom".into(), size.clone()],
+    );
+    let dom = String::from_utf8_lossy(&out.stdout).into_owned();
+    let attr = |name: &str| {
+        dom.split(&format!("{name}=\""))
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or("absent")
+            .to_string()
+    };
+    let whole = attr("data-first-screen-whole");
+    let starts = attr("data-first-screen");
+    assert_eq!(
+        whole.split(' ').next(),
+        Some("result"),
+        "the Result section must be whole on the first screen: {whole} (starting there: {starts})"
+    );
+    let first = dom.find("id=\"result\"").expect("a Result section");
+    for later in ["id=\"trust\"", "<figure", "id=\"overview\""] {
+        assert!(
+            dom.find(later).is_some_and(|i| i > first),
+            "{later} comes after the Result section"
+        );
+    }
+    assert!(
+        dom.contains("Measured: the latency of"),
+        "what was measured"
+    );
+    let shot = artifacts().join("killer-us-first-screen.png");
+    let _ = std::fs::remove_file(&shot);
+    ok(&run_chromium(
+        &bin,
+        &dir.path().join("p2"),
+        &url,
+        &[size, format!("--screenshot={}", shot.display())],
+    ));
+    let png = std::fs::read(&shot).expect("screenshot written");
+    assert!(png.starts_with(b"\x89PNG"), "a real screenshot");
+    eprintln!("screenshot: {}", shot.display());
+}

@@ -52,6 +52,17 @@ pub trait SectionProvider {
     fn generic_distributions(&self) -> bool {
         true
     }
+
+    /// Sections that open the report, before the trust box and everything else: what was
+    /// measured and the headline result, for a reader who reads only the first screen.
+    /// With any lead section the report puts the figures next and the details (inputs,
+    /// percentile tables, provenance) last. Default: none.
+    ///
+    /// # Errors
+    /// A description of what could not be read from the inputs.
+    fn lead(&self, _inputs: &[&Input]) -> Result<Vec<Section>, String> {
+        Ok(Vec::new())
+    }
 }
 
 /// A [`SectionProvider`] for results of exactly one kind: it names the kind and builds the

@@ -146,6 +146,27 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// A cell for a percentile estimate: its value with the confidence interval as the
+    /// note; an unsupported one never shows a bare number.
+    pub fn estimate(e: &crate::stats::PercentileEstimate) -> Cell {
+        use crate::units::format_ns;
+        if !e.supported {
+            return Cell::styled("unsupported", CellStyle::Unsupported).with_note(format!(
+                "needs {}+ samples",
+                crate::stats::min_samples(e.percentile)
+            ));
+        }
+        let c = Cell::number(format_ns(e.value_ns as f64));
+        match (e.ci_low_ns, e.ci_high_ns) {
+            (Some(lo), Some(hi)) => c.with_note(format!(
+                "{} – {}",
+                format_ns(lo as f64),
+                format_ns(hi as f64)
+            )),
+            _ => c.with_note("interval n/a"),
+        }
+    }
+
     /// A text cell.
     pub fn text(s: impl Into<String>) -> Cell {
         Cell {

@@ -196,6 +196,19 @@ impl ProbeConfig {
         }
     }
 
+    /// `SCHED_FIFO` priority of the RX thread: [`ProbeConfig::fifo`], except for a
+    /// busy-polling RX thread that is not alone on a CPU of its own (unpinned, or on the
+    /// TX thread's CPU): FIFO threads of equal priority do not share a CPU, so a spinning
+    /// FIFO receiver would never let the sender run. That one stays under the normal
+    /// scheduler, where a waking FIFO sender preempts it at once.
+    pub fn rx_fifo(&self) -> Option<i32> {
+        let shares_cpu = self.rx_cpu.is_none() || self.rx_cpu == self.tx_cpu;
+        match self.rx_io {
+            IoMode::Busy if shares_cpu => None,
+            _ => self.fifo,
+        }
+    }
+
     /// Checks what a run needs of the configuration: the one place these checks live.
     /// [`run`] calls it first; a command calls it when it resolves its arguments, to fail
     /// before it starts anything. The messages name the command-line flags.

@@ -143,7 +143,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     let rx_thread = std::thread::Builder::new()
         .name("latlab-probe-rx".into())
         .spawn(move || -> Result<_, ProbeError> {
-            sched::place_current_thread(cfg_rx.rx_cpu, cfg_rx.fifo)?;
+            sched::place_current_thread(cfg_rx.rx_cpu, cfg_rx.rx_fifo())?;
             rx_loop(&cfg_rx, &mut receiver, &mut rx_batch, &rx);
             Ok((receiver, sched::current_policy()))
         })

@@ -380,3 +380,30 @@ fn a_stop_rule_in_a_closed_loop_is_refused() {
     let e = cfg.validate().unwrap_err().to_string();
     assert!(e.contains("--ci-width needs the open loop"), "{e}");
 }
+
+/// A busy receiver sharing the sender's CPU never gets the sender's FIFO priority (it
+/// would starve it); alone on a CPU, or blocking, it does.
+#[test]
+fn a_busy_receiver_on_the_senders_cpu_stays_normal() {
+    let mut c = ProbeConfig::new("127.0.0.1:9".parse().unwrap());
+    c.fifo = Some(60);
+    c.tx_cpu = Some(1);
+    c.rx_cpu = Some(1);
+    assert_eq!(c.rx_fifo(), Some(60), "blocking receiver");
+    c.rx_io = IoMode::Busy;
+    assert_eq!(c.rx_fifo(), None, "busy on the sender's CPU");
+    c.rx_cpu = None;
+    assert_eq!(c.rx_fifo(), None, "busy and unpinned");
+    c.rx_cpu = Some(2);
+    assert_eq!(c.rx_fifo(), Some(60), "busy on a CPU of its own");
+}
+
+/// A FIFO sender spins at most a quarter of each gap (so real-time throttling never
+/// stops it); a normal one up to 500 µs.
+#[test]
+fn a_fifo_sender_spins_at_most_a_quarter_of_the_gap() {
+    use super::tx::fifo_max_margin_ns;
+    assert_eq!(fifo_max_margin_ns(true, 200_000.0), 50_000);
+    assert_eq!(fifo_max_margin_ns(true, 10_000_000.0), 500_000);
+    assert_eq!(fifo_max_margin_ns(false, 200_000.0), 500_000);
+}

@@ -161,6 +161,16 @@ impl Sender {
 }
 
 /// The open-loop TX loop.
+/// The largest early-wake-up margin of the sender, ns: 500 µs, and for a `SCHED_FIFO`
+/// sender at most a quarter of the mean gap (see [`open_loop`]).
+pub(super) fn fifo_max_margin_ns(fifo: bool, mean_gap_ns: f64) -> u64 {
+    if fifo {
+        ((mean_gap_ns / 4.0) as u64).min(500_000)
+    } else {
+        500_000
+    }
+}
+
 pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
     let clock = s.clock;
     let mut lateness = LatencyHistogram::new(cfg.hist).unwrap_or_default();
@@ -175,8 +185,14 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
     // by a margin covering the timer slack (0 for real-time threads, 50 µs by default).
     // The margin adapts: a wake-up later than half the margin doubles it (up to 500 µs),
     // so a host with slow timers spins more rather than sending late.
-    let mut sleep_margin = ns_to_raw(&clock, if cfg.fifo.is_some() { 30_000 } else { 80_000 });
-    let max_margin = ns_to_raw(&clock, 500_000);
+    //
+    // A SCHED_FIFO sender never spins more than a quarter of the mean gap: spinning for
+    // most of every gap it would use more than the 95 % that real-time throttling allows
+    // and be stopped for 50 ms of every second (every probe of those 50 ms late). Where
+    // the host's timers wake it later than that, it sends late, and says so.
+    let max_margin = ns_to_raw(&clock, fifo_max_margin_ns(cfg.fifo.is_some(), mean_gap_ns));
+    let mut sleep_margin =
+        ns_to_raw(&clock, if cfg.fifo.is_some() { 30_000 } else { 80_000 }).min(max_margin);
     let spin_after_sleep = ns_to_raw(&clock, 20_000);
     // lateness per interval, preallocated
     let iv_raw = ns_to_raw(&clock, cfg.interval.get().max(1));

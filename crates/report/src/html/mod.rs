@@ -111,7 +111,6 @@ pub fn build(
     if inputs.is_empty() {
         return Err(ReportError::Empty);
     }
-    let mut sections = vec![overview(inputs), trust_section(inputs)];
     // Kind-specific sections, one provider call per kind, in first-appearance order.
     let mut kinds: Vec<&str> = Vec::new();
     for i in inputs {
@@ -119,16 +118,17 @@ pub fn build(
             kinds.push(i.kind());
         }
     }
+    let mut lead = Vec::new();
+    let mut specific = Vec::new();
     for kind in &kinds {
         let of_kind: Vec<&Input> = inputs.iter().filter(|i| i.kind() == *kind).collect();
+        let failed = |detail| ReportError::Provider {
+            kind: (*kind).to_string(),
+            detail,
+        };
         for p in providers.iter().filter(|p| p.handles(kind)) {
-            let s = p
-                .sections(&of_kind)
-                .map_err(|detail| ReportError::Provider {
-                    kind: (*kind).to_string(),
-                    detail,
-                })?;
-            sections.extend(s);
+            lead.extend(p.lead(&of_kind).map_err(failed)?);
+            specific.extend(p.sections(&of_kind).map_err(failed)?);
         }
     }
     let decoded = decode(inputs)?;
@@ -142,10 +142,25 @@ pub fn build(
         .filter(|i| !drawn_elsewhere(i.kind()))
         .cloned()
         .collect();
-    if !generic.is_empty() {
-        sections.push(distribution_section(&decode(&generic)?));
+    let distributions = if generic.is_empty() {
+        None
+    } else {
+        Some(distribution_section(&decode(&generic)?))
+    };
+    // With a headline: the answer, how far to trust it, the figures, then the details.
+    // Without one: what the inputs are, how far to trust them, then everything else.
+    let leads = !lead.is_empty();
+    let mut sections = lead;
+    if !leads {
+        sections.push(overview(inputs));
     }
+    sections.push(trust_section(inputs));
+    sections.extend(specific);
+    sections.extend(distributions);
     sections.push(percentile_section(&decoded, opts));
+    if leads {
+        sections.push(overview(inputs));
+    }
     sections.push(provenance_section(inputs));
     Ok(Report {
         title: opts.title.clone(),
@@ -218,13 +233,29 @@ fn overview(inputs: &[Input]) -> Section {
 
 fn trust_section(inputs: &[Input]) -> Section {
     let mut s = Section::new("Trust");
-    let warnings: Vec<Warning> = inputs.iter().flat_map(crate::trust::assess).collect();
-    if warnings.is_empty() {
+    let found = crate::trust::findings(inputs);
+    if found.is_empty() {
         s.push(Block::Paragraph(
             "No warnings: every percentile shown is supported, nothing was lost, and the timebase and placement are sound.".into(),
         ));
     } else {
-        s.push(Block::Warnings(warnings));
+        let (serious, caution, info) = crate::trust::counts(&found);
+        let verdict = if serious > 0 {
+            "Some numbers are incomplete or suspect: read the serious findings before the results."
+        } else if caution > 0 {
+            "Nothing was lost; the cautions say what may distort the numbers."
+        } else {
+            "Nothing was lost and nothing distorts the numbers; the notes say what the sample counts support."
+        };
+        s.push(Block::Paragraph(format!(
+            "{serious} serious, {caution} caution, {info} info. {verdict} Each finding appears once, with what it applies to and what to do about it."
+        )));
+        s.push(Block::Warnings(
+            found
+                .iter()
+                .map(crate::trust::Finding::to_warning)
+                .collect(),
+        ));
     }
     s
 }
@@ -307,33 +338,13 @@ fn distribution_section(decoded: &Decoded) -> Section {
     s
 }
 
-/// A table cell for a percentile estimate: unsupported ones never show a bare number.
+/// A table cell for a percentile estimate: unsupported ones never show a bare number
+/// ([`Cell::estimate`]).
 pub fn estimate_cell(e: &PercentileEstimate) -> Cell {
-    if !e.supported {
-        return Cell::styled("unsupported", CellStyle::Unsupported)
-            .with_note(format!("needs {}+ samples", min_samples(e.percentile)));
-    }
-    let c = Cell::number(format_ns(e.value_ns as f64));
-    match (e.ci_low_ns, e.ci_high_ns) {
-        (Some(lo), Some(hi)) => c.with_note(format!(
-            "{} – {}",
-            format_ns(lo as f64),
-            format_ns(hi as f64)
-        )),
-        _ => c.with_note("interval n/a"),
-    }
+    Cell::estimate(e)
 }
 
-/// Smallest sample count that supports `p` (10 samples beyond it).
-pub fn min_samples(p: Percentile) -> u64 {
-    // N (den - num) / den >= 10  <=>  N >= 10 den / (den - num)
-    let (num, den) = (p.num(), p.den());
-    let tail = den - num;
-    if tail == 0 {
-        return u64::MAX;
-    }
-    (10 * den).div_ceil(tail)
-}
+pub use latlab_core::stats::min_samples;
 
 fn percentile_section(decoded: &Decoded, opts: &ReportOptions) -> Section {
     let mut s = Section::new("Percentiles");

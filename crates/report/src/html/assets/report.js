@@ -105,6 +105,16 @@
       if (getComputedStyle(curve).display === "none") { problems.push(fig.id + ": legend does not show series again"); }
     });
     document.body.setAttribute("data-selftest", problems.length ? "fail: " + problems.join("; ") : "ok " + figs.length);
+    // What a reader sees without scrolling: the sections that start, and those that end,
+    // within the window's height.
+    var starts = [], whole = [];
+    document.querySelectorAll("main > section").forEach(function (s) {
+      var r = s.getBoundingClientRect();
+      if (r.top < window.innerHeight) { starts.push(s.id); }
+      if (r.bottom <= window.innerHeight) { whole.push(s.id); }
+    });
+    document.body.setAttribute("data-first-screen", starts.join(" "));
+    document.body.setAttribute("data-first-screen-whole", whole.join(" "));
   }
 
   document.addEventListener("DOMContentLoaded", function () {

@@ -1,0 +1,320 @@
+//! What this host can sustain, checked before an experiment: which CPUs are quiet, and the
+//! highest probe rate at which the generator keeps its schedule. `latlab experiment
+//! killer-us` runs these checks first and places and paces its runs by them, so that its
+//! own trust checks pass (a generator that falls behind measures itself, not the NF).
+//!
+//! The decisions ([`choose_cpus`], [`choose_rate`], [`quick_duration`]) are pure; the
+//! quiet-CPU probe ([`quiet_cpu`]) spins on one CPU and records the gaps in which it did
+//! not run, into a fixed-size summary ([`GapStats`]).
+
+use latlab_core::units::{format_ns, Nanos};
+use serde::{Deserialize, Serialize};
+
+/// A gap longer than this, between two clock reads of a spinning thread, means the
+/// thread did not run (an interrupt, another task, the hypervisor).
+pub const GAP_THRESHOLD_NS: u64 = 10_000;
+
+/// How long the quiet-CPU probe spins on each CPU.
+pub const QUIET_PROBE: Nanos = Nanos(200_000_000);
+
+/// A rate passes when the generator's lateness p99 is at most this fraction of the mean
+/// gap (the probe calls a generator behind at one half: this keeps a factor 2 in hand).
+pub const LATENESS_SHARE: f64 = 0.25;
+
+/// … and at most this share of its probes left more than one gap late (the trust check
+/// calls 1 % serious: a factor 10 in hand).
+pub const LATE_SHARE: f64 = 0.001;
+
+/// The rates tried, highest first, in thousandths of pps; rates above the asked one are
+/// left out.
+pub const CANDIDATE_MILLI_PPS: [u64; 5] = [20_000_000, 10_000_000, 5_000_000, 2_000_000, 1_000_000];
+
+/// How long each rate trial measures: two of the kernel's 1 s real-time periods, so that
+/// a generator stopped by real-time throttling shows it.
+pub const TRIAL: Nanos = Nanos(2_000_000_000);
+
+/// Samples a run needs for p99.99 to be supported (10 beyond it).
+pub const SAMPLES_FOR_P9999: u64 = 100_000;
+
+/// Gaps seen by a thread spinning on a clock: a fixed-size summary, updated without
+/// allocating.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapStats {
+    /// Time observed, ns.
+    pub observed_ns: u64,
+    /// Gaps above [`GAP_THRESHOLD_NS`].
+    pub gaps: u64,
+    /// Their total, ns.
+    pub gap_total_ns: u64,
+    /// The longest gap, ns.
+    pub longest_ns: u64,
+}
+
+impl GapStats {
+    /// Accounts one step of `delta_ns` between two clock reads.
+    pub fn observe(&mut self, delta_ns: u64) {
+        self.observed_ns += delta_ns;
+        if delta_ns > GAP_THRESHOLD_NS {
+            self.gaps += 1;
+            self.gap_total_ns += delta_ns;
+            self.longest_ns = self.longest_ns.max(delta_ns);
+        }
+    }
+
+    /// The share of the observed time spent in gaps (0 when nothing was observed).
+    pub fn lost_share(&self) -> f64 {
+        if self.observed_ns == 0 {
+            0.0
+        } else {
+            self.gap_total_ns as f64 / self.observed_ns as f64
+        }
+    }
+}
+
+/// One CPU's quiet-probe result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CpuQuiet {
+    /// The CPU.
+    pub cpu: u32,
+    /// What the spinning thread saw (`None`: it could not be pinned there).
+    pub stats: Option<GapStats>,
+}
+
+impl CpuQuiet {
+    /// One line for a reader: "CPU 1: lost 0.4 % in 12 gaps > 10 µs, longest 1.2 ms".
+    pub fn describe(&self) -> String {
+        match &self.stats {
+            Some(s) => format!(
+                "CPU {}: lost {:.2} % of {} in {} gaps over {}, longest {}",
+                self.cpu,
+                s.lost_share() * 100.0,
+                format_ns(s.observed_ns as f64),
+                s.gaps,
+                format_ns(GAP_THRESHOLD_NS as f64),
+                format_ns(s.longest_ns as f64)
+            ),
+            None => format!("CPU {}: could not be probed", self.cpu),
+        }
+    }
+}
+
+/// Spins on `cpu` (at `SCHED_FIFO` `fifo` when given, so that only interrupts and the
+/// hypervisor can take the CPU away, as from the generator) for `spin` and returns the
+/// gaps it saw. `None` when the thread cannot be placed there.
+pub fn quiet_cpu(cpu: u32, fifo: Option<i32>, spin: Nanos) -> Option<GapStats> {
+    std::thread::spawn(move || {
+        latlab_sys::sched::place_current_thread(Some(cpu), fifo).ok()?;
+        let mut stats = GapStats::default();
+        let start = latlab_sys::clocks::monotonic_ns();
+        let mut last = start;
+        while last - start < spin.get() {
+            let now = latlab_sys::clocks::monotonic_ns();
+            stats.observe(now - last);
+            last = now;
+        }
+        Some(stats)
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+/// The CPUs for the generator and the NF: the generator gets the quietest CPU (its
+/// lateness is what the trust checks judge), the NF the quietest of the others; on a
+/// one-CPU host both share it. Ties keep the CPU order. Returns `(nf_cpu, gen_cpu)`.
+pub fn choose_cpus(quiet: &[CpuQuiet]) -> Option<(u32, u32)> {
+    let mut ranked: Vec<&CpuQuiet> = quiet.iter().filter(|q| q.stats.is_some()).collect();
+    ranked.sort_by(|a, b| {
+        let share = |q: &CpuQuiet| q.stats.map(|s| s.lost_share()).unwrap_or(1.0);
+        share(a).total_cmp(&share(b))
+    });
+    let gen = ranked.first()?.cpu;
+    let nf = ranked.get(1).map(|q| q.cpu).unwrap_or(gen);
+    Some((nf, gen))
+}
+
+/// One short probe at one rate: how late the generator was.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RateTrial {
+    /// Rate, thousandths of pps.
+    pub milli_pps: u64,
+    /// Generator lateness p99, ns.
+    pub lateness_p99_ns: u64,
+    /// Probes sent.
+    pub sent: u64,
+    /// Probes sent more than one mean gap late.
+    pub late_over_gap: u64,
+    /// Probes lost.
+    pub lost: u64,
+}
+
+impl RateTrial {
+    /// Mean gap at this rate, ns.
+    pub fn mean_gap_ns(&self) -> f64 {
+        1e12 / self.milli_pps.max(1) as f64
+    }
+
+    /// Whether the generator kept its schedule with margin to spare ([`LATENESS_SHARE`],
+    /// [`LATE_SHARE`]) and nothing was lost.
+    pub fn passes(&self) -> bool {
+        self.lateness_p99_ns as f64 <= LATENESS_SHARE * self.mean_gap_ns()
+            && (self.late_over_gap as f64) <= LATE_SHARE * self.sent as f64
+            && self.lost == 0
+            && self.sent > 0
+    }
+
+    /// One line for a reader.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} pps: lateness p99 {} against a mean gap of {}, {} of {} probes more than a gap late, {} lost — {}",
+            self.milli_pps / 1000,
+            format_ns(self.lateness_p99_ns as f64),
+            format_ns(self.mean_gap_ns()),
+            self.late_over_gap,
+            self.sent,
+            self.lost,
+            if self.passes() { "kept its schedule" } else { "too late" }
+        )
+    }
+}
+
+/// The rates to try for a ceiling of `asked` (thousandths of pps): the asked rate, then
+/// every candidate below it, highest first.
+pub fn candidates(asked: u64) -> Vec<u64> {
+    let mut v = vec![asked];
+    v.extend(CANDIDATE_MILLI_PPS.iter().copied().filter(|r| *r < asked));
+    v
+}
+
+/// The highest rate whose trial passed, or `None` when none did.
+pub fn choose_rate(trials: &[RateTrial]) -> Option<u64> {
+    trials
+        .iter()
+        .filter(|t| t.passes())
+        .map(|t| t.milli_pps)
+        .max()
+}
+
+/// A quick run's duration: long enough for [`SAMPLES_FOR_P9999`] samples at `milli_pps`,
+/// but at least `min` and at most `max`.
+pub fn quick_duration(milli_pps: u64, min: Nanos, max: Nanos) -> Nanos {
+    let secs_x1000 = (SAMPLES_FOR_P9999 * 1_000_000).div_ceil(milli_pps.max(1));
+    let ns = Nanos(secs_x1000.saturating_mul(1_000_000));
+    Nanos(ns.get().clamp(min.get(), max.get()))
+}
+
+/// What the experiment checked and chose, as its result records it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HostFit {
+    /// The CPUs the experiment may use.
+    pub cpus: Vec<u32>,
+    /// The quiet probe of each.
+    pub quiet: Vec<CpuQuiet>,
+    /// The NF's CPU.
+    pub nf_cpu: u32,
+    /// The generator's CPU.
+    pub gen_cpu: u32,
+    /// `SCHED_FIFO` priority of the generator (`None`: not root, normal scheduling).
+    pub gen_fifo: Option<i32>,
+    /// The rate trials, in the order run.
+    pub trials: Vec<RateTrial>,
+    /// The ceiling: the asked rate, thousandths of pps.
+    pub asked_milli_pps: u64,
+    /// The rate chosen, thousandths of pps.
+    pub milli_pps: u64,
+    /// The measured duration per run chosen.
+    pub duration: Nanos,
+    /// Why, in sentences.
+    pub reasons: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(pps: u64, p99_us: u64, late: u64) -> RateTrial {
+        RateTrial {
+            milli_pps: pps * 1000,
+            lateness_p99_ns: p99_us * 1000,
+            sent: 10_000,
+            late_over_gap: late,
+            lost: 0,
+        }
+    }
+
+    #[test]
+    fn gaps_above_the_threshold_are_counted() {
+        let mut g = GapStats::default();
+        for d in [100, 200, 50_000, 300, 2_000_000] {
+            g.observe(d);
+        }
+        assert_eq!(g.gaps, 2);
+        assert_eq!(g.gap_total_ns, 2_050_000);
+        assert_eq!(g.longest_ns, 2_000_000);
+        assert_eq!(g.observed_ns, 2_050_600);
+        assert!(g.lost_share() > 0.99);
+        assert_eq!(GapStats::default().lost_share(), 0.0);
+    }
+
+    #[test]
+    fn the_generator_gets_the_quietest_cpu() {
+        let q = |cpu, lost| CpuQuiet {
+            cpu,
+            stats: Some(GapStats {
+                observed_ns: 1_000,
+                gaps: 1,
+                gap_total_ns: lost,
+                longest_ns: lost,
+            }),
+        };
+        assert_eq!(choose_cpus(&[q(0, 300), q(1, 10), q(2, 100)]), Some((2, 1)));
+        assert_eq!(choose_cpus(&[q(3, 5)]), Some((3, 3)));
+        let unplaced = CpuQuiet {
+            cpu: 0,
+            stats: None,
+        };
+        assert_eq!(choose_cpus(&[unplaced.clone(), q(1, 50)]), Some((1, 1)));
+        assert_eq!(choose_cpus(&[unplaced]), None);
+    }
+
+    #[test]
+    fn a_rate_passes_with_margin_only() {
+        // 5 kpps: mean gap 200 µs, a quarter is 50 µs
+        assert!(trial(5_000, 50, 0).passes());
+        assert!(!trial(5_000, 51, 0).passes());
+        // 0.1 % of 10,000 is 10
+        assert!(trial(5_000, 10, 10).passes());
+        assert!(!trial(5_000, 10, 11).passes());
+        let lost = RateTrial {
+            lost: 1,
+            ..trial(1_000, 1, 0)
+        };
+        assert!(!lost.passes());
+        assert!(trial(5_000, 10, 0).describe().contains("kept its schedule"));
+    }
+
+    #[test]
+    fn the_highest_passing_rate_is_chosen() {
+        let t = [
+            trial(20_000, 40, 900),
+            trial(10_000, 30, 20),
+            trial(5_000, 20, 0),
+            trial(2_000, 20, 0),
+        ];
+        assert_eq!(choose_rate(&t), Some(5_000_000));
+        assert_eq!(choose_rate(&t[..2]), None);
+        assert_eq!(candidates(20_000_000), CANDIDATE_MILLI_PPS.to_vec());
+        assert_eq!(
+            candidates(7_000_000),
+            vec![7_000_000, 5_000_000, 2_000_000, 1_000_000]
+        );
+    }
+
+    #[test]
+    fn quick_runs_last_long_enough_for_p9999_within_bounds() {
+        let (min, max) = (Nanos::from_secs(5), Nanos::from_secs(20));
+        assert_eq!(quick_duration(20_000_000, min, max), min);
+        assert_eq!(quick_duration(10_000_000, min, max), Nanos::from_secs(10));
+        assert_eq!(quick_duration(1_000_000, min, max), max);
+    }
+}
