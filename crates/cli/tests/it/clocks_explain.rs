@@ -2,7 +2,7 @@
 //! SCHED_FIFO hog on that CPU is named.
 
 use crate::host_noise::{explain_json, measured_cpu, start_hog};
-use crate::util::{latlab, ok, system_test};
+use crate::util::{assert_hog_found, latlab, ok, system_test};
 use latlab_core::results::ResultFile;
 use std::sync::atomic::Ordering;
 
@@ -40,13 +40,7 @@ fn slow_reads_under_a_fifo_hog_are_preemption_by_its_comm() {
         })
         .sum();
     assert_eq!(a.windows, per);
-    assert!(
-        a.causes
-            .iter()
-            .any(|c| c.class == "preempted" && c.name == "latlab-hog"),
-        "{:?}",
-        a.causes
-    );
+    assert_hog_found(&a);
     assert!(
         stdout.contains(&latlab_explain::render::explained_line(&a)),
         "{stdout}"

@@ -4,22 +4,13 @@
 //! carries on with the threads' stalls. Shares and timings are not asserted: they depend
 //! on the load of the machine (they are measured in docs/benchmarks.md).
 
+use crate::host_noise::explain_json;
 use crate::util::{latlab, latlab_bin, ok, system_test, text};
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-/// What `latlab explain --json RESULT` prints.
-fn explain_json(result: &Path) -> serde_json::Value {
-    let json = ok(&latlab()
-        .args(["explain", "--json"])
-        .arg(result)
-        .output()
-        .unwrap());
-    serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {json}"))
-}
 
 /// Starts the network function `latlab ARGS… -o OUT` (after `prefix`, e.g. `ip netns exec
 /// NS`), running until its stdin closes, and waits for its `ready` line.

@@ -4,7 +4,7 @@
 //! the kernel's tracks, and without root the gap half runs and says so in one line.
 
 use crate::host_noise::{explain_json, measured_cpu, start_hog};
-use crate::util::{latlab, ok, system_test, text};
+use crate::util::{assert_hog_found, latlab, ok, system_test, text};
 use latlab_core::results::ResultFile;
 use latlab_sched::explain::{SchedExplain, WindowKind};
 use latlab_sched::model::Activation;
@@ -154,13 +154,7 @@ fn a_fifo_hog_on_the_threads_cpu_is_preemption_by_its_comm() {
     let runs = h.join().unwrap();
     assert!(!runs.is_empty());
     let a = r.explain.unwrap();
-    assert!(
-        a.causes
-            .iter()
-            .any(|c| c.class == "preempted" && c.name == "latlab-hog"),
-        "{:?}",
-        a.causes
-    );
+    assert_hog_found(&a);
     assert!(x.windows.iter().any(|w| w.cause == "preempted:latlab-hog"));
     // the summary names the windows; `latlab explain` lists every cause (the summary
     // only the top five, which on a shared machine may all be other tasks)

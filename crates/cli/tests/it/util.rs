@@ -258,3 +258,15 @@ impl DerefMut for Latlab {
         &mut self.cmd
     }
 }
+
+/// Asserts that an attribution names the test's FIFO hog (`latlab-hog`) as a preempting
+/// task.
+pub fn assert_hog_found(a: &latlab_core::results::Attribution) {
+    assert!(
+        a.causes
+            .iter()
+            .any(|c| c.class == "preempted" && c.name == "latlab-hog"),
+        "{:?}",
+        a.causes
+    );
+}
