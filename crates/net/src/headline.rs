@@ -5,7 +5,7 @@
 //! measured here and why. Pure: from the result file alone; the report's first section
 //! and the summary's first lines.
 
-use crate::experiment::{KillerUsData, LADDER, METHODS};
+use crate::killer_data::{KillerUsData, LADDER, METHODS};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
@@ -267,7 +267,7 @@ fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiment::RESULT_KIND;
+    use crate::killer_data::RESULT_KIND;
     use latlab_core::results::StoredHistogram;
     use latlab_core::units::Nanos;
 

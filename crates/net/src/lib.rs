@@ -34,6 +34,7 @@ pub mod explain;
 pub mod fit;
 pub mod headline;
 pub mod iface;
+pub mod killer_data;
 pub mod netinfo;
 pub mod nf;
 pub mod orchestrate;

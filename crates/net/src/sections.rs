@@ -5,7 +5,7 @@
 //! experiment its summary. The latency injector's `net.delay` / `net.delay.check` sections
 //! are in [`crate::delay::sections`].
 
-use crate::experiment::{KillerUsData, METHODS, RESULT_KIND as KILLER_US_KIND};
+use crate::killer_data::{KillerUsData, METHODS, RESULT_KIND as KILLER_US_KIND};
 use crate::probe::{series, RESULT_KIND as PROBE_KIND};
 use crate::result::probe_data;
 use latlab_core::doc::{

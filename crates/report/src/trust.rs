@@ -299,12 +299,12 @@ fn histogram_warnings(r: &ResultFile, warn: &mut impl Warn) {
                 Some(p) => (
                     format!(
                         "percentiles above {p} are unsupported at fewer than {} samples",
-                        thousands(crate::html::min_samples(next_after(p)))
+                        thousands(latlab_core::stats::min_samples(next_after(p)))
                     ),
                     format!(
                         "run longer (or at a higher rate) for higher percentiles: a percentile needs 10 samples beyond it, so {} needs {} samples",
                         next_after(p),
-                        thousands(crate::html::min_samples(next_after(p)))
+                        thousands(latlab_core::stats::min_samples(next_after(p)))
                     ),
                 ),
                 None => (

@@ -1,0 +1,213 @@
+//! The data of `latlab experiment killer-us` ([`crate::experiment`]): its ladder, its
+//! methods, its configuration and the result's `data`. Kept apart from the run so that the
+//! summary's text ([`crate::headline`]) and the report's sections read it without
+//! importing the module that runs the experiment.
+
+use crate::fit::HostFit;
+use crate::nf::IoMode;
+use crate::orchestrate::Placement;
+use crate::probe::series;
+use latlab_core::units::Nanos;
+use serde::{Deserialize, Serialize};
+
+/// Result kind of the experiment's summary.
+pub const RESULT_KIND: &str = "net.killer_us";
+
+/// The NF configurations of the ladder.
+pub const LADDER: [&str; 5] = [
+    "default",
+    "pinned",
+    "pinned+busy",
+    "pinned+busy+fifo",
+    "hog",
+];
+
+/// One NF configuration of the ladder: what it changes from the default NF.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    /// Its name in [`LADDER`].
+    pub name: &'static str,
+    /// NF threads pinned to the NF's CPU.
+    pub pinned: bool,
+    /// Busy-polling I/O instead of blocking receives.
+    pub busy: bool,
+    /// `SCHED_FIFO` priority of the NF threads.
+    pub fifo: Option<i32>,
+    /// A CPU hog spins on the NF's CPU.
+    pub hog: bool,
+}
+
+/// The ladder's steps, in [`LADDER`] order.
+pub const STEPS: [Step; 5] = [
+    Step {
+        name: "default",
+        pinned: false,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned",
+        pinned: true,
+        busy: false,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: false,
+    },
+    Step {
+        name: "pinned+busy+fifo",
+        pinned: true,
+        busy: true,
+        fifo: Some(50),
+        hog: false,
+    },
+    Step {
+        name: "hog",
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: true,
+    },
+];
+
+impl Step {
+    /// The NF of this step at `placement`, its threads on `nf_cpu` when pinned.
+    pub fn nf_config(&self, placement: Placement, nf_cpu: u32) -> crate::nf::NfConfig {
+        let mut nf = placement.nf_config();
+        if self.pinned {
+            nf.cpus = vec![nf_cpu];
+        }
+        if self.busy {
+            nf.io = IoMode::Busy;
+        }
+        nf.fifo = self.fifo;
+        nf
+    }
+
+    /// The NF description the probe results record.
+    pub(crate) fn describe(&self, loopback: bool, nf_cpu: u32) -> serde_json::Value {
+        serde_json::json!({
+            "config": self.name,
+            "role": if loopback { "reflect" } else { "forward" },
+            "io": if self.busy { "busy" } else { "blocking" },
+            "cpu": self.pinned.then_some(nf_cpu),
+            "fifo": self.fifo,
+            "cpu_hog": self.hog,
+        })
+    }
+}
+
+/// The methods: (name, description, which run, histogram).
+pub const METHODS: [(&str, &str, &str, &str); 4] = [
+    (
+        "user-blocking",
+        "user TSC, blocking receive (netperf-like)",
+        "blocking",
+        series::USER_ACTUAL,
+    ),
+    (
+        "user-busy",
+        "user TSC, busy-polling receive (TRex-like)",
+        "busy",
+        series::USER_ACTUAL,
+    ),
+    (
+        "kernel",
+        "kernel software timestamps, driver to driver",
+        "blocking",
+        series::KERNEL,
+    ),
+    (
+        "hardware",
+        "NIC hardware timestamps",
+        "blocking",
+        series::HARDWARE,
+    ),
+];
+
+/// Experiment settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KillerUsConfig {
+    /// Measured duration per run.
+    pub duration: Nanos,
+    /// Warm-up per run.
+    pub warmup: Nanos,
+    /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
+    pub milli_pps: u64,
+    /// Choose the rate by trials before the ladder ([`crate::fit`]): the highest rate up
+    /// to `milli_pps` at which the generator keeps its schedule on this host.
+    #[serde(default)]
+    pub fit_rate: bool,
+    /// Stretch `duration` up to this, for enough samples for p99.99 at the chosen rate
+    /// (`--quick`).
+    #[serde(default)]
+    pub duration_cap: Option<Nanos>,
+    /// Reflector on loopback instead of the testbed.
+    pub loopback: bool,
+    /// No progress output.
+    pub quiet: bool,
+    /// Notes to record (e.g. why loopback was used).
+    pub notes: Vec<String>,
+    /// Each rung's probe attributes its samples above p99 (`--explain`; on by default as
+    /// root, absent in older files: off).
+    #[serde(default)]
+    pub explain: crate::explain::ExplainSpec,
+}
+
+/// One line of the summary table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// Method name.
+    pub method: String,
+    /// NF configuration.
+    pub config: String,
+    /// Samples.
+    pub count: u64,
+    /// p50, p99, p99.9, p99.99 in ns, each with whether it is supported.
+    pub percentiles: Vec<(String, u64, bool)>,
+    /// Maximum, ns.
+    pub max_ns: u64,
+}
+
+/// Data of a `net.killer_us` result.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct KillerUsData {
+    /// `testbed` or `loopback`.
+    pub placement: String,
+    /// The summary table.
+    pub rows: Vec<SummaryRow>,
+    /// Per NF configuration: the lowest percentile from which the methods disagree by
+    /// more than 1 µs (`None` when they agree up to the highest supported percentile).
+    pub disagreement: Vec<(String, Option<String>)>,
+    /// The same among the methods that time the same span (user send → user receive:
+    /// `user-blocking` and `user-busy`); the kernel and hardware methods leave the host
+    /// stacks out, so they differ from the user methods from the median on by design.
+    #[serde(default)]
+    pub disagreement_same_span: Vec<(String, Option<String>)>,
+    /// Every probe and NF result file.
+    pub files: Vec<String>,
+    /// The CCDF figures, one per method.
+    pub figures: Vec<String>,
+    /// Notes.
+    pub notes: Vec<String>,
+    /// With `--explain`: per run, how much of its tail (the samples above its p99) lay
+    /// outside the system under test (outside the kernel: the hypervisor), one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tails: Vec<String>,
+    /// What the experiment checked of the host and chose (CPUs, rate, duration), and why.
+    #[serde(default)]
+    pub host_fit: Option<HostFit>,
+    /// NF configurations of the ladder that could not be measured meaningfully here,
+    /// with the reason (e.g. SCHED_FIFO without root).
+    #[serde(default)]
+    pub not_measured: Vec<(String, String)>,
+    /// What was done about real-time throttling, per NF configuration that needed it.
+    #[serde(default)]
+    pub rt_throttle: Vec<(String, String)>,
+}
