@@ -306,13 +306,16 @@ mod tests {
 
     #[test]
     fn a_sleep_is_a_gap_and_a_full_buffer_counts_drops() {
-        // GAP of 1 ms in ticks at any plausible rate (>= 100 MHz): a 5 ms sleep must split.
-        let (mut r, _) = Recorder::new(2, 100_000);
+        // GAP of 50 M ticks: 10-50 ms at any TSC rate from 1 to 5 GHz, far above the
+        // vCPU losses this guest has during a few thousand polls (tens of µs, now and then
+        // a few ms, which a 100 k-tick GAP turned into extra blocks), and well below the
+        // 200 ms sleep, which must split.
+        let (mut r, _) = Recorder::new(2, 50_000_000);
         r.resume();
         for _ in 0..1000 {
             r.poll();
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(200));
         r.poll();
         for _ in 0..1000 {
             r.poll();
