@@ -120,7 +120,8 @@ struct RunPlan<'a> {
     gen_cpu: u32,
     nf_cpu: u32,
     gen_fifo: Option<i32>,
-    /// `--explain` for the probe (off for the rate trials: only the ladder's runs are explained).
+    /// `--explain` for the probe (the rate trials run with it too: the recorder costs the
+    /// generator time, and the rate they choose must hold for the ladder).
     explain: crate::explain::ExplainSpec,
 }
 
@@ -223,7 +224,9 @@ fn fit_host(
         gen_cpu,
         nf_cpu,
         gen_fifo,
-        explain: crate::explain::ExplainSpec::default(),
+        // the trials run as the ladder will (the recorder has a cost), so the rate they
+        // choose holds for the ladder's runs
+        explain: cfg.explain,
     };
     let mut trials = Vec::new();
     let milli_pps = if cfg.fit_rate {
@@ -384,6 +387,7 @@ pub fn run(
     let mut rt_throttle = Vec::new();
     let mut behind: Vec<(String, u64)> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
+    let mut explain_lost: Vec<(String, u64)> = Vec::new();
     for step in STEPS {
         let conf = step.name;
         let guard = if step.fifo.is_some() {
@@ -446,9 +450,18 @@ pub fn run(
                 behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
             }
             for w in &res.warnings {
-                if w.contains("lost") {
+                // the recorder's losses are one finding for the whole ladder (below)
+                if w.contains("lost") && !w.contains("kernel events were lost") {
                     warnings.push(format!("{name}: {w}"));
                 }
+            }
+            let kernel_lost = res
+                .counters
+                .get("explain_lost_events")
+                .copied()
+                .unwrap_or(0);
+            if kernel_lost > 0 {
+                explain_lost.push((name.clone(), kernel_lost));
             }
             files.extend(paths);
             tails.extend(crate::explain::tail_line(&name, &res));
@@ -462,6 +475,16 @@ pub fn run(
     }
     if !behind.is_empty() {
         warnings.insert(0, behind_warning(&behind, runs.len(), fit.milli_pps));
+    }
+    if !explain_lost.is_empty() {
+        let total: u64 = explain_lost.iter().map(|(_, n)| n).sum();
+        let names: Vec<&str> = explain_lost.iter().map(|(n, _)| n.as_str()).collect();
+        warnings.push(format!(
+            "{total} kernel events were lost in {} of {} runs ({}): the ring overran, so their tails' attributions are partial; the latencies are complete",
+            explain_lost.len(),
+            runs.len(),
+            names.join(", ")
+        ));
     }
     let mut notes = cfg.notes.clone();
     if !repeated.is_empty() {

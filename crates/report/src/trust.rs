@@ -252,6 +252,17 @@ fn counter_warnings(r: &ResultFile, warn: &mut impl Warn) {
             continue;
         }
         let lname = name.to_ascii_lowercase();
+        // kernel events the explain recorder lost: the latencies are whole, only the
+        // attribution of their tail is partial (and says so in its own section)
+        if lname.contains("lost_events") {
+            warn(
+                Severity::Caution,
+                None,
+                format!("counter '{name}' = {value}: kernel events were lost (the trace ring overran), so the attribution of the tail is partial; the latencies themselves are complete"),
+                "for a whole attribution run shorter or at a lower rate, or give the recorder a larger ring (--buffer-kb where the command has it)",
+            );
+            continue;
+        }
         if LOSS_COUNTERS.iter().any(|f| lname.contains(f)) {
             warn(
                 Severity::Serious,
@@ -600,6 +611,26 @@ mod tests {
         let many = judged(5_000);
         assert_eq!(many[0].severity, Severity::Serious);
         assert!(many[0].advice.contains("lower the rate"));
+    }
+
+    /// Kernel events the explain recorder lost leave the latencies whole: a caution about
+    /// the attribution, not a serious loss of samples.
+    #[test]
+    fn lost_kernel_events_are_a_caution_about_the_attribution() {
+        let mut r = base();
+        r.counters.insert("explain_lost_events".into(), 1_000);
+        r.counters.insert("lost_measured".into(), 3);
+        let f = assess_findings(&input(r));
+        assert_eq!(f.len(), 2, "{f:#?}");
+        let k = f.iter().find(|x| x.text.contains("kernel events")).unwrap();
+        assert_eq!(k.severity, Severity::Caution);
+        assert!(
+            k.text.contains("attribution of the tail is partial"),
+            "{}",
+            k.text
+        );
+        let l = f.iter().find(|x| x.text.contains("lost_measured")).unwrap();
+        assert_eq!(l.severity, Severity::Serious);
     }
 
     /// `lost` (warm-up included) is left out where `lost_measured` says what the
