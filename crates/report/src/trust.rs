@@ -255,6 +255,12 @@ fn counter_warnings(r: &ResultFile, warn: &mut impl Warn) {
         // kernel events the explain recorder lost: the latencies are whole, only the
         // attribution of their tail is partial (and says so in its own section)
         if lname.contains("lost_events") {
+            if r.warnings
+                .iter()
+                .any(|w| w.contains("kernel events were lost"))
+            {
+                continue; // the run's own warning says it, with the runs it concerns
+            }
             warn(
                 Severity::Caution,
                 None,
