@@ -4,6 +4,25 @@
 use latlab_core::results::{Attribution, CauseTime};
 use latlab_core::units::format_ns;
 
+/// The warning a result records when kernel events were lost (`hint` follows the count,
+/// e.g. `" (raise --buffer-kb)"`); none when nothing was lost.
+pub fn lost_warning(a: &Attribution, hint: &str) -> Option<String> {
+    (a.lost_events > 0).then(|| {
+        format!(
+            "{} kernel events were lost{hint}: the attribution is incomplete",
+            a.lost_events
+        )
+    })
+}
+
+/// The warning a result records when there were no kernel events at all, saying what
+/// that leaves unexplained (`consequence`, e.g. `"every gap is unexplained"`).
+pub fn unavailable_warning(a: &Attribution, consequence: &str) -> Option<String> {
+    a.unavailable
+        .as_ref()
+        .map(|why| format!("kernel events unavailable ({why}): {consequence}"))
+}
+
 /// A cause as a person reads it: `irq (virtio1-req.0)`, `preempted by task (hog)`,
 /// `outside the kernel`.
 pub fn cause_label(c: &CauseTime) -> String {

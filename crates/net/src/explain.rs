@@ -450,23 +450,21 @@ pub fn record(r: &mut latlab_core::results::ResultFile, a: Attribution, data: Ex
         "explain_stalls_not_recorded".into(),
         data.stalls_not_recorded,
     );
-    if a.lost_events > 0 {
-        r.warnings.push(format!(
-            "{} kernel events were lost (the ring buffer overran): the attribution is incomplete",
-            a.lost_events
-        ));
-    }
+    r.warnings.extend(latlab_explain::render::lost_warning(
+        &a,
+        " (the ring buffer overran)",
+    ));
     if data.samples_not_recorded > 0 {
         r.warnings.push(format!(
             "{} samples did not fit the explain log: they are not attributed",
             data.samples_not_recorded
         ));
     }
-    if let Some(why) = &a.unavailable {
-        r.warnings.push(format!(
-            "kernel events unavailable ({why}): only the threads' own stalls were recorded; every cause is unexplained"
+    r.warnings
+        .extend(latlab_explain::render::unavailable_warning(
+            &a,
+            "only the threads' own stalls were recorded; every cause is unexplained",
         ));
-    }
     if let serde_json::Value::Object(m) = &mut r.data {
         m.insert(
             "explain".into(),

@@ -179,17 +179,15 @@ fn explain_run(
         EXPLAIN_WORST,
     );
     a.steal = steal;
-    if a.lost_events > 0 {
-        result.warnings.push(format!(
-            "{} kernel events were lost: the attribution is incomplete",
-            a.lost_events
+    result
+        .warnings
+        .extend(latlab_explain::render::lost_warning(&a, ""));
+    result
+        .warnings
+        .extend(latlab_explain::render::unavailable_warning(
+            &a,
+            "every gap and miss is unexplained",
         ));
-    }
-    if let Some(why) = &a.unavailable {
-        result.warnings.push(format!(
-            "kernel events unavailable ({why}): every gap and miss is unexplained"
-        ));
-    }
     result
         .counters
         .insert("explain.lost_events".into(), a.lost_events);

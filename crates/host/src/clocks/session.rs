@@ -349,11 +349,12 @@ fn explain_slow_reads(
             "{overflow} slow reads did not fit the explain buffer: counted, not attributed"
         ));
     }
-    if let Some(why) = &a.unavailable {
-        result.warnings.push(format!(
-            "kernel events unavailable ({why}): every slow read is unexplained"
+    result
+        .warnings
+        .extend(latlab_explain::render::unavailable_warning(
+            &a,
+            "every slow read is unexplained",
         ));
-    }
     result.explain = Some(a);
     if let Some(d) = result.data.as_object_mut() {
         d.insert("explain".into(), serde_json::Value::Object(per_source));

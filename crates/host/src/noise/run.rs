@@ -179,7 +179,6 @@ pub fn run_with_progress(
             worst: r.worst,
         },
     );
-    let unavailable = got.unavailable.clone();
 
     // The result.
     let mut hist = LatencyHistogram::default();
@@ -274,17 +273,14 @@ pub fn run_with_progress(
             r.capacity
         ));
     }
-    if attribution.lost_events > 0 {
-        warnings.push(format!(
-            "{} kernel events were lost (raise --buffer-kb): the attribution is incomplete",
-            attribution.lost_events
-        ));
-    }
-    if let Some(why) = &unavailable {
-        warnings.push(format!(
-            "kernel events unavailable ({why}): every gap is unexplained"
-        ));
-    }
+    warnings.extend(latlab_explain::render::lost_warning(
+        &attribution,
+        " (raise --buffer-kb)",
+    ));
+    warnings.extend(latlab_explain::render::unavailable_warning(
+        &attribution,
+        "every gap is unexplained",
+    ));
     if let Some(vm) = &result.provenance.host.virtualization {
         warnings.push(format!(
             "running under a hypervisor ({vm}): VM exits appear as gaps outside the kernel"
