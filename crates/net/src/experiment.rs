@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use crate::killer_data::{
-    KillerUsConfig, KillerUsData, Step, SummaryRow, LADDER, METHODS, RESULT_KIND, STEPS,
+    KillerUsConfig, KillerUsData, Step, SummaryRow, TailShare, LADDER, METHODS, RESULT_KIND, STEPS,
 };
 
 /// What the CLI prints.
@@ -383,6 +383,7 @@ pub fn run(
     let mut runs: Vec<(String, String, ResultFile)> = Vec::new();
     let mut warnings = cfg.notes.clone();
     let mut tails = Vec::new();
+    let mut tail_shares: Vec<TailShare> = Vec::new();
     let mut not_measured = Vec::new();
     let mut rt_throttle = Vec::new();
     let mut behind: Vec<(String, u64)> = Vec::new();
@@ -465,6 +466,7 @@ pub fn run(
             }
             files.extend(paths);
             tails.extend(crate::explain::tail_line(&name, &res));
+            add_tail_share(&mut tail_shares, conf, &res);
             runs.push((conf.to_string(), rx.to_string(), res));
         }
         if let Some(g) = guard {
@@ -507,6 +509,7 @@ pub fn run(
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
         notes,
         tails,
+        tail_shares,
         host_fit: Some(fit.clone()),
         not_measured,
         rt_throttle,
@@ -610,6 +613,30 @@ pub fn run(
 
 /// One warning for every run whose generator fell behind (instead of one per run): how
 /// many, which, how late.
+/// Adds one run's tail (its attribution, where it has one) to its NF configuration's share.
+fn add_tail_share(shares: &mut Vec<TailShare>, conf: &str, r: &ResultFile) {
+    let Some(a) = r.explain.as_ref() else {
+        return;
+    };
+    if a.unavailable.is_some() {
+        return;
+    }
+    let i = match shares.iter().position(|s| s.config == conf) {
+        Some(i) => i,
+        None => {
+            shares.push(TailShare {
+                config: conf.to_string(),
+                ..Default::default()
+            });
+            shares.len() - 1
+        }
+    };
+    let s = &mut shares[i];
+    s.excess_ns += a.excess_ns;
+    s.outside_kernel_ns += a.class_time_ns("outside_kernel");
+    s.other_tasks_ns += a.class_time_ns("preempted");
+}
+
 fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
     let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
     let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
@@ -707,7 +734,7 @@ pub fn render_table(r: &ResultFile) -> String {
                     })
                     .collect(),
             };
-            s.push_str(&format!("| {} | {} |\n", row.config, cells.join(" | ")));
+            s.push_str(&format!("| {} | {} |\n", row.label(), cells.join(" | ")));
         }
         s.push('\n');
     }

@@ -5,7 +5,7 @@
 //! measured here and why. Pure: from the result file alone; the report's first section
 //! and the summary's first lines.
 
-use crate::killer_data::{KillerUsData, LADDER, METHODS};
+use crate::killer_data::{KillerUsData, TailShare, LADDER, METHODS};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
@@ -32,7 +32,26 @@ pub struct HeadlineRow {
     pub cells: Vec<Option<PercentileEstimate>>,
     /// Why this configuration was not measured (then `cells` are all `None`).
     pub not_measured: Option<String>,
+    /// Why this configuration was measured but cannot be ranked on this host: its tail
+    /// lies above the less tuned rung's beyond the intervals, and most of it was outside
+    /// the system under test (then `cells` still hold what was measured).
+    pub unrankable: Option<String>,
 }
+
+impl HeadlineRow {
+    /// The configuration's name, marked when this host could not rank it.
+    pub fn label(&self) -> String {
+        match &self.unrankable {
+            Some(_) => format!("{} (not measurable on this host, see above)", self.config),
+            None => self.config.clone(),
+        }
+    }
+}
+
+/// A rung whose tail is above the less tuned one's, beyond the intervals, is put down to
+/// the host rather than to the NF when at least this share of its tail's excess was
+/// outside the system under test.
+pub const UNRANKABLE_SHARE: f64 = 0.5;
 
 /// See the module documentation.
 #[derive(Clone, Debug, PartialEq)]
@@ -91,6 +110,7 @@ pub fn headline(r: &ResultFile) -> Option<Headline> {
                 config: conf.to_string(),
                 cells,
                 not_measured,
+                unrankable: None,
             });
         }
     }
@@ -101,7 +121,13 @@ pub fn headline(r: &ResultFile) -> Option<Headline> {
         .copied();
     if let Some(m) = reference {
         let of = |conf: &str| estimate(m, conf).filter(|e| e.supported);
-        sentences.extend(verdict(m, percentile, &of));
+        let (said, unrankable) = verdict(m, percentile, &of, &d.tail_shares);
+        sentences.extend(said);
+        for (conf, why) in unrankable {
+            if let Some(row) = rows.iter_mut().find(|r| r.config == conf) {
+                row.unrankable = Some(why);
+            }
+        }
     }
     for row in &rows {
         if let Some(why) = &row.not_measured {
@@ -200,15 +226,21 @@ fn apart_or_not(
 }
 
 /// Which configuration wins by method `m`, by how much, whether the ladder is monotone,
-/// and what the hog does.
-fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimate>) -> Vec<String> {
+/// and what the hog does; and the rungs this host cannot rank, with the reason.
+fn verdict(
+    m: &str,
+    p: Percentile,
+    of: &dyn Fn(&str) -> Option<PercentileEstimate>,
+    shares: &[TailShare],
+) -> (Vec<String>, Vec<(String, String)>) {
     let mut out = Vec::new();
+    let mut unrankable = Vec::new();
     let rungs: Vec<(&str, PercentileEstimate)> = MONOTONE_RUNGS
         .iter()
         .filter_map(|c| of(c).map(|e| (*c, e)))
         .collect();
     let Some((best, be)) = rungs.iter().min_by_key(|(_, e)| e.value_ns) else {
-        return out;
+        return (out, unrankable);
     };
     let default = rungs.iter().find(|(c, _)| *c == "default");
     match default {
@@ -232,27 +264,60 @@ fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimat
         )),
         None => out.push(format!("Lowest {p} by {m} timestamps: {best}, {}.", with_ci(be))),
     }
+    // Walk the ladder against the last rung kept: a rung above it beyond the intervals
+    // whose tail was mostly outside the system under test is put down to the host and
+    // left out of the ordering.
     let mut inversions = Vec::new();
-    for w in rungs.windows(2) {
-        let ((a, ae), (b, bx)) = (&w[0], &w[1]);
-        if bx.value_ns > ae.value_ns {
-            let how = apart_or_not(ae, bx, "beyond the intervals", "within the intervals");
-            inversions.push(format!(
-                "{b} ({}) is above {a} ({}), {how}",
-                format_ns(bx.value_ns as f64),
-                format_ns(ae.value_ns as f64)
-            ));
+    let mut last: Option<&(&str, PercentileEstimate)> = None;
+    let mut kept = 0;
+    for rung in &rungs {
+        let (b, bx) = rung;
+        if let Some((a, ae)) = last {
+            if bx.value_ns > ae.value_ns {
+                let share = shares.iter().find(|s| s.config == *b);
+                match share
+                    .filter(|s| clearly_below(ae, bx) && s.outside_share() >= UNRANKABLE_SHARE)
+                {
+                    Some(s) => {
+                        unrankable.push((b.to_string(), unrankable_reason(a, s)));
+                        continue;
+                    }
+                    None => {
+                        let how =
+                            apart_or_not(ae, bx, "beyond the intervals", "within the intervals");
+                        inversions.push(format!(
+                            "{b} ({}) is above {a} ({}), {how}",
+                            format_ns(bx.value_ns as f64),
+                            format_ns(ae.value_ns as f64)
+                        ));
+                    }
+                }
+            }
         }
+        last = Some(rung);
+        kept += 1;
     }
-    if inversions.is_empty() && rungs.len() > 1 {
+    let left_out = if unrankable.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<&str> = unrankable.iter().map(|(c, _)| c.as_str()).collect();
+        format!(
+            ", once {} is left out (this host could not rank it, see below)",
+            names.join(" and ")
+        )
+    };
+    if inversions.is_empty() && kept > 1 {
         out.push(format!(
-            "The ladder is monotone, as in the paper: each step lowers {p} by {m} timestamps."
+            "The ladder is monotone, as in the paper{left_out}: each step lowers {p} by {m} timestamps."
         ));
     } else if !inversions.is_empty() {
         out.push(format!(
-            "Unlike the paper's ladder this one is not monotone by {m} timestamps: {}. Steps inside their intervals are noise; rerun on a quieter host, or for longer, to separate them.",
+            "Unlike the paper's ladder this one is not monotone by {m} timestamps{left_out}: {}. Steps inside their intervals are noise; rerun on a quieter host, or for longer, to separate them.",
             inversions.join("; ")
         ));
+    }
+    for (conf, why) in &unrankable {
+        out.push(format!("{conf} could not be ranked: {why}."));
     }
     if let (Some(h), Some((_, pb))) = (of("hog"), rungs.iter().find(|(c, _)| *c == "pinned+busy")) {
         out.push(format!(
@@ -261,7 +326,18 @@ fn verdict(m: &str, p: Percentile, of: &dyn Fn(&str) -> Option<PercentileEstimat
             h.value_ns as f64 / pb.value_ns.max(1) as f64
         ));
     }
-    out
+    (out, unrankable)
+}
+
+/// Why a rung above `below`'s tail is put down to the host.
+fn unrankable_reason(below: &str, s: &TailShare) -> String {
+    let pct = |x: u64| x as f64 * 100.0 / s.excess_ns.max(1) as f64;
+    format!(
+        "not measurable on this host: its tail is above {below}'s beyond the intervals, and {:.0} % of its tail's excess was outside the system under test ({:.0} % the hypervisor taking the CPU, {:.0} % other tasks on the path's CPUs), which no NF tuning removes — run it on a host whose CPUs are its own",
+        s.outside_share() * 100.0,
+        pct(s.outside_kernel_ns),
+        pct(s.other_tasks_ns)
+    )
 }
 
 #[cfg(test)]
@@ -358,6 +434,78 @@ mod tests {
             .find(|r| r.config == "pinned+busy+fifo")
             .unwrap();
         assert!(fifo.not_measured.is_some() && fifo.cells.iter().all(Option::is_none));
+    }
+
+    fn with_shares(mut r: ResultFile, shares: &[(&str, u64, u64, u64)]) -> ResultFile {
+        let mut d: KillerUsData = serde_json::from_value(r.data.clone()).unwrap();
+        d.tail_shares = shares
+            .iter()
+            .map(|(c, excess, hyp, other)| TailShare {
+                config: c.to_string(),
+                excess_ns: *excess,
+                outside_kernel_ns: *hyp,
+                other_tasks_ns: *other,
+            })
+            .collect();
+        r.data = serde_json::to_value(&d).unwrap();
+        r
+    }
+
+    const INVERTED_FIFO: [(&str, u64); 4] = [
+        ("default", 80_000),
+        ("pinned", 40_000),
+        ("pinned+busy", 20_000),
+        ("pinned+busy+fifo", 300_000),
+    ];
+
+    #[test]
+    fn a_rung_whose_tail_is_the_hosts_is_marked_not_measurable() {
+        let r = with_shares(
+            result(&INVERTED_FIFO, &[]),
+            &[("pinned+busy+fifo", 1_000_000, 700_000, 100_000)],
+        );
+        let h = headline(&r).unwrap();
+        let text = h.sentences.join(" ");
+        assert!(
+            text.contains(
+                "The ladder is monotone, as in the paper, once pinned+busy+fifo is left out"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("pinned+busy+fifo could not be ranked: not measurable on this host"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "80 % of its tail's excess was outside the system under test (70 % the hypervisor"
+            ),
+            "{text}"
+        );
+        let fifo = h
+            .rows
+            .iter()
+            .find(|r| r.config == "pinned+busy+fifo")
+            .unwrap();
+        assert!(fifo.unrankable.is_some() && fifo.cells.iter().all(Option::is_some));
+        assert!(h.rows.iter().filter(|r| r.unrankable.is_some()).count() == 1);
+    }
+
+    #[test]
+    fn an_inversion_the_host_does_not_explain_stays_an_inversion() {
+        for shares in [
+            vec![("pinned+busy+fifo", 1_000_000, 200_000, 100_000)],
+            vec![],
+        ] {
+            let h = headline(&with_shares(result(&INVERTED_FIFO, &[]), &shares)).unwrap();
+            let text = h.sentences.join(" ");
+            assert!(text.contains("not monotone"), "{text}");
+            assert!(
+                text.contains("pinned+busy+fifo (300us) is above pinned+busy (20.0us)"),
+                "{text}"
+            );
+            assert!(h.rows.iter().all(|r| r.unrankable.is_none()));
+        }
     }
 
     #[test]

@@ -175,6 +175,33 @@ pub struct SummaryRow {
     pub max_ns: u64,
 }
 
+/// With `--explain`: how much of one NF configuration's tail (its runs' samples above
+/// their p99, both receive modes together) lay outside the system under test.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TailShare {
+    /// NF configuration.
+    pub config: String,
+    /// The tail samples' time above the runs' medians, ns.
+    pub excess_ns: u64,
+    /// Of it, time outside the kernel (the thread lost its CPU and no kernel event covers
+    /// it: the hypervisor), ns.
+    pub outside_kernel_ns: u64,
+    /// Of it, time other tasks (not latlab's threads) held the path's CPUs, ns.
+    pub other_tasks_ns: u64,
+}
+
+impl TailShare {
+    /// The share of the excess outside the system under test (hypervisor and other
+    /// tasks), 0..=1; 0 without excess.
+    pub fn outside_share(&self) -> f64 {
+        if self.excess_ns == 0 {
+            0.0
+        } else {
+            (self.outside_kernel_ns + self.other_tasks_ns) as f64 / self.excess_ns as f64
+        }
+    }
+}
+
 /// Data of a `net.killer_us` result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct KillerUsData {
@@ -200,6 +227,10 @@ pub struct KillerUsData {
     /// outside the system under test (outside the kernel: the hypervisor), one line each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tails: Vec<String>,
+    /// With `--explain`: per NF configuration, its tail's time outside the system under
+    /// test; the headline uses it to tell a rung this host cannot rank.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tail_shares: Vec<TailShare>,
     /// What the experiment checked of the host and chose (CPUs, rate, duration), and why.
     #[serde(default)]
     pub host_fit: Option<HostFit>,

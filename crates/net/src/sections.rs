@@ -151,7 +151,7 @@ impl SectionProvider for KillerUsSections {
                 .chain(h.methods.iter().cloned())
                 .collect();
             for row in &h.rows {
-                let mut cells = vec![Cell::text(&row.config)];
+                let mut cells = vec![Cell::text(row.label())];
                 match &row.not_measured {
                     Some(why) => {
                         let short = why.split(':').next().unwrap_or(why);
