@@ -153,6 +153,68 @@ impl Drop for Bar {
     }
 }
 
+/// A bar for one long measurement whose library reports no steps (a long `net probe`): a
+/// thread redraws it once a second from the wall clock, with the ETA of the planned
+/// duration. Shown only as [`shows_progress`] says; the thread sleeps between redraws,
+/// is placed on a CPU the measurement does not use when there is one (`avoid`), and is
+/// stopped and the bar cleared when this is dropped.
+pub struct TimedBar {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl TimedBar {
+    /// `label` for `expected` of work; `avoid`: CPUs the measurement pins its threads to.
+    pub fn start(
+        label: &str,
+        expected: std::time::Duration,
+        quiet: bool,
+        avoid: &[u32],
+    ) -> TimedBar {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let secs = expected.as_secs_f64();
+        if !shows_progress(quiet, std::io::stderr().is_terminal(), secs) {
+            return TimedBar { stop, thread: None };
+        }
+        let pb = ProgressBar::new(expected.as_secs().max(1));
+        pb.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} s {msg} (ETA {eta})")
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        pb.set_prefix("measuring");
+        pb.set_message(label.to_string());
+        let quiet_cpu = (0..latlab_sys::sched::online_cpus()).find(|c| !avoid.contains(c));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("latlab-progress".into())
+            .spawn(move || {
+                if let Some(c) = quiet_cpu {
+                    let _ = latlab_sys::sched::pin_current_thread(c);
+                }
+                let t0 = std::time::Instant::now();
+                while !flag.load(Ordering::Acquire) {
+                    pb.set_position(t0.elapsed().as_secs().min(pb.length().unwrap_or(0)));
+                    std::thread::park_timeout(std::time::Duration::from_secs(1));
+                }
+                pb.finish_and_clear();
+            })
+            .ok();
+        TimedBar { stop, thread }
+    }
+}
+
+impl Drop for TimedBar {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
 /// `--plot`: draws the CCDF of `series` (every histogram when empty) of `saved`, the
 /// result just written to `result`, into `plot`, and says where unless `quiet`.
 pub fn plot_ccdf(
@@ -188,6 +250,17 @@ mod tests {
         assert!(!shows_progress(true, true, 60.0), "-q");
         assert!(!shows_progress(false, false, 60.0), "stderr piped");
         assert!(!shows_progress(false, true, 1.0), "short work");
+    }
+
+    #[test]
+    fn a_timed_bar_starts_no_thread_when_quiet_or_piped() {
+        let long = std::time::Duration::from_secs(60);
+        assert!(TimedBar::start("probing", long, true, &[]).thread.is_none());
+        if !std::io::stderr().is_terminal() {
+            assert!(TimedBar::start("probing", long, false, &[0])
+                .thread
+                .is_none());
+        }
     }
 
     #[test]

@@ -222,12 +222,20 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             );
         }
     }
+    let avoid: Vec<u32> = [cfg.tx_cpu, cfg.rx_cpu].into_iter().flatten().collect();
+    let bar = crate::output::TimedBar::start(
+        &format!("probing {}", cfg.target),
+        std::time::Duration::from_nanos(cfg.warmup.get() + cfg.duration.get()),
+        a.out.quiet,
+        &avoid,
+    );
     let hlog_path = if a.testbed {
         job.argv = Some(argv);
         measure_in_generator_namespace(&job, &out_path)?
     } else {
         measure_probe(&job, argv, &out_path, a.out.quiet)?
     };
+    drop(bar);
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
         print_probe(&saved)?;
