@@ -109,6 +109,9 @@ pub struct CalibrateData {
     pub runs: Vec<(u64, String)>,
     /// Where it ran: `testbed` or `loopback`.
     pub placement: String,
+    /// Which CPUs the generator and the NF ran on, and why (empty in older files).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub cpus: String,
     /// With `--explain`: the p99 errors with and without the samples that had time
     /// outside the kernel.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -126,6 +129,9 @@ pub enum CalibrateError {
     #[error("{0}")]
     Config(String),
 }
+
+/// `SCHED_FIFO` priority of the generator's threads (the NF runs at 50).
+const GEN_FIFO: i32 = 40;
 
 /// Runs the calibration: one NF + probe run per delay, results under `dir`; `progress`
 /// is told as each run starts.
@@ -147,7 +153,13 @@ pub fn run(
         Placement::Testbed
     };
     let _testbed = orchestrate::prepare(placement)?;
-    let (nf_cpu, gen_cpu) = orchestrate::cpus();
+    let probe_fifo = latlab_sys::netns::is_root().then_some(GEN_FIFO);
+    let quiet = crate::fit::probe_cpus(&latlab_sys::sched::allowed_cpus(), probe_fifo);
+    let (nf_cpu, gen_cpu) = crate::fit::choose_cpus(&quiet).unwrap_or_else(orchestrate::cpus);
+    let cpus = crate::fit::placement_sentence(&quiet, nf_cpu, gen_cpu);
+    if !cfg.quiet {
+        eprintln!("calibrate: {cpus}");
+    }
     let mut runs: Vec<(u64, PathBuf, ResultFile)> = Vec::new();
     for round in 0..cfg.rounds.max(1) {
         for d in &cfg.delays {
@@ -178,7 +190,7 @@ pub fn run(
             probe.tx_cpu = gen;
             probe.rx_cpu = gen;
             probe.sources = Sources::USER_KERNEL;
-            probe.fifo = Some(40);
+            probe.fifo = Some(GEN_FIFO);
             probe.explain = cfg.explain;
             let pr = ProbeJob {
                 nf: Some(serde_json::json!({
@@ -206,6 +218,7 @@ pub fn run(
     );
     let mut data = CalibrateData {
         placement: if cfg.loopback { "loopback" } else { "testbed" }.into(),
+        cpus,
         ..Default::default()
     };
     // histograms per source and delay, merged over the rounds
@@ -348,7 +361,11 @@ pub fn render_clean(r: &ResultFile) -> String {
 /// The calibration table (pure): per source, delay and percentile.
 pub fn render_table(r: &ResultFile) -> Result<String, serde_json::Error> {
     let d: CalibrateData = serde_json::from_value(r.data.clone())?;
-    let mut s = String::from(
+    let mut s = String::new();
+    if !d.cpus.is_empty() {
+        s.push_str(&format!("{}\n\n", d.cpus));
+    }
+    s.push_str(
         "source                      injected  percentile  baseline   measured   shift      error\n",
     );
     for row in &d.rows {

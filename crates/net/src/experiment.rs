@@ -197,13 +197,7 @@ fn fit_host(
         latlab_sys::sched::format_cpu_list(&cpus),
         format_ns(fit::QUIET_PROBE.get() as f64)
     ));
-    let quiet: Vec<CpuQuiet> = cpus
-        .iter()
-        .map(|&cpu| CpuQuiet {
-            cpu,
-            stats: fit::quiet_cpu(cpu, gen_fifo, fit::QUIET_PROBE),
-        })
-        .collect();
+    let quiet: Vec<CpuQuiet> = fit::probe_cpus(&cpus, gen_fifo);
     for q in &quiet {
         say(&format!("  {}", q.describe()));
     }

@@ -119,6 +119,33 @@ pub fn quiet_cpu(cpu: u32, fifo: Option<i32>, spin: Nanos) -> Option<GapStats> {
     .flatten()
 }
 
+/// Spins on every CPU in `cpus` for [`QUIET_PROBE`] (at `SCHED_FIFO` `fifo` when given)
+/// and returns what each saw, in CPU order.
+pub fn probe_cpus(cpus: &[u32], fifo: Option<i32>) -> Vec<CpuQuiet> {
+    cpus.iter()
+        .map(|&cpu| CpuQuiet {
+            cpu,
+            stats: quiet_cpu(cpu, fifo, QUIET_PROBE),
+        })
+        .collect()
+}
+
+/// One sentence for a reader on where the generator and the NF were placed from the
+/// quiet-CPU probe `quiet` (`gen_cpu`, `nf_cpu` as [`choose_cpus`] chose them).
+pub fn placement_sentence(quiet: &[CpuQuiet], nf_cpu: u32, gen_cpu: u32) -> String {
+    let seen: Vec<String> = quiet.iter().map(CpuQuiet::describe).collect();
+    let choice = if nf_cpu == gen_cpu {
+        format!("the generator and the NF share CPU {gen_cpu} (one CPU only, so the generator's own work is in every latency)")
+    } else {
+        format!("the generator runs on CPU {gen_cpu}, the quietest, since its lateness decides whether a run can be trusted, and the NF on CPU {nf_cpu}")
+    };
+    format!(
+        "Placement: {choice}; a thread spun {} on each CPU first ({}).",
+        format_ns(QUIET_PROBE.get() as f64),
+        seen.join("; ")
+    )
+}
+
 /// The CPUs for the generator and the NF: the generator gets the quietest CPU (its
 /// lateness is what the trust checks judge), the NF the quietest of the others; on a
 /// one-CPU host both share it. Ties keep the CPU order. Returns `(nf_cpu, gen_cpu)`.

@@ -28,7 +28,7 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
     if !a.out.quiet {
         eprintln!(
             "where-time: {} runs, about {:.0} s",
-            runs - 1,
+            runs - 2,
             cfg.expected_secs()
         );
     }
@@ -85,6 +85,9 @@ pub fn draw(r: &ResultFile, path: &Path) -> anyhow::Result<()> {
 fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
     let d = where_time::data(r).map_err(anyhow::Error::msg)?;
     let s = &d.injector;
+    if !d.placement.is_empty() {
+        println!("placement: {}", d.placement);
+    }
     println!(
         "injector: base latency {} per round trip (vs a direct veth link), its own user-space part {}; 20 us added -> median shift {}, p99 shift {}",
         format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),

@@ -88,6 +88,10 @@ pub struct WhereTimeConfig {
     pub engine_cpu: Option<u32>,
     /// CPU of servers and clients.
     pub endpoint_cpu: Option<u32>,
+    /// Whether `--cpu` named the injector's CPU; otherwise the experiment spins on every
+    /// allowed CPU first and gives the injector the quietest.
+    #[serde(default)]
+    pub cpu_asked: bool,
     /// Measured time of the injector check before the experiment.
     pub check_duration: Nanos,
     /// Run the injector under SCHED_FIFO at this priority, so that other load on the host
@@ -110,6 +114,7 @@ impl Default for WhereTimeConfig {
             connections: 4,
             engine_cpu: None,
             endpoint_cpu: None,
+            cpu_asked: false,
             check_duration: Nanos::from_secs(2),
             fifo: None,
             pg_bin: None,

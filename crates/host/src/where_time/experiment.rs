@@ -542,6 +542,44 @@ fn bench(
     }
 }
 
+/// The CPUs of the run and the sentence saying why: `--cpu` as asked; otherwise, with
+/// several CPUs allowed, the injector gets the CPU that lost the least time while a thread
+/// spun on each (its precision is what every curve rests on) and the endpoints another.
+fn place(cfg: &WhereTimeConfig) -> (WhereTimeConfig, String) {
+    let allowed = latlab_sys::sched::allowed_cpus();
+    let mut placed = cfg.clone();
+    let cpu = |c: Option<u32>| c.map_or_else(|| "any CPU".to_string(), |c| format!("CPU {c}"));
+    if cfg.cpu_asked || allowed.len() < 2 || cfg.engine_cpu.is_none() {
+        let why = if cfg.cpu_asked {
+            "as asked (--cpu)"
+        } else {
+            "the CPUs allowed"
+        };
+        return (
+            placed,
+            format!(
+                "the injector on {}, servers and clients on {}, {why}.",
+                cpu(cfg.engine_cpu),
+                cpu(cfg.endpoint_cpu)
+            ),
+        );
+    }
+    let quiet = latlab_net::fit::probe_cpus(&allowed, None);
+    if let Some((other, quietest)) = latlab_net::fit::choose_cpus(&quiet) {
+        placed.engine_cpu = Some(quietest);
+        placed.endpoint_cpu = Some(other);
+    }
+    let seen: Vec<String> = quiet.iter().map(|q| q.describe()).collect();
+    let sentence = format!(
+        "the injector on {}, the quietest CPU while a thread spun {} on each ({}), servers and clients on {}; pass --cpu to choose.",
+        cpu(placed.engine_cpu),
+        latlab_core::units::format_ns(latlab_net::fit::QUIET_PROBE.get() as f64),
+        seen.join("; "),
+        cpu(placed.endpoint_cpu)
+    );
+    (placed, sentence)
+}
+
 /// Runs the experiment. `progress` is called with a short label before each run.
 ///
 /// # Errors
@@ -562,6 +600,9 @@ pub fn run(
         ));
     }
     let programs = find_programs(&cfg.apps, cfg.pg_bin.as_deref())?;
+    progress("choosing CPUs");
+    let (placed, placement) = place(cfg);
+    let cfg = &placed;
     progress("verifying the injector");
     let check = testbed::check(
         &testbed::CheckConfig {
@@ -681,5 +722,9 @@ pub fn run(
     let _ = std::fs::remove_dir_all(&dir);
     drop(tb);
     result?;
-    Ok(WhereTimeOutcome { apps, check })
+    Ok(WhereTimeOutcome {
+        apps,
+        check,
+        placement,
+    })
 }

@@ -130,6 +130,9 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
     s.push(Block::Paragraph(
         "Client ⇄ delay ⇄ server network namespaces: real servers (memcached, nginx, PostgreSQL) and real benchmark clients (memcaslap, wrk, pgbench's TPC-B-like transactions); latlab's injector in the middle adds the delay to client → server frames, so every request/response round trip gains it once. Each point is normalised to the mean of the same application's zero-delay runs; the spread is the sample standard deviation of the normalised runs.".into(),
     ));
+    if !d.placement.is_empty() {
+        s.push(Block::Paragraph(format!("Placement: {}", d.placement)));
+    }
     let i = &d.injector;
     s.push(Block::Heading("The injector, measured first".into()));
     s.push(Block::KeyValues(vec![
@@ -271,6 +274,7 @@ mod tests {
 
     fn result() -> ResultFile {
         let d = WhereTimeData {
+            placement: String::new(),
             apps: vec![
                 AppRuns {
                     app: "memcached".into(),

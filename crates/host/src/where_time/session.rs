@@ -41,6 +41,7 @@ impl WhereTimeConfig {
     /// Places the injector on `cpu` (default: the last allowed CPU) and the servers and
     /// clients on another allowed CPU (the same one on a single-CPU machine).
     pub fn place(&mut self, cpu: Option<u32>, allowed: &[u32]) {
+        self.cpu_asked = cpu.is_some();
         self.engine_cpu = cpu.or(allowed.last().copied());
         self.endpoint_cpu = allowed
             .iter()
@@ -51,7 +52,7 @@ impl WhereTimeConfig {
 
     /// How many steps [`run_to_file`] reports progress for.
     pub fn progress_steps(&self) -> u64 {
-        self.delays_ns.len() as u64 * u64::from(self.repeats) * self.apps.len() as u64 + 1
+        self.delays_ns.len() as u64 * u64::from(self.repeats) * self.apps.len() as u64 + 2
     }
 }
 

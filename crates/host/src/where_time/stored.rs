@@ -63,6 +63,9 @@ pub struct WhereTimeData {
     pub apps: Vec<AppRuns>,
     /// The injector check before the experiment.
     pub injector: latlab_net::delay::report::CheckSummary,
+    /// Which CPUs the injector and the endpoints ran on, and why (empty in older files).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub placement: String,
 }
 
 /// Normalises an application's runs to its zero-delay mean; points in increasing delay.
@@ -129,6 +132,8 @@ pub struct WhereTimeOutcome {
     pub apps: Vec<AppRuns>,
     /// The injector check.
     pub check: testbed::CheckOutcome,
+    /// Which CPUs the injector and the endpoints ran on, and why.
+    pub placement: String,
 }
 
 /// Fills the result: the injector check's histograms, every raw run in `data`, counters of
@@ -166,6 +171,7 @@ pub fn fill_result(
     r.data = serde_json::to_value(WhereTimeData {
         apps: o.apps.clone(),
         injector: check.summary,
+        placement: o.placement.clone(),
     })
     .expect("plain data serialises");
     Ok(())

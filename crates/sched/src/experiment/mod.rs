@@ -38,6 +38,9 @@ pub struct ExperimentConfig {
     pub duration_ns: u64,
     /// The CPU that stands in for the paper's uniprocessor.
     pub cpu: u32,
+    /// Whether `--cpu` named it; otherwise [`run`] probes every allowed CPU and takes the
+    /// quietest.
+    pub cpu_asked: bool,
     /// Fewer sizes and trials in 5.2.
     pub quick: bool,
     /// Only these scenarios (all when empty).
@@ -77,6 +80,7 @@ impl ExperimentConfig {
                 "--duration must be at least 100ms, e.g. 5s".into(),
             ));
         }
+        let cpu_asked = cpu.is_some();
         let cpu = cpu.unwrap_or_else(|| *sched::allowed_cpus().last().unwrap_or(&0));
         if !sched::allowed_cpus().contains(&cpu) {
             return Err(Error::Config(format!("--cpu {cpu}: not available")));
@@ -85,6 +89,7 @@ impl ExperimentConfig {
             dir,
             duration_ns,
             cpu,
+            cpu_asked,
             quick,
             only,
             exe,
@@ -125,12 +130,13 @@ pub fn run(
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::io(format!("creating {}", cfg.dir.display()), e))?;
     let (_clock, tb, hz) = tsc_clock()?;
+    let (cpu, placement) = place(cfg);
     let ctx = scenarios::Ctx {
         dir: cfg.dir.clone(),
         d: format_ns(cfg.duration_ns as f64)
             .replace(".00", "")
             .replace(".0", ""),
-        cpu: cfg.cpu,
+        cpu,
         draw,
         explain: cfg.explain,
     };
@@ -174,14 +180,21 @@ pub fn run(
     let mut r = ResultFile::new(
         KIND,
         argv,
-        serde_json::json!({"duration_ns": cfg.duration_ns, "cpu": cfg.cpu, "quick": cfg.quick, "only": cfg.only}),
+        serde_json::json!({"duration_ns": cfg.duration_ns, "cpu": cpu, "quick": cfg.quick, "only": cfg.only}),
         host::provenance(tb, vec![], true, started),
     );
-    let summary = ExperimentSummary { scenarios: done };
+    let summary = ExperimentSummary {
+        scenarios: done,
+        placement,
+    };
     r.data = serde_json::to_value(&summary)?;
     let summary_path = cfg.dir.join("experiment.json");
     r.save(&summary_path)?;
-    let text = summary_text(&summary.scenarios);
+    let text = format!(
+        "Placement: {}\n\n{}",
+        summary.placement,
+        summary_text(&summary.scenarios)
+    );
     write_atomically(&cfg.dir.join("summary.txt"), text.as_bytes())?;
     let mut results = vec![summary_path.clone()];
     results.extend(
@@ -196,6 +209,49 @@ pub fn run(
         text,
         results,
     })
+}
+
+/// The CPU standing in for the uniprocessor, and the sentence saying why: `--cpu` as
+/// asked; otherwise, with several CPUs allowed, the one that lost the least time while a
+/// thread spun on each for [`latlab_net::fit::QUIET_PROBE`] (another tenant's load or
+/// interrupts there would show as gaps no scenario caused); with one CPU, that one.
+fn place(cfg: &ExperimentConfig) -> (u32, String) {
+    let allowed = sched::allowed_cpus();
+    if cfg.cpu_asked || allowed.len() < 2 {
+        let why = if cfg.cpu_asked {
+            "as asked (--cpu)"
+        } else {
+            "the only CPU allowed"
+        };
+        return (cfg.cpu, format!("CPU {}, {why}.", cfg.cpu));
+    }
+    let quiet: Vec<latlab_net::fit::CpuQuiet> = allowed
+        .iter()
+        .map(|&cpu| latlab_net::fit::CpuQuiet {
+            cpu,
+            stats: latlab_net::fit::quiet_cpu(cpu, None, latlab_net::fit::QUIET_PROBE),
+        })
+        .collect();
+    let lines: Vec<String> = quiet.iter().map(|q| q.describe()).collect();
+    match latlab_net::fit::choose_cpus(&quiet) {
+        Some((_, quietest)) => (
+            quietest,
+            format!(
+                "CPU {quietest}, the quietest of the {} allowed while a thread spun on each for {} ({}); pass --cpu to choose.",
+                allowed.len(),
+                format_ns(latlab_net::fit::QUIET_PROBE.get() as f64),
+                lines.join("; ")
+            ),
+        ),
+        None => (
+            cfg.cpu,
+            format!(
+                "CPU {}, the last allowed: no CPU could be probed ({}).",
+                cfg.cpu,
+                lines.join("; ")
+            ),
+        ),
+    }
 }
 
 #[cfg(test)]

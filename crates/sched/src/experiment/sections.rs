@@ -46,6 +46,9 @@ pub fn experiment_sections(dir: &Path, d: &ExperimentSummary) -> Vec<Section> {
         ]);
     }
     s.push(Block::Table(t));
+    if !d.placement.is_empty() {
+        s.push(Block::Paragraph(format!("Placement: {}", d.placement)));
+    }
     let mut out = vec![s];
     for sc in &d.scenarios {
         let mut s = Section::new(format!("{} {}", sc.id, sc.title));

@@ -36,6 +36,10 @@ pub struct ScenarioSummary {
 pub struct ExperimentSummary {
     /// The scenarios run, in order.
     pub scenarios: Vec<ScenarioSummary>,
+    /// Which CPU stood in for the paper's uniprocessor, and why (as asked, or the
+    /// quietest by a spin probe of each CPU); empty in older files.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub placement: String,
 }
 
 impl ScenarioSummary {
@@ -83,6 +87,7 @@ mod tests {
         sc.findings.push("n 12".into());
         sc.figures.push("5.1-cpu.svg".into());
         let s = ExperimentSummary {
+            placement: String::new(),
             scenarios: vec![sc],
         };
         let v = serde_json::to_value(&s).unwrap();
