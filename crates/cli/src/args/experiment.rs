@@ -110,6 +110,11 @@ pub struct WhereTimeArgs {
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     /// Quick mode for tests: delays 0,20us,200us, one repeat, 1 s runs.
+    /// Do not attribute the injector's stalls during its check (by default, as root, the
+    /// check records kernel events and the summary says how much of the injector's lost
+    /// time lay outside the kernel).
+    #[arg(long)]
+    pub no_explain: bool,
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
@@ -159,6 +164,7 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
         cfg.connections = a.connections;
         cfg.fifo = a.fifo;
         cfg.pg_bin.clone_from(&a.pg_bin);
+        cfg.explain = !a.no_explain;
         let allowed = sched::allowed_cpus();
         cfg.place(a.cpu, &allowed);
         match cfg.validate(&allowed) {

@@ -51,7 +51,7 @@ pub struct DelayArgs {
     pub seed: u64,
     /// Verify the injector on this host in a namespace testbed instead of joining
     /// interfaces: round trips direct, at 0 and at --delay.
-    #[arg(long, conflicts_with_all = ["ifaces", "netns", "explain", "explain_above"])]
+    #[arg(long, conflicts_with_all = ["ifaces", "netns"])]
     pub testbed: bool,
     /// With --testbed: measured time per configuration.
     #[arg(long, default_value = "8s", value_parser = positive_duration_arg)]
@@ -132,6 +132,7 @@ impl DelayArgs {
             endpoint_cpu: allowed.iter().copied().find(|c| Some(*c) != cpu).or(cpu),
             fifo: self.fifo,
             busy_client: self.busy_client,
+            stalls: self.explain.spec().enabled,
         })
     }
 }

@@ -187,7 +187,23 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
             a.check_duration.get() as f64 / 1e9 * if a.compare_netem { 4.0 } else { 3.0 } + 2.0
         );
     }
-    let c = match testbed::check(cfg, &clock) {
+    let quiet = a.out.quiet;
+    let mut notice = |line: &str| {
+        if !quiet {
+            eprintln!("latlab: {line}");
+        }
+    };
+    let ks = cfg.stalls.then(|| {
+        latlab_explain::KernelSession::start(
+            &latlab_net::explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &mut notice,
+        )
+    });
+    let span_start = clock.now();
+    let c = testbed::check(cfg, &clock);
+    let span_end = clock.now();
+    let got = ks.map(|k| k.finish(&mut notice));
+    let c = match c {
         Err(testbed::CheckError::NetemMissing(why)) => {
             return Err(anyhow::anyhow!("--compare-netem: {why}; latlab net delay itself works without it (run without --compare-netem)"))
         }
@@ -215,6 +231,17 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
     });
     let mut result = ResultFile::new(report::CHECK_KIND, argv, config, provenance);
     report::fill_check(&mut result, &c, delay_ns)?;
+    if let Some(got) = &got {
+        let (attr, data) = latlab_net::explain::attribute_check(
+            got,
+            &clock,
+            a.explain.spec().above,
+            &c,
+            cpu,
+            (span_start, span_end),
+        );
+        latlab_net::explain::record(&mut result, attr, data);
+    }
     if let Some(vm) = &result.provenance.host.virtualization {
         result.warnings.push(format!(
             "running under a hypervisor ({vm}): the hosts' scheduling noise is in every round trip"
@@ -261,6 +288,7 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
             format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus),
             (s.p99_shift_ns - delay_ns as i64) as f64 / 1e3
         );
+        print!("{}", latlab_net::explain::summary(&saved, true));
         println!(
             "base latency: {} per round trip through the element at 0 us (vs the direct link); the element's own user-space part {} (median)",
             format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),

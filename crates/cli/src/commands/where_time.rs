@@ -95,6 +95,7 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
         format_signed_ns(s.median_shift_ns as f64, SignStyle::AsciiMinus),
         format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus)
     );
+    print!("{}", latlab_net::explain::summary(r, true));
     for a in &d.apps {
         let Some(n) = where_time::normalise(&a.runs) else {
             println!("{}: no zero-delay baseline", a.app);

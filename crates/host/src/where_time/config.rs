@@ -92,6 +92,10 @@ pub struct WhereTimeConfig {
     /// allowed CPU first and gives the injector the quietest.
     #[serde(default)]
     pub cpu_asked: bool,
+    /// Attribute the injector's stalls during its check to their causes from kernel
+    /// events (`--no-explain` turns it off; absent in older files: off).
+    #[serde(default)]
+    pub explain: bool,
     /// Measured time of the injector check before the experiment.
     pub check_duration: Nanos,
     /// Run the injector under SCHED_FIFO at this priority, so that other load on the host
@@ -115,6 +119,7 @@ impl Default for WhereTimeConfig {
             engine_cpu: None,
             endpoint_cpu: None,
             cpu_asked: false,
+            explain: true,
             check_duration: Nanos::from_secs(2),
             fifo: None,
             pg_bin: None,

@@ -604,6 +604,14 @@ pub fn run(
     let (placed, placement) = place(cfg);
     let cfg = &placed;
     progress("verifying the injector");
+    let mut notices = Vec::new();
+    let ks = cfg.explain.then(|| {
+        latlab_explain::KernelSession::start(
+            &latlab_net::explain::kernel_request(clock, None),
+            &mut |l: &str| notices.push(l.to_string()),
+        )
+    });
+    let span_start = clock.now();
     let check = testbed::check(
         &testbed::CheckConfig {
             delay_ns: 20_000,
@@ -614,9 +622,23 @@ pub fn run(
             endpoint_cpu: cfg.endpoint_cpu,
             fifo: cfg.fifo,
             busy_client: false,
+            stalls: cfg.explain,
         },
         clock,
-    )?;
+    );
+    let span_end = clock.now();
+    let got = ks.map(|k| k.finish(&mut |l: &str| notices.push(l.to_string())));
+    let check = check?;
+    let explained = got.map(|g| {
+        latlab_net::explain::attribute_check(
+            &g,
+            clock,
+            None,
+            &check,
+            cfg.engine_cpu,
+            (span_start, span_end),
+        )
+    });
     let tb = Testbed::build("wt", false)?;
     let dir: PathBuf =
         std::env::temp_dir().join(format!("latlab-where-time-{}", std::process::id()));
@@ -726,5 +748,7 @@ pub fn run(
         apps,
         check,
         placement,
+        explained,
+        notices,
     })
 }

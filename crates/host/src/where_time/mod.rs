@@ -224,6 +224,18 @@ mod tests {
         let (clock, _) = Clock::establish(Nanos(20_000_000));
         let o = super::run(&cfg, &clock, |_| {}).unwrap();
         assert_eq!(o.apps.len(), 3, "memcached, nginx and postgresql");
+        let (attr, _) = o.explained.as_ref().expect("explain is on by default");
+        assert!(
+            attr.unavailable.is_some()
+                || attr.windows as usize
+                    <= o.check
+                        .engine_zero
+                        .iter()
+                        .chain(&o.check.engine_delayed)
+                        .map(|r| r.stalls.len())
+                        .sum::<usize>(),
+            "every window is one of the injector's recorded stalls"
+        );
         for a in &o.apps {
             assert_eq!(a.runs.len(), 3, "{}", a.app);
             assert!(a.runs.iter().all(|r| r.value > 0.0 && r.completed > 0));

@@ -134,6 +134,14 @@ pub struct WhereTimeOutcome {
     pub check: testbed::CheckOutcome,
     /// Which CPUs the injector and the endpoints ran on, and why.
     pub placement: String,
+    /// With explain (the default as root): the injector's stalls during its check,
+    /// attributed to their causes.
+    pub explained: Option<(
+        latlab_core::results::Attribution,
+        latlab_net::explain::ExplainData,
+    )>,
+    /// What the kernel-event recorder had to say (e.g. why it could not run).
+    pub notices: Vec<String>,
 }
 
 /// Fills the result: the injector check's histograms, every raw run in `data`, counters of
@@ -174,6 +182,11 @@ pub fn fill_result(
         placement: o.placement.clone(),
     })
     .expect("plain data serialises");
+    if let Some((attr, data)) = &o.explained {
+        latlab_net::explain::record(r, attr.clone(), data.clone());
+    }
+    r.warnings
+        .extend(o.notices.iter().map(|n| format!("explain: {n}")));
     Ok(())
 }
 

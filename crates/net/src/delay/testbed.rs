@@ -358,6 +358,8 @@ pub struct CheckConfig {
     /// Run the engine, client and server under SCHED_FIFO at this priority (the engine
     /// then owns its CPU; the kernel's RT throttling still leaves others 5 %).
     pub fifo: Option<i32>,
+    /// Record the engine's stalls (for `--explain`: [`crate::explain::attribute_check`]).
+    pub stalls: bool,
 }
 
 /// What [`check`] found (histograms of round trips, ns).
@@ -465,6 +467,7 @@ pub fn check(cfg: &CheckConfig, clock: &Clock) -> Result<CheckOutcome, CheckErro
                 DelaySpec::Constant { ns: d },
             );
             ecfg.direction = Direction::AToB;
+            ecfg.stalls = cfg.stalls;
             let stop = AtomicBool::new(false);
             let (ping, rep) = std::thread::scope(|s| -> Result<_, CheckError> {
                 let (tx, rx) = std::sync::mpsc::channel();
