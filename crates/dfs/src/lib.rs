@@ -41,6 +41,10 @@ pub mod mpibench;
 pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
+#[cfg(feature = "ofi")]
+mod ofibench;
+#[cfg(feature = "ofi")]
+pub mod ofiwire;
 pub mod paper;
 pub mod params;
 pub mod report;

@@ -473,7 +473,7 @@ impl Endpoint {
                 )
             };
             if n == -FI_EAGAIN {
-                self.progress()?;
+                self.poll_wait()?;
                 continue;
             }
             check("fi_write", n as i64)?;
@@ -487,7 +487,7 @@ impl Endpoint {
     /// Polls until every write started so far is complete at its target.
     pub fn wait_writes(&mut self) -> Result<(), OfiError> {
         while self.writes_in_flight > 0 {
-            self.progress()?;
+            self.poll_wait()?;
         }
         Ok(())
     }
@@ -507,7 +507,7 @@ impl Endpoint {
             if let Some(s) = self.free_sends.pop() {
                 break s;
             }
-            self.progress()?;
+            self.poll_wait()?;
         };
         let pool = &self.regions[self.send_pool.0];
         // SAFETY: slot < SEND_SLOTS, so the slot lies inside the send pool; a free slot
@@ -522,7 +522,7 @@ impl Endpoint {
             // it to free_sends.
             let n = unsafe { ffi::latofi_send(self.raw, dst.cast(), data.len(), desc, peer.0, ctx) };
             if n == -FI_EAGAIN {
-                self.progress()?;
+                self.poll_wait()?;
                 continue;
             }
             if let Err(e) = check("fi_send", n as i64) {
@@ -544,7 +544,7 @@ impl Endpoint {
             // inbox nor being copied), and stays allocated while the endpoint lives.
             let n = unsafe { ffi::latofi_recv(self.raw, dst.cast(), MSG_MAX, desc, ctx) };
             if n == -FI_EAGAIN {
-                self.progress()?;
+                self.poll_wait()?;
                 continue;
             }
             return check("fi_recv", n as i64);
@@ -555,7 +555,7 @@ impl Endpoint {
     /// or `None` when none has arrived (after one poll of the completion queue).
     pub fn recv(&mut self, out: &mut Vec<u8>) -> Result<Option<usize>, OfiError> {
         if self.inbox.is_empty() {
-            self.progress()?;
+            self.poll_wait()?;
         }
         let Some((slot, len)) = self.inbox.pop_front() else {
             return Ok(None);
@@ -564,6 +564,15 @@ impl Endpoint {
         self.read(self.recv_pool, slot * MSG_MAX, &mut out[..len])?;
         self.post_recv(slot)?;
         Ok(Some(len))
+    }
+
+    /// One step of a wait: polls, and gives the CPU away when nothing completed (ranks
+    /// are often more than cores; the peer this one waits for may need the CPU).
+    fn poll_wait(&mut self) -> Result<(), OfiError> {
+        if self.progress()? == 0 {
+            std::thread::yield_now();
+        }
+        Ok(())
     }
 
     /// Polls the completion queue once (which drives the provider's progress); returns the
@@ -625,7 +634,7 @@ impl Endpoint {
     /// Polls until every write and send started so far has completed.
     pub fn drain(&mut self) -> Result<(), OfiError> {
         while self.writes_in_flight > 0 || self.free_sends.len() < SEND_SLOTS {
-            self.progress()?;
+            self.poll_wait()?;
         }
         Ok(())
     }
