@@ -4,8 +4,8 @@
 use super::error::RunError;
 use super::transport::Transport;
 use super::wire::{
-    enc, idle_wait, u64s, warmup, LocalClock, RankStats, TAG_ACK,
-    TAG_CREDIT, TAG_FINISHED, TAG_PROPOSAL, TAG_REPORT, TAG_WRITTEN,
+    enc, idle_wait, u64s, warmup, LocalClock, RankStats, TAG_ACK, TAG_CREDIT, TAG_FINISHED,
+    TAG_PROPOSAL, TAG_REPORT, TAG_WRITTEN,
 };
 use crate::compute::{Arrival, ArrivalOutcome, ComputeNode};
 use crate::dde::Dde;

@@ -4,8 +4,8 @@
 use super::error::RunError;
 use super::transport::Transport;
 use super::wire::{
-    enc, idle_wait, u64s, LocalClock, RankStats, TAG_ACK, TAG_CREDIT,
-    TAG_FINISHED, TAG_PROPOSAL, TAG_REPORT, TAG_STATS, TAG_WRITTEN,
+    enc, idle_wait, u64s, LocalClock, RankStats, TAG_ACK, TAG_CREDIT, TAG_FINISHED, TAG_PROPOSAL,
+    TAG_REPORT, TAG_STATS, TAG_WRITTEN,
 };
 use crate::ie::{InputEngine, Poll, Proposal};
 use crate::model::{self, ContributionHeader, HEADER_BYTES};

@@ -103,7 +103,8 @@ pub fn run(
                 .unwrap_or_else(|e| abort(&world, rank, &e));
             let stats = rank_loop(&world, &mut t, &cfg, rank, &mut early_stats);
             // every rank keeps polling until every rank is done (manual progress)
-            t.w.finish().unwrap_or_else(|e| abort(&world, rank, &RunError::from(e)));
+            t.w.finish()
+                .unwrap_or_else(|e| abort(&world, rank, &RunError::from(e)));
             let r = gather(&world, stats, early_stats, |all| {
                 assemble(&cfg, &tc, size, all, argv, provenance())
             })?;
@@ -190,13 +191,10 @@ fn ofi_transport(
     compute: bool,
 ) -> Result<transport::Ofi, RunError> {
     let mut w = crate::ofiwire::OfiWorld::connect(world, provider)?;
-    let region = w.ep.register(if compute { window_bytes } else { slot_bytes })?;
+    let region =
+        w.ep.register(if compute { window_bytes } else { slot_bytes })?;
     let remotes = w.exchange(world, compute.then_some(region))?;
-    Ok(transport::Ofi {
-        w,
-        region,
-        remotes,
-    })
+    Ok(transport::Ofi { w, region, remotes })
 }
 
 /// Rank 0's check of the transport: libfabric needs the feature `ofi` and an available

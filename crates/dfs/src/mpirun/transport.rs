@@ -64,9 +64,14 @@ impl Transport for Ofi {
     fn put(&mut self, target: usize, offset: usize, data: &[u8]) -> Result<(), RunError> {
         let peer = self.w.peer(target);
         self.w.ep.fill(self.region, 0, data)?;
-        self.w
-            .ep
-            .write(peer, self.region, 0, data.len(), &self.remotes[target], offset)?;
+        self.w.ep.write(
+            peer,
+            self.region,
+            0,
+            data.len(),
+            &self.remotes[target],
+            offset,
+        )?;
         Ok(self.w.ep.wait_writes()?)
     }
     fn read(&mut self, offset: usize, out: &mut [u8]) -> Result<(), RunError> {

@@ -35,8 +35,7 @@ extern "C" {
     pub(super) fn latofi_mr_flags(l: *const RawEp) -> c_int;
     pub(super) fn latofi_max_msg(l: *const RawEp) -> usize;
     pub(super) fn latofi_getname(l: *mut RawEp, addr: *mut c_void, len: *mut usize) -> c_int;
-    pub(super) fn latofi_av_insert(l: *mut RawEp, addr: *const c_void, fi_addr: *mut u64)
-        -> c_int;
+    pub(super) fn latofi_av_insert(l: *mut RawEp, addr: *const c_void, fi_addr: *mut u64) -> c_int;
     pub(super) fn latofi_mr_reg(
         l: *mut RawEp,
         buf: *mut c_void,

@@ -295,7 +295,9 @@ impl Endpoint {
         // SAFETY: the handle is live.
         let max = unsafe { ffi::latofi_max_msg(raw) };
         if max < MSG_MAX {
-            return Err(OfiError::Invalid("the provider's largest message is below 4 KiB"));
+            return Err(OfiError::Invalid(
+                "the provider's largest message is below 4 KiB",
+            ));
         }
         ep.send_pool = ep.register(SEND_SLOTS * MSG_MAX)?;
         ep.recv_pool = ep.register(RECV_SLOTS * MSG_MAX)?;
@@ -520,7 +522,8 @@ impl Endpoint {
         loop {
             // SAFETY: the slot stays allocated and unmodified until its completion returns
             // it to free_sends.
-            let n = unsafe { ffi::latofi_send(self.raw, dst.cast(), data.len(), desc, peer.0, ctx) };
+            let n =
+                unsafe { ffi::latofi_send(self.raw, dst.cast(), data.len(), desc, peer.0, ctx) };
             if n == -FI_EAGAIN {
                 self.poll_wait()?;
                 continue;
@@ -581,9 +584,8 @@ impl Endpoint {
         let mut total = 0;
         loop {
             // SAFETY: `comps` has room for 16 entries, the count passed.
-            let n = unsafe {
-                ffi::latofi_cq_read(self.raw, self.comps.as_mut_ptr(), self.comps.len())
-            };
+            let n =
+                unsafe { ffi::latofi_cq_read(self.raw, self.comps.as_mut_ptr(), self.comps.len()) };
             check("fi_cq_read", n as i64)?;
             let n = n as usize;
             for i in 0..n {
