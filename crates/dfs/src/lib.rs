@@ -42,8 +42,6 @@ pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
 #[cfg(feature = "ofi")]
-mod ofibench;
-#[cfg(feature = "ofi")]
 pub mod ofiwire;
 pub mod paper;
 pub mod params;

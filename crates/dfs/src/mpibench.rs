@@ -10,14 +10,14 @@
 //! descriptors and SYNC messages, Fig. 5).
 //!
 //! With `--transport ofi` the same rounds are `fi_write`s into the receivers' registered
-//! regions, completed with delivery semantics per round ([`crate::ofibench`]): the paper's
+//! regions, completed with delivery semantics per round ([`ofi`]): the paper's
 //! libfabric side of Figs. 3–5.
 
 use crate::sim::FiveNum;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
 use latlab_core::units::Nanos;
-use latlab_sys::mpi_rma::{RmaError, Window};
+use latlab_sys::mpi_rma::Window;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 
@@ -25,42 +25,20 @@ pub use crate::mpidata::{
     BenchConfig, BenchData, BenchRow, Transport, TransportConfig, BENCH_KIND as RESULT_KIND,
 };
 
-const TAG_RESULT: i32 = 21;
-/// The Mix variant's small messages per big one: a 16-byte descriptor and two 64-byte
-/// SYNC messages (Fig. 5).
-pub(crate) const SMALL: [usize; 3] = [16, 64, 64];
+#[cfg(feature = "ofi")]
+mod ofi;
+mod shared;
 
-/// Why the benchmark failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BenchError {
-    /// MPI could not be initialised.
-    #[error("MPI initialisation failed (run under mpirun, e.g. mpirun -n 8 latlab dfs bench)")]
-    Init,
-    /// Fewer than 2 or an odd number of ranks.
-    #[error("need an even number of at least 2 MPI ranks (half senders, half receivers), got {0}")]
-    Ranks(usize),
-    /// Rank 0 rejected the configuration.
-    #[error("{0}")]
-    Config(String),
-    /// An RMA call failed.
-    #[error(transparent)]
-    Rma(#[from] RmaError),
-    /// A libfabric call failed.
-    #[cfg(feature = "ofi")]
-    #[error(transparent)]
-    Ofi(#[from] latlab_sys::ofi::OfiError),
-}
+pub use shared::BenchError;
+use shared::{rounds, variants, SenderRun, SMALL};
+
+const TAG_RESULT: i32 = 21;
 
 #[derive(Serialize, Deserialize)]
 struct SenderResult {
     /// per (size, mix): rounds, total ns, histogram (base64)
     runs: Vec<SenderRun>,
 }
-
-/// One (size, variant) of one sender: size, mix, rounds, total ns, round histogram
-/// (base64).
-pub(crate) type SenderRun = (u64, bool, u64, u64, String);
 
 /// Runs the benchmark under MPI (data over `transport`); returns the result file on rank 0.
 pub fn run(
@@ -88,7 +66,7 @@ pub fn run(
     let runs = match tc.transport {
         Transport::Mpi => measure_mpi(&world, &cfg, rank, ns, nr)?,
         #[cfg(feature = "ofi")]
-        Transport::Ofi => crate::ofibench::measure(
+        Transport::Ofi => ofi::measure(
             &world,
             &cfg,
             tc.provider.as_deref().unwrap_or_default(),
@@ -115,20 +93,6 @@ pub fn run(
     }
     world.barrier();
     Ok(None)
-}
-
-/// Rounds per sender of message size `sz` to `nr` receivers.
-pub(crate) fn rounds(cfg: &BenchConfig, sz: u64, nr: usize) -> u64 {
-    (cfg.bytes_per_size / (sz * nr as u64)).max(cfg.min_rounds)
-}
-
-/// The (size, mix) combinations to measure, in order.
-pub(crate) fn variants(cfg: &BenchConfig) -> Vec<(u64, bool)> {
-    cfg.sizes
-        .iter()
-        .flat_map(|&sz| [(sz, false), (sz, true)])
-        .filter(|&(_, mix)| !mix || cfg.mix)
-        .collect()
 }
 
 /// The MPI measurement: one window per variant, `MPI_Put`s flushed per round.

@@ -47,6 +47,29 @@ fn mpi_run(dir: &Path, name: &str, args: &[&str]) -> (std::process::Output, std:
     (mpirun(8, &all, &out), out)
 }
 
+/// Asserts that the `dfs.run` result at `out` built `ts` time-slices from `inputs` inputs
+/// with every contribution sent, stored and verified, nothing lost, duplicated or corrupt.
+fn assert_all_verified(out: &Path, mode: &str, ts: u64, inputs: u64) -> ResultFile {
+    let r = ResultFile::load(out).unwrap();
+    assert_eq!(r.kind, "dfs.run");
+    let c = &r.counters;
+    assert_eq!(c["completed"], ts, "{mode}");
+    assert_eq!(c["contributions_stored"], ts * inputs, "{mode}");
+    assert_eq!(c["contributions_sent"], ts * inputs, "{mode}");
+    for k in [
+        "contributions_lost",
+        "duplicates",
+        "checksum_failures",
+        "overruns",
+        "misrouted",
+        "incomplete",
+    ] {
+        assert_eq!(c[k], 0, "{mode}: {k}");
+    }
+    assert_eq!(data(out)["verified"], true, "{mode}");
+    r
+}
+
 #[test]
 fn mpi_both_modes_build_10000_time_slices_verified() {
     require_mpi!();
@@ -58,24 +81,9 @@ fn mpi_both_modes_build_10000_time_slices_verified() {
             &["--mode", mode, "--time-slices", "10000", "--mts-size", "4K"],
         );
         assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
-        let r = ResultFile::load(&out).unwrap();
-        assert_eq!(r.kind, "dfs.run");
+        let r = assert_all_verified(&out, mode, 10_000, 4);
         let c = &r.counters;
-        assert_eq!(c["completed"], 10_000, "{mode}");
-        assert_eq!(c["contributions_stored"], 40_000, "{mode}");
-        assert_eq!(c["contributions_sent"], 40_000, "{mode}");
-        for k in [
-            "contributions_lost",
-            "duplicates",
-            "checksum_failures",
-            "overruns",
-            "misrouted",
-            "incomplete",
-        ] {
-            assert_eq!(c[k], 0, "{mode}: {k}");
-        }
         let d = data(&out);
-        assert_eq!(d["verified"], true);
         assert_eq!(
             r.histograms[0].count,
             10_000 - d["warmup_ts"].as_u64().unwrap()
@@ -185,44 +193,15 @@ fn ofi_run_both_modes_verify_every_contribution() {
     let dir = tempfile::tempdir().unwrap();
     for mode in ["best-effort", "dfs"] {
         let out = dir.path().join(format!("ofi-{mode}.json"));
-        let args = [
-            "dfs",
-            "run",
-            "--inputs",
-            "2",
-            "--computes",
-            "2",
-            "-q",
-            "--mode",
-            mode,
-            "--time-slices",
-            "1000",
-            "--ts-per-interval",
-            "100",
-            "--mts-size",
-            "4K",
-            "--transport",
-            "ofi",
-        ];
+        let mut args: Vec<&str> = "dfs run --transport ofi --inputs 2 --computes 2 -q \
+             --time-slices 1000 --ts-per-interval 100 --mts-size 4K --mode"
+            .split_whitespace()
+            .collect();
+        args.push(mode);
         let o = mpirun(4, &args, &out);
         assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
-        let r = ResultFile::load(&out).unwrap();
-        let c = &r.counters;
-        assert_eq!(c["completed"], 1_000, "{mode}");
-        assert_eq!(c["contributions_stored"], 2_000, "{mode}");
-        assert_eq!(c["contributions_sent"], 2_000, "{mode}");
-        for k in [
-            "contributions_lost",
-            "duplicates",
-            "checksum_failures",
-            "overruns",
-            "misrouted",
-            "incomplete",
-        ] {
-            assert_eq!(c[k], 0, "{mode}: {k}");
-        }
+        let r = assert_all_verified(&out, mode, 1_000, 2);
         let d = data(&out);
-        assert_eq!(d["verified"], true, "{mode}");
         assert_eq!(d["transport"], "ofi", "{mode}");
         assert!(!d["provider"].as_str().unwrap().is_empty(), "{mode}");
         assert_eq!(r.histograms[0].labels["transport"], "ofi");

@@ -1,5 +1,5 @@
 //! The libfabric side of `latlab dfs bench` (feature `ofi`): the rounds of
-//! [`crate::mpibench`] as `fi_write`s.
+//! [`super`] as `fi_write`s.
 //!
 //! Every receiver registers one region with a slot per sender (the largest size plus the
 //! Mix variant's small messages); every sender registers one source region holding the
@@ -10,7 +10,7 @@
 //! Receivers only poll (libfabric progress is manual here). Each variant ends with every
 //! rank's [`OfiWorld::finish`] and an MPI barrier.
 
-use crate::mpibench::{rounds, variants, BenchError, SenderRun, SMALL};
+use super::shared::{rounds, variants, BenchError, SenderRun, SMALL};
 use crate::mpidata::BenchConfig;
 use crate::ofiwire::OfiWorld;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
