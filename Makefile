@@ -14,6 +14,10 @@ DEMO_PACKAGES += rt-tests
 # latlab dfs run/bench: Open MPI, and libclang for rsmpi's bindgen (crate mpi-sys)
 DEMO_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
 TEST_PACKAGES += openmpi-bin libopenmpi-dev libclang-dev pkgconf
+# latlab dfs run/bench --transport ofi (default feature `ofi`): libfabric 1.17 headers and
+# library, found through pkgconf; its tcp;ofi_rxm, sockets and shm providers run on any host
+DEMO_PACKAGES += libfabric-dev
+TEST_PACKAGES += libfabric-dev
 # latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
 TEST_PACKAGES += sockperf
 # host breakdown, net delay and the where-time experiment: namespaces, offload control,

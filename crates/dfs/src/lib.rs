@@ -41,6 +41,8 @@ pub mod mpibench;
 pub mod mpidata;
 #[cfg(feature = "mpi")]
 pub mod mpirun;
+#[cfg(feature = "ofi")]
+pub mod ofiwire;
 pub mod paper;
 pub mod params;
 pub mod report;

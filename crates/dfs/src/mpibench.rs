@@ -8,47 +8,42 @@
 //! bandwidth per sender is bytes per round × rounds / time. The *Mix* variant adds, for each
 //! big message, one 16-byte and two 64-byte messages to the same receiver (the paper's
 //! descriptors and SYNC messages, Fig. 5).
+//!
+//! With `--transport ofi` the same rounds are `fi_write`s into the receivers' registered
+//! regions, completed with delivery semantics per round ([`ofi`]): the paper's
+//! libfabric side of Figs. 3–5.
 
 use crate::sim::FiveNum;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
 use latlab_core::units::Nanos;
-use latlab_sys::mpi_rma::{RmaError, Window};
+use latlab_sys::mpi_rma::Window;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 
-pub use crate::mpidata::{BenchConfig, BenchData, BenchRow, BENCH_KIND as RESULT_KIND};
+pub use crate::mpidata::{
+    BenchConfig, BenchData, BenchRow, Transport, TransportConfig, BENCH_KIND as RESULT_KIND,
+};
+
+#[cfg(feature = "ofi")]
+mod ofi;
+mod shared;
+
+pub use shared::BenchError;
+use shared::{rounds, variants, SenderRun, SMALL};
 
 const TAG_RESULT: i32 = 21;
-const SMALL: [usize; 3] = [16, 64, 64];
-
-/// Why the benchmark failed.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum BenchError {
-    /// MPI could not be initialised.
-    #[error("MPI initialisation failed (run under mpirun, e.g. mpirun -n 8 latlab dfs bench)")]
-    Init,
-    /// Fewer than 2 or an odd number of ranks.
-    #[error("need an even number of at least 2 MPI ranks (half senders, half receivers), got {0}")]
-    Ranks(usize),
-    /// Rank 0 rejected the configuration.
-    #[error("{0}")]
-    Config(String),
-    /// An RMA call failed.
-    #[error(transparent)]
-    Rma(#[from] RmaError),
-}
 
 #[derive(Serialize, Deserialize)]
 struct SenderResult {
-    /// per (size, mix): total ns, rounds, histogram (base64)
-    runs: Vec<(u64, bool, u64, u64, String)>,
+    /// per (size, mix): rounds, total ns, histogram (base64)
+    runs: Vec<SenderRun>,
 }
 
-/// Runs the benchmark under MPI; returns the result file on rank 0.
+/// Runs the benchmark under MPI (data over `transport`); returns the result file on rank 0.
 pub fn run(
     resolve: impl FnOnce(usize) -> Result<BenchConfig, String>,
+    transport: TransportConfig,
     argv: Vec<String>,
     provenance: impl FnOnce() -> Provenance,
 ) -> Result<Option<ResultFile>, BenchError> {
@@ -56,10 +51,10 @@ pub fn run(
     let world = universe.world();
     let rank = world.rank() as usize;
     let size = world.size() as usize;
-    let cfg = crate::mpirun::broadcast_config(&world, || {
+    let (cfg, tc) = crate::mpirun::broadcast_config(&world, || {
         let c = resolve(size)?;
         c.validate()?;
-        Ok(c)
+        Ok((c, crate::mpirun::resolve_transport(transport)?))
     })
     .map_err(|e| BenchError::Config(e.to_string()))?
     .map_err(BenchError::Config)?;
@@ -68,51 +63,19 @@ pub fn run(
     }
     let ns = size / 2;
     let nr = size - ns;
-    let max = *cfg.sizes.iter().max().unwrap_or(&1) as usize;
-    let small: usize = SMALL.iter().sum();
-    let slot = max + small;
-    let hc = HistConfig::default();
-    let mut runs = Vec::new();
-    for &sz in &cfg.sizes {
-        for mix in [false, true] {
-            if mix && !cfg.mix {
-                continue;
-            }
-            let win = Window::allocate(&world, if rank >= ns { ns * slot } else { 0 })?;
-            let rounds = (cfg.bytes_per_size / (sz * nr as u64)).max(cfg.min_rounds);
-            let buf = vec![0x5au8; sz as usize];
-            let smalls: Vec<Vec<u8>> = SMALL.iter().map(|&n| vec![0xa5u8; n]).collect();
-            let mut h = LatencyHistogram::new(hc).expect("valid");
-            world.barrier();
-            let start = latlab_sys::clocks::monotonic_ns();
-            if rank < ns {
-                for _ in 0..rounds {
-                    let t = latlab_sys::clocks::monotonic_ns();
-                    let mut b = win.batch();
-                    for m in 0..nr {
-                        let r = (rank + m) % nr;
-                        let off = rank * slot;
-                        b.put((ns + r) as i32, off, &buf)?;
-                        if mix {
-                            let mut o = off + max;
-                            for s in &smalls {
-                                b.put((ns + r) as i32, o, s)?;
-                                o += s.len();
-                            }
-                        }
-                    }
-                    b.flush_all()?;
-                    h.record(Nanos(latlab_sys::clocks::monotonic_ns() - t));
-                }
-            }
-            let total = latlab_sys::clocks::monotonic_ns() - start;
-            world.barrier();
-            drop(win);
-            if rank < ns {
-                runs.push((sz, mix, rounds, total, h.to_base64()));
-            }
-        }
-    }
+    let runs = match tc.transport {
+        Transport::Mpi => measure_mpi(&world, &cfg, rank, ns, nr)?,
+        #[cfg(feature = "ofi")]
+        Transport::Ofi => ofi::measure(
+            &world,
+            &cfg,
+            tc.provider.as_deref().unwrap_or_default(),
+            rank,
+            ns,
+        )?,
+        #[cfg(not(feature = "ofi"))]
+        Transport::Ofi => unreachable!("resolve_transport refuses ofi without the feature"),
+    };
     if rank == 0 {
         let mut all = vec![SenderResult { runs }];
         let mut buf = Vec::new();
@@ -123,7 +86,7 @@ pub fn run(
             all.push(serde_json::from_slice(&buf).map_err(|e| BenchError::Config(e.to_string()))?);
         }
         world.barrier();
-        return Ok(Some(assemble(cfg, ns, nr, all, argv, provenance())));
+        return Ok(Some(assemble(cfg, &tc, ns, nr, all, argv, provenance())));
     } else if rank < ns {
         let b = serde_json::to_vec(&SenderResult { runs }).expect("json");
         world.process_at_rank(0).send_with_tag(&b[..], TAG_RESULT);
@@ -132,8 +95,60 @@ pub fn run(
     Ok(None)
 }
 
+/// The MPI measurement: one window per variant, `MPI_Put`s flushed per round.
+fn measure_mpi(
+    world: &mpi::topology::SimpleCommunicator,
+    cfg: &BenchConfig,
+    rank: usize,
+    ns: usize,
+    nr: usize,
+) -> Result<Vec<SenderRun>, BenchError> {
+    let max = *cfg.sizes.iter().max().unwrap_or(&1) as usize;
+    let small: usize = SMALL.iter().sum();
+    let slot = max + small;
+    let hc = HistConfig::default();
+    let mut runs = Vec::new();
+    for (sz, mix) in variants(cfg) {
+        let win = Window::allocate(world, if rank >= ns { ns * slot } else { 0 })?;
+        let rounds = rounds(cfg, sz, nr);
+        let buf = vec![0x5au8; sz as usize];
+        let smalls: Vec<Vec<u8>> = SMALL.iter().map(|&n| vec![0xa5u8; n]).collect();
+        let mut h = LatencyHistogram::new(hc).expect("valid");
+        world.barrier();
+        let start = latlab_sys::clocks::monotonic_ns();
+        if rank < ns {
+            for _ in 0..rounds {
+                let t = latlab_sys::clocks::monotonic_ns();
+                let mut b = win.batch();
+                for m in 0..nr {
+                    let r = (rank + m) % nr;
+                    let off = rank * slot;
+                    b.put((ns + r) as i32, off, &buf)?;
+                    if mix {
+                        let mut o = off + max;
+                        for s in &smalls {
+                            b.put((ns + r) as i32, o, s)?;
+                            o += s.len();
+                        }
+                    }
+                }
+                b.flush_all()?;
+                h.record(Nanos(latlab_sys::clocks::monotonic_ns() - t));
+            }
+        }
+        let total = latlab_sys::clocks::monotonic_ns() - start;
+        world.barrier();
+        drop(win);
+        if rank < ns {
+            runs.push((sz, mix, rounds, total, h.to_base64()));
+        }
+    }
+    Ok(runs)
+}
+
 fn assemble(
     cfg: BenchConfig,
+    tc: &TransportConfig,
     ns: usize,
     nr: usize,
     all: Vec<SenderResult>,
@@ -183,7 +198,8 @@ fn assemble(
         r.histograms.push(
             StoredHistogram::new(format!("round_{sz}{}", if mix { "_mix" } else { "" }), &h)
                 .with_label("size", sz.to_string())
-                .with_label("mix", mix.to_string()),
+                .with_label("mix", mix.to_string())
+                .with_label("transport", tc.transport.name()),
         );
     }
     r.counters.insert("senders".into(), ns as u64);
@@ -193,6 +209,8 @@ fn assemble(
         senders: ns,
         receivers: nr,
         rows,
+        transport: tc.transport,
+        provider: tc.provider.clone(),
     })
     .expect("json");
     r

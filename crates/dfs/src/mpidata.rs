@@ -14,6 +14,39 @@ pub const RUN_KIND: &str = "dfs.run";
 /// Result kind of `latlab dfs bench`.
 pub const BENCH_KIND: &str = "dfs.bench";
 
+/// What moves the data of `dfs run` and `dfs bench`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// MPI one-sided windows (`MPI_Put` + `MPI_Win_flush`) and two-sided MPI messages.
+    #[default]
+    Mpi,
+    /// libfabric (OFI): `fi_write` into registered memory and `fi_send` messages; MPI
+    /// only launches the ranks and exchanges addresses and keys.
+    Ofi,
+}
+
+impl Transport {
+    /// `mpi` or `ofi`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Mpi => "mpi",
+            Transport::Ofi => "ofi",
+        }
+    }
+}
+
+/// The transport of one run: which one, and for libfabric the provider (asked for, or
+/// the one rank 0 resolved and every rank opens).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransportConfig {
+    /// MPI or libfabric.
+    pub transport: Transport,
+    /// libfabric provider (`tcp;ofi_rxm`, `shm`, `sockets`, ...); `None`: MPI, or
+    /// libfabric's first choice (which honours `FI_PROVIDER`).
+    pub provider: Option<String>,
+}
+
 /// Everything an MPI run needs (resolved on rank 0, broadcast to all).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunConfig {
@@ -152,6 +185,12 @@ pub struct RunData {
     /// Whether every time-slice completed with every checksum verified and nothing lost,
     /// duplicated, overrun or misrouted.
     pub verified: bool,
+    /// What moved the data (files written before the libfabric transport: `mpi`).
+    #[serde(default)]
+    pub transport: Transport,
+    /// The libfabric provider that moved it (transport `ofi` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }
 
 /// Benchmark configuration (resolved on rank 0, broadcast).
@@ -207,4 +246,10 @@ pub struct BenchData {
     pub receivers: usize,
     /// One row per size and variant.
     pub rows: Vec<BenchRow>,
+    /// What moved the data (files written before the libfabric transport: `mpi`).
+    #[serde(default)]
+    pub transport: Transport,
+    /// The libfabric provider that moved it (transport `ofi` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
 }

@@ -14,6 +14,7 @@
 //! - [`rt_throttle`]: real-time throttling off for one run (`--no-rt-throttle`), restored after;
 //! - [`timer`]: relative/absolute sleeps and `timerfd`;
 //! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
+//! - `ofi` (feature `ofi`): libfabric RDM endpoints (`fi_write`, `fi_send`) behind a safe API;
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
 //!   busy polling and NIC timestamping capabilities;
 //! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
@@ -42,6 +43,8 @@ pub mod mpi_rma;
 pub mod net;
 pub mod netns;
 pub mod netstat;
+#[cfg(feature = "ofi")]
+pub mod ofi;
 pub mod packet;
 pub mod process;
 pub mod rt;

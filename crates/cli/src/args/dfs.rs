@@ -45,6 +45,7 @@ every default are documented in docs/dfs.md.")]
   mpirun -n 8 latlab dfs run --inputs 4 --computes 4 --mode dfs
   mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs run --mode best-effort -o be.json
   mpirun -n 8 latlab dfs run --dde-replicas 2 --kill-dde 0@10 --clock-skew 1ms
+  mpirun -n 8 latlab dfs run --transport ofi --ofi-provider 'tcp;ofi_rxm'
 
 Every contribution carries a checksum the compute node verifies; the table reports lost,
 duplicated and corrupt contributions (all must be 0) and the result file holds the full
@@ -55,6 +56,7 @@ completion-duration histograms. Rank 0 resolves the flags and writes the result.
     #[command(after_help = "Examples:
   mpirun -n 8 latlab dfs bench
   mpirun --allow-run-as-root --oversubscribe -n 8 latlab dfs bench --sizes 4K,64K,1M --no-mix
+  mpirun -n 8 latlab dfs bench --transport ofi           (fi_write instead of MPI_Put)
 
 Its bandwidth is the reference the DFS runs are compared against (Fig. 7).")]
     Bench(BenchArgs),
@@ -201,7 +203,50 @@ pub struct RunArgs {
     #[arg(long, default_value = "5ms", value_parser = duration_arg)]
     pub sample: Nanos,
     #[command(flatten)]
+    pub transport: TransportArgs,
+    #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// What moves the data of `dfs run` and `dfs bench`.
+#[derive(Debug, Args)]
+pub struct TransportArgs {
+    /// mpi: MPI_Put into windows + MPI messages; ofi: libfabric fi_write into registered
+    /// memory + fi_send messages (MPI only launches the ranks and exchanges addresses).
+    #[arg(long, value_enum, default_value_t = TransportArg::Mpi)]
+    pub transport: TransportArg,
+    /// libfabric provider for --transport ofi (e.g. tcp;ofi_rxm, shm, sockets); default:
+    /// libfabric's first choice, which honours FI_PROVIDER.
+    #[arg(long, value_name = "NAME")]
+    pub ofi_provider: Option<String>,
+}
+
+/// `--transport`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// MPI one-sided windows and messages.
+    Mpi,
+    /// libfabric (OFI).
+    Ofi,
+}
+
+#[cfg(feature = "mpi")]
+impl TransportArgs {
+    /// The transport asked for; `--ofi-provider` without `--transport ofi` is refused.
+    pub fn resolve(&self) -> Result<latlab_dfs::mpidata::TransportConfig, String> {
+        use latlab_dfs::mpidata::{Transport, TransportConfig};
+        match self.transport {
+            TransportArg::Mpi if self.ofi_provider.is_some() => Err(
+                "--ofi-provider: only with --transport ofi (e.g. --transport ofi --ofi-provider tcp;ofi_rxm)"
+                    .into(),
+            ),
+            TransportArg::Mpi => Ok(TransportConfig::default()),
+            TransportArg::Ofi => Ok(TransportConfig {
+                transport: Transport::Ofi,
+                provider: self.ofi_provider.clone(),
+            }),
+        }
+    }
 }
 
 /// Options of `latlab dfs bench`.
@@ -219,6 +264,8 @@ pub struct BenchArgs {
     /// Skip the Mix variant (small messages added).
     #[arg(long)]
     pub no_mix: bool,
+    #[command(flatten)]
+    pub transport: TransportArgs,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -47,6 +47,29 @@ fn mpi_run(dir: &Path, name: &str, args: &[&str]) -> (std::process::Output, std:
     (mpirun(8, &all, &out), out)
 }
 
+/// Asserts that the `dfs.run` result at `out` built `ts` time-slices from `inputs` inputs
+/// with every contribution sent, stored and verified, nothing lost, duplicated or corrupt.
+fn assert_all_verified(out: &Path, mode: &str, ts: u64, inputs: u64) -> ResultFile {
+    let r = ResultFile::load(out).unwrap();
+    assert_eq!(r.kind, "dfs.run");
+    let c = &r.counters;
+    assert_eq!(c["completed"], ts, "{mode}");
+    assert_eq!(c["contributions_stored"], ts * inputs, "{mode}");
+    assert_eq!(c["contributions_sent"], ts * inputs, "{mode}");
+    for k in [
+        "contributions_lost",
+        "duplicates",
+        "checksum_failures",
+        "overruns",
+        "misrouted",
+        "incomplete",
+    ] {
+        assert_eq!(c[k], 0, "{mode}: {k}");
+    }
+    assert_eq!(data(out)["verified"], true, "{mode}");
+    r
+}
+
 #[test]
 fn mpi_both_modes_build_10000_time_slices_verified() {
     require_mpi!();
@@ -58,24 +81,9 @@ fn mpi_both_modes_build_10000_time_slices_verified() {
             &["--mode", mode, "--time-slices", "10000", "--mts-size", "4K"],
         );
         assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
-        let r = ResultFile::load(&out).unwrap();
-        assert_eq!(r.kind, "dfs.run");
+        let r = assert_all_verified(&out, mode, 10_000, 4);
         let c = &r.counters;
-        assert_eq!(c["completed"], 10_000, "{mode}");
-        assert_eq!(c["contributions_stored"], 40_000, "{mode}");
-        assert_eq!(c["contributions_sent"], 40_000, "{mode}");
-        for k in [
-            "contributions_lost",
-            "duplicates",
-            "checksum_failures",
-            "overruns",
-            "misrouted",
-            "incomplete",
-        ] {
-            assert_eq!(c[k], 0, "{mode}: {k}");
-        }
         let d = data(&out);
-        assert_eq!(d["verified"], true);
         assert_eq!(
             r.histograms[0].count,
             10_000 - d["warmup_ts"].as_u64().unwrap()
@@ -167,4 +175,115 @@ fn experiment_writes_results_figures_and_summary() {
     assert!(stdout.contains("median BE/DFS"), "{stdout}");
     let svg = std::fs::read_to_string(out.join("fig6-completion.svg")).unwrap();
     assert!(svg.contains("best effort") && svg.contains("DFS"));
+}
+
+/// Returns from the calling test with a SKIP line when latlab has no libfabric support.
+macro_rules! require_ofi {
+    () => {
+        require_mpi!();
+        if !cfg!(feature = "ofi") {
+            crate::util::skip!("latlab built without the ofi feature (libfabric)");
+        }
+    };
+}
+
+#[test]
+fn ofi_run_both_modes_verify_every_contribution() {
+    require_ofi!();
+    let dir = tempfile::tempdir().unwrap();
+    for mode in ["best-effort", "dfs"] {
+        let out = dir.path().join(format!("ofi-{mode}.json"));
+        let mut args: Vec<&str> = "dfs run --transport ofi --inputs 2 --computes 2 -q \
+             --time-slices 1000 --ts-per-interval 100 --mts-size 4K --mode"
+            .split_whitespace()
+            .collect();
+        args.push(mode);
+        let o = mpirun(4, &args, &out);
+        assert!(o.status.success(), "{mode}: {}", text(&o.stderr));
+        let r = assert_all_verified(&out, mode, 1_000, 2);
+        let d = data(&out);
+        assert_eq!(d["transport"], "ofi", "{mode}");
+        assert!(!d["provider"].as_str().unwrap().is_empty(), "{mode}");
+        assert_eq!(r.histograms[0].labels["transport"], "ofi");
+    }
+}
+
+#[test]
+fn ofi_bench_measures_every_size_and_variant() {
+    require_ofi!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ofi-bench.json");
+    let args = [
+        "dfs",
+        "bench",
+        "--sizes",
+        "1K,4K",
+        "--bytes",
+        "64K",
+        "--min-rounds",
+        "5",
+        "-q",
+        "--transport",
+        "ofi",
+    ];
+    let o = mpirun(4, &args, &out);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let r = ResultFile::load(&out).unwrap();
+    assert_eq!(r.kind, "dfs.bench");
+    let d = data(&out);
+    assert_eq!(d["transport"], "ofi");
+    assert!(!d["provider"].as_str().unwrap().is_empty());
+    let rows = d["rows"].as_array().unwrap();
+    let got: Vec<(u64, bool)> = rows
+        .iter()
+        .map(|r| (r["size"].as_u64().unwrap(), r["mix"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        [(1024, false), (1024, true), (4096, false), (4096, true)]
+    );
+    for (row, h) in rows.iter().zip(&r.histograms) {
+        // 64 KiB to 2 receivers: 32 rounds of 1 KiB, 8 of 4 KiB; every round recorded
+        let rounds = row["rounds"].as_u64().unwrap();
+        assert_eq!(rounds, if row["size"] == 1024 { 32 } else { 8 });
+        assert_eq!(h.count, rounds * 2, "two senders");
+        assert!(row["aggregate_gbs"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn ofi_unknown_provider_is_one_line_and_exit_2() {
+    require_ofi!();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("none.json");
+    let args = [
+        "dfs",
+        "bench",
+        "--transport",
+        "ofi",
+        "--ofi-provider",
+        "no-such-provider",
+    ];
+    let o = mpirun(2, &args, &out);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    let line = err
+        .lines()
+        .find(|l| l.contains("no-such-provider"))
+        .unwrap_or_else(|| panic!("{err}"));
+    assert!(
+        line.contains("--ofi-provider") && line.contains("available"),
+        "{line}"
+    );
+    assert!(!out.exists(), "nothing written");
+}
+
+#[test]
+fn ofi_provider_without_ofi_transport_is_refused() {
+    for cmd in ["run", "bench"] {
+        assert_usage_error(
+            ["dfs", cmd, "--ofi-provider", "shm"],
+            &["--ofi-provider", "--transport ofi"],
+        );
+    }
 }

@@ -4,7 +4,7 @@ use super::wire::{warmup, LocalClock, RankStats};
 use crate::compute::ComputeCounters;
 use crate::dde::DdeCounters;
 use crate::ie::IeCounters;
-use crate::mpidata::{RunConfig, RunData, RUN_KIND as RESULT_KIND};
+use crate::mpidata::{RunConfig, RunData, TransportConfig, RUN_KIND as RESULT_KIND};
 use crate::sim::{FillSample, FiveNum, IntervalRow};
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 
 pub(super) fn assemble(
     cfg: &RunConfig,
+    tc: &TransportConfig,
     ranks: usize,
     mut all: Vec<RankStats>,
     argv: Vec<String>,
@@ -171,6 +172,8 @@ pub(super) fn assemble(
         expected,
         lost,
         verified,
+        transport: tc.transport,
+        provider: tc.provider.clone(),
     };
     let mut r = ResultFile::new(
         RESULT_KIND,
@@ -183,12 +186,14 @@ pub(super) fn assemble(
     r.histograms.push(
         StoredHistogram::new("completion", &completion)
             .with_label("mode", mode)
-            .with_label("runtime", "mpi"),
+            .with_label("runtime", "mpi")
+            .with_label("transport", tc.transport.name()),
     );
     r.histograms.push(
         StoredHistogram::new("completion_all", &completion_all)
             .with_label("mode", mode)
-            .with_label("runtime", "mpi"),
+            .with_label("runtime", "mpi")
+            .with_label("transport", tc.transport.name()),
     );
     let c = &mut r.counters;
     c.insert("time_slices".into(), total);

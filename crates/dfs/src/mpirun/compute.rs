@@ -2,9 +2,10 @@
 //! releases time-slices, answers with acknowledgements and credits, and runs a DDE replica.
 
 use super::error::RunError;
+use super::transport::Transport;
 use super::wire::{
-    enc, idle_wait, receive_pending, send, u64s, warmup, LocalClock, RankStats, TAG_ACK,
-    TAG_CREDIT, TAG_FINISHED, TAG_PROPOSAL, TAG_REPORT, TAG_WRITTEN,
+    enc, idle_wait, u64s, warmup, LocalClock, RankStats, TAG_ACK, TAG_CREDIT, TAG_FINISHED,
+    TAG_PROPOSAL, TAG_REPORT, TAG_WRITTEN,
 };
 use crate::compute::{Arrival, ArrivalOutcome, ComputeNode};
 use crate::dde::Dde;
@@ -14,11 +15,9 @@ use crate::mpidata::RunConfig;
 use crate::Time;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::units::Nanos;
-use latlab_sys::mpi_rma::Window;
 
 pub(super) fn compute_loop(
-    world: &mpi::topology::SimpleCommunicator,
-    win: &Window<'_>,
+    t: &mut impl Transport,
     cfg: &RunConfig,
     rank: usize,
     clock: LocalClock,
@@ -56,16 +55,14 @@ pub(super) fn compute_loop(
     let mut speedups = Vec::new();
     loop {
         let mut progress = false;
-        while let Some((n, st)) = receive_pending(world, &mut rx) {
+        while let Some((n, from, tag)) = t.recv(&mut rx)? {
             progress = true;
-            let from = st.source_rank() as usize;
-            match st.tag() {
+            match tag {
                 TAG_WRITTEN => {
                     let ts = u64s(&rx[..n]).next().unwrap_or(u64::MAX);
                     let k = model::local_index(ts, nc) as usize;
                     let off = (from * slots + k % slots) * sb;
-                    win.sync()?;
-                    win.read_local(off, &mut slot)?;
+                    t.read(off, &mut slot)?;
                     let hdr = ContributionHeader::read(&slot);
                     let computed = model::checksum(&slot[HEADER_BYTES..]);
                     let carried = match hdr {
@@ -95,7 +92,7 @@ pub(super) fn compute_loop(
                         now,
                     );
                     enc(&[ts, node.ack_pointer()], &mut tx);
-                    send(world, from, TAG_ACK, &tx);
+                    t.send(from, TAG_ACK, &tx)?;
                     if let ArrivalOutcome::Completed(comp) = out {
                         let d = Nanos(comp.duration().max(0) as u64);
                         completion_all.record(d);
@@ -105,7 +102,7 @@ pub(super) fn compute_loop(
                         if let Some(ack) = node.release(comp.local) {
                             enc(&[ack], &mut tx);
                             for i in 0..ni {
-                                send(world, i, TAG_CREDIT, &tx);
+                                t.send(i, TAG_CREDIT, &tx)?;
                             }
                         }
                     }
@@ -119,7 +116,7 @@ pub(super) fn compute_loop(
                             // tell the inputs this replica is gone (a heartbeat timeout in
                             // FLESnet's later versions); reports to it stop
                             for i in 0..ni {
-                                send(world, i, TAG_PROPOSAL, &[]);
+                                t.send(i, TAG_PROPOSAL, &[])?;
                             }
                         }
                     }
@@ -127,7 +124,7 @@ pub(super) fn compute_loop(
                         if let Some(d) = dde.as_mut() {
                             for (i, p) in d.on_report(&r, clock.now()) {
                                 let b = serde_json::to_vec(&p).expect("serialisable");
-                                send(world, i, TAG_PROPOSAL, &b);
+                                t.send(i, TAG_PROPOSAL, &b)?;
                             }
                         }
                     }

@@ -27,6 +27,10 @@ pub enum RunError {
     /// An RMA call failed.
     #[error(transparent)]
     Rma(#[from] RmaError),
+    /// A libfabric call failed.
+    #[cfg(feature = "ofi")]
+    #[error(transparent)]
+    Ofi(#[from] latlab_sys::ofi::OfiError),
     /// A message could not be decoded.
     #[error("malformed message from rank {0}: {1}")]
     Message(i32, String),

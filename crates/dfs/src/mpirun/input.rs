@@ -2,9 +2,10 @@
 //! acknowledgements and credits, reports intervals to the DDE replicas.
 
 use super::error::RunError;
+use super::transport::Transport;
 use super::wire::{
-    enc, idle_wait, receive_pending, send, u64s, LocalClock, RankStats, TAG_ACK, TAG_CREDIT,
-    TAG_FINISHED, TAG_PROPOSAL, TAG_REPORT, TAG_STATS, TAG_WRITTEN,
+    enc, idle_wait, u64s, LocalClock, RankStats, TAG_ACK, TAG_CREDIT, TAG_FINISHED, TAG_PROPOSAL,
+    TAG_REPORT, TAG_STATS, TAG_WRITTEN,
 };
 use crate::ie::{InputEngine, Poll, Proposal};
 use crate::model::{self, ContributionHeader, HEADER_BYTES};
@@ -12,11 +13,9 @@ use crate::mpidata::RunConfig;
 use crate::params::Mode;
 use crate::sender::{BestEffortSender, Credits};
 use crate::Time;
-use latlab_sys::mpi_rma::Window;
 
 pub(super) fn input_loop(
-    world: &mpi::topology::SimpleCommunicator,
-    win: &Window<'_>,
+    t: &mut impl Transport,
     cfg: &RunConfig,
     rank: usize,
     clock: LocalClock,
@@ -44,11 +43,11 @@ pub(super) fn input_loop(
     loop {
         let mut progress = false;
         // control messages
-        while let Some((n, st)) = receive_pending(world, &mut rx) {
+        while let Some((n, from, tag)) = t.recv(&mut rx)? {
             progress = true;
-            let from = st.source_rank();
+            let from = from as i32;
             let b = &rx[..n];
-            match st.tag() {
+            match tag {
                 TAG_ACK => {
                     let mut it = u64s(b);
                     let (Some(ts), Some(ack)) = (it.next(), it.next()) else {
@@ -63,7 +62,7 @@ pub(super) fn input_loop(
                             let b = serde_json::to_vec(&r).expect("serialisable");
                             for (k, alive) in replicas_alive.iter().enumerate() {
                                 if *alive {
-                                    send(world, ni + k, TAG_REPORT, &b);
+                                    t.send(ni + k, TAG_REPORT, &b)?;
                                 }
                             }
                         }
@@ -142,9 +141,9 @@ pub(super) fn input_loop(
                 }
                 .write(&mut buf[..HEADER_BYTES]);
                 let off = (input * slots + k % slots) * sb;
-                win.put_flush((ni + cn) as i32, off, &buf)?;
+                t.put(ni + cn, off, &buf)?;
                 enc(&[ts], &mut tx);
-                send(world, ni + cn, TAG_WRITTEN, &tx);
+                t.send(ni + cn, TAG_WRITTEN, &tx)?;
                 sent += 1;
             }
         }
@@ -159,7 +158,7 @@ pub(super) fn input_loop(
     }
     let end_ns = latlab_sys::clocks::monotonic_ns();
     for cn in 0..nc {
-        send(world, ni + cn, TAG_FINISHED, &[]);
+        t.send(ni + cn, TAG_FINISHED, &[])?;
     }
     Ok(RankStats {
         rank,

@@ -282,6 +282,8 @@ fn run_input(name: &str, d: &SimData) -> Input {
         expected: d.time_slices * c.topology.inputs as u64,
         lost: 0,
         verified: true,
+        transport: crate::mpidata::Transport::Mpi,
+        provider: None,
     };
     test_input(RESULT_KIND, &data, &format!("{name}.json"))
 }
@@ -357,6 +359,8 @@ fn bench_sections_tabulate_and_draw_sizes() {
         senders: 4,
         receivers: 4,
         rows,
+        transport: crate::mpidata::Transport::Mpi,
+        provider: None,
     };
     let i = test_input(RESULT_KIND, &data, "bench.json");
     assert!(BenchSections.handles("dfs.bench"));

@@ -7,24 +7,25 @@ use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
 use latlab_core::child::ChildJob;
 use latlab_core::text::Table;
-use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError};
+use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError, Transport, TransportConfig};
 
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let launch = Launch::from_args(&a.out, "dfs-bench", argv);
-    execute(BenchConfig::from(&a), launch)
+    let transport = a.transport.resolve().map_err(usage)?;
+    execute(BenchConfig::from(&a), transport, launch)
 }
 
 /// `latlab child` with a `dfs.bench` job: the job's configuration, on every rank.
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
     let (cfg, launch): (BenchConfig, _) = Launch::from_job(job)?;
-    execute(cfg, launch)
+    execute(cfg, TransportConfig::default(), launch)
 }
 
 /// Runs (the library checks the configuration on rank 0), saves the result and prints it
 /// unless quiet.
-fn execute(cfg: BenchConfig, l: Launch) -> anyhow::Result<()> {
+fn execute(cfg: BenchConfig, transport: TransportConfig, l: Launch) -> anyhow::Result<()> {
     let provenance = || mpi_provenance(&l.started_utc);
-    let r = match mpibench::run(|_| Ok(cfg), l.argv.clone(), provenance) {
+    let r = match mpibench::run(|_| Ok(cfg), transport, l.argv.clone(), provenance) {
         Ok(r) => r,
         Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {
             return Err(usage(e.to_string()))
@@ -35,8 +36,14 @@ fn execute(cfg: BenchConfig, l: Launch) -> anyhow::Result<()> {
     let (_, d): (_, BenchData) = save_and_read(&r, &l.out)?;
     if !l.quiet {
         println!(
-            "MPI_Put many-to-many: {} senders -> {} receivers, one message per receiver per round",
-            d.senders, d.receivers
+            "{} many-to-many: {} senders -> {} receivers, one message per receiver per round",
+            match (d.transport, &d.provider) {
+                (Transport::Ofi, Some(p)) => format!("fi_write (libfabric {p})"),
+                (Transport::Ofi, None) => "fi_write (libfabric)".into(),
+                (Transport::Mpi, _) => "MPI_Put".into(),
+            },
+            d.senders,
+            d.receivers
         );
         let mut t = Table::new([
             "size",

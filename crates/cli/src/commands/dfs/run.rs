@@ -8,29 +8,31 @@ use crate::exit::usage;
 use latlab_core::child::ChildJob;
 use latlab_core::results::ResultFile;
 use latlab_core::text::Table;
-use latlab_dfs::mpirun::{self, RunConfig, RunData};
+use latlab_dfs::mpirun::{self, RunConfig, RunData, Transport, TransportConfig};
 use latlab_dfs::Mode;
 use std::path::Path;
 
 pub fn run(a: RunArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let launch = Launch::from_args(&a.out, "dfs-run", argv);
+    let transport = a.transport.resolve().map_err(usage)?;
     // rank 0 resolves; the library checks and broadcasts
-    execute(|_ranks: usize| RunConfig::try_from(&a), launch)
+    execute(|_ranks: usize| RunConfig::try_from(&a), transport, launch)
 }
 
 /// `latlab child` with a `dfs.run` job: the job's configuration, on every rank.
 pub fn child(job: &ChildJob) -> anyhow::Result<()> {
     let (cfg, launch): (RunConfig, _) = Launch::from_job(job)?;
-    execute(|_| Ok(cfg), launch)
+    execute(|_| Ok(cfg), TransportConfig::default(), launch)
 }
 
 /// Runs, saves the result (rank 0) and prints it unless quiet.
 fn execute(
     resolve: impl FnOnce(usize) -> Result<RunConfig, String>,
+    transport: TransportConfig,
     l: Launch,
 ) -> anyhow::Result<()> {
     let provenance = || mpi_provenance(&l.started_utc);
-    let result = match mpirun::run(resolve, l.argv.clone(), provenance) {
+    let result = match mpirun::run(resolve, transport, l.argv.clone(), provenance) {
         Ok(r) => r,
         Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
             return Err(usage(e.to_string()))
@@ -53,13 +55,17 @@ fn execute(
 
 fn print_run(d: &RunData, saved: &ResultFile, out_path: &Path) {
     let mut t = Table::new(
-        ["mode", "ranks", "ts"]
+        ["mode", "transport", "ranks", "ts"]
             .into_iter()
             .chain(COMPLETION_MS)
             .chain(["GB/s", "sent", "stored", "lost", "dup", "bad sum"]),
     );
     let mut row = vec![
         d.config.mode.name().into(),
+        match (d.transport, &d.provider) {
+            (Transport::Ofi, Some(p)) => format!("ofi ({p})"),
+            (t, _) => t.name().into(),
+        },
         d.ranks.to_string(),
         d.time_slices.to_string(),
     ];

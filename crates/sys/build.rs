@@ -1,0 +1,32 @@
+//! Build script of latlab-sys: with the feature `ofi`, compiles the libfabric shim
+//! (csrc/ofi_shim.c: real functions around libfabric's `static inline` calls) and links
+//! libfabric, found through pkg-config (Debian: libfabric-dev, pkgconf).
+
+fn main() {
+    println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var_os("CARGO_FEATURE_OFI").is_none() {
+        return;
+    }
+    #[cfg(feature = "ofi")]
+    ofi();
+}
+
+#[cfg(feature = "ofi")]
+fn ofi() {
+    println!("cargo:rerun-if-changed=csrc/ofi_shim.c");
+    let lib = match pkg_config::Config::new()
+        .atleast_version("1.17")
+        .probe("libfabric")
+    {
+        Ok(l) => l,
+        Err(e) => panic!(
+            "the feature `ofi` needs libfabric >= 1.17 and pkg-config (Debian: apt-get install libfabric-dev pkgconf, or `make deps-test`); build without it with --no-default-features --features mpi: {e}"
+        ),
+    };
+    let mut b = cc::Build::new();
+    b.file("csrc/ofi_shim.c").warnings(true);
+    for p in &lib.include_paths {
+        b.include(p);
+    }
+    b.compile("latlab_ofi_shim");
+}
