@@ -23,6 +23,7 @@ pub use xsk::{XskStats, FRAME_SIZE};
 use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::Arc;
 
 /// Errors opening an XDP port.
 #[derive(Debug, thiserror::Error)]
@@ -77,20 +78,39 @@ pub struct XdpInfo {
     pub bind: &'static str,
 }
 
-/// An XDP program steering `ports` on one interface queue to an `AF_XDP` socket. Dropping
-/// it detaches the program (the link closes) and closes the socket.
-pub struct XdpPort {
-    // Drop order: the link first (detaches the program), then the rest.
+/// What keeps the program attached: the link (closing it detaches the program), the
+/// program and its map. Shared by both halves of a port.
+struct Attachment {
     _link: OwnedFd,
     _prog: OwnedFd,
     _map: OwnedFd,
-    xsk: xsk::Xsk,
+}
+
+/// An XDP program steering `ports` on one interface queue to an `AF_XDP` socket. Dropping
+/// it (both halves, after [`XdpPort::split`]) detaches the program and closes the socket.
+pub struct XdpPort {
+    /// Receiving half.
+    pub rx: XdpRx,
+    /// Sending half.
+    pub tx: XdpTx,
     info: XdpInfo,
+}
+
+/// The receiving half of an [`XdpPort`] (may live on another thread than the sending one).
+pub struct XdpRx {
+    xsk: xsk::XskRx,
+    _keep: Arc<Attachment>,
+}
+
+/// The sending half of an [`XdpPort`].
+pub struct XdpTx {
+    xsk: xsk::XskTx,
+    _keep: Arc<Attachment>,
 }
 
 impl XdpPort {
     /// Opens `interface` queue `queue` for UDP destination ports `ports` with `frames`
-    /// receive and `frames` send frames (a power of two, e.g. 2048).
+    /// receive and `frames` send frames (rounded up to a power of two, at least 64).
     ///
     /// # Errors
     /// [`XdpError`] naming what is missing (root, the interface, native XDP).
@@ -105,9 +125,7 @@ impl XdpPort {
         let os = |what: &'static str| {
             let interface = interface.to_string();
             move |source: io::Error| match source.raw_os_error() {
-                Some(libc::EPERM) | Some(libc::EACCES) if what != "loading the XDP program" => {
-                    XdpError::NotPermitted(source)
-                }
+                Some(libc::EPERM) | Some(libc::EACCES) => XdpError::NotPermitted(source),
                 _ => XdpError::Os {
                     interface,
                     what,
@@ -128,7 +146,7 @@ impl XdpPort {
             }
         })?;
         let frames = frames.next_power_of_two().max(64);
-        let xsk = xsk::Xsk::open(ifindex, queue, frames, frames).map_err(|e| {
+        let x = xsk::Xsk::open(ifindex, queue, frames, frames).map_err(|e| {
             match e.source.raw_os_error() {
                 Some(libc::EAFNOSUPPORT) => XdpError::NoAfXdp(e.source),
                 Some(libc::EPERM) => XdpError::NotPermitted(e.source),
@@ -139,8 +157,7 @@ impl XdpPort {
                 },
             }
         })?;
-        bpf::set_xskmap(&map, queue, xsk.raw_fd())
-            .map_err(os("adding the socket to the XSKMAP"))?;
+        bpf::set_xskmap(&map, queue, x.raw_fd()).map_err(os("adding the socket to the XSKMAP"))?;
         let link = bpf::link_xdp(&prog, ifindex, bpf::XDP_FLAGS_DRV_MODE).map_err(|e| {
             match e.raw_os_error() {
                 Some(libc::EBUSY) | Some(libc::EEXIST) => XdpError::Busy(interface.to_string()),
@@ -156,13 +173,22 @@ impl XdpPort {
             ifindex,
             queue,
             attach: "native",
-            bind: if xsk.zerocopy() { "zerocopy" } else { "copy" },
+            bind: if x.zerocopy { "zerocopy" } else { "copy" },
         };
-        Ok(XdpPort {
+        let keep = Arc::new(Attachment {
             _link: link,
             _prog: prog,
             _map: map,
-            xsk,
+        });
+        Ok(XdpPort {
+            rx: XdpRx {
+                xsk: x.rx,
+                _keep: keep.clone(),
+            },
+            tx: XdpTx {
+                xsk: x.tx,
+                _keep: keep,
+            },
             info,
         })
     }
@@ -172,13 +198,29 @@ impl XdpPort {
         &self.info
     }
 
-    /// See [`xsk::Xsk::recv`].
+    /// The two halves and the set-up facts.
+    pub fn split(self) -> (XdpRx, XdpTx, XdpInfo) {
+        (self.rx, self.tx, self.info)
+    }
+}
+
+impl XdpRx {
+    /// Receives up to `max` frames, calling `f(frame)` for each; returns how many. No
+    /// system call on this path (the fill ring is refilled in place).
     #[inline]
     pub fn recv(&mut self, max: u32, f: impl FnMut(&mut [u8])) -> u32 {
         self.xsk.recv(max, f)
     }
 
-    /// See [`xsk::Xsk::send`].
+    /// The kernel's counters for the socket.
+    pub fn stats(&self) -> io::Result<XskStats> {
+        self.xsk.stats()
+    }
+}
+
+impl XdpTx {
+    /// Queues up to `n` frames written by `f(i, buf) -> len` (0 skips) and kicks the
+    /// kernel with one `sendto`; returns how many were queued.
     #[inline]
     pub fn send(&mut self, n: u32, f: impl FnMut(u32, &mut [u8]) -> usize) -> u32 {
         self.xsk.send(n, f)
@@ -191,13 +233,8 @@ impl XdpPort {
     }
 
     /// TX frames not yet completed by the kernel.
-    pub fn tx_in_flight(&mut self) -> u32 {
-        self.xsk.tx_in_flight()
-    }
-
-    /// The kernel's counters for the socket.
-    pub fn stats(&self) -> io::Result<XskStats> {
-        self.xsk.stats()
+    pub fn in_flight(&mut self) -> u32 {
+        self.xsk.in_flight()
     }
 }
 
@@ -377,11 +414,11 @@ mod system_tests {
             let mut got = Vec::new();
             let t0 = Instant::now();
             while got.is_empty() && t0.elapsed() < Duration::from_secs(5) {
-                port.recv(16, |f| got.push(f.to_vec()));
+                port.rx.recv(16, |f| got.push(f.to_vec()));
             }
             // Answer with the received frame, MACs/IPs/ports swapped, checksums redone.
             if let Some(f) = got.first().cloned() {
-                port.send(1, |_, buf| {
+                port.tx.send(1, |_, buf| {
                     let mut o = f.clone();
                     o[0..6].copy_from_slice(&f[6..12]);
                     o[6..12].copy_from_slice(&f[0..6]);
@@ -397,8 +434,8 @@ mod system_tests {
                     o.len()
                 });
                 let t0 = Instant::now();
-                while port.tx_in_flight() > 0 && t0.elapsed() < Duration::from_secs(2) {
-                    port.kick();
+                while port.tx.in_flight() > 0 && t0.elapsed() < Duration::from_secs(2) {
+                    port.tx.kick();
                 }
             }
             let attached = crate::netns::ip(&["-d", "link", "show", "dev", &ib2]).unwrap();

@@ -8,6 +8,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 
 /// Bytes per UMEM frame (a 1514-byte frame plus the kernel's headroom fits).
 pub const FRAME_SIZE: usize = 2048;
@@ -177,26 +178,62 @@ pub struct XskStats {
     pub tx_ring_empty: u64,
 }
 
-/// An `AF_XDP` socket bound to one queue of one interface, with its UMEM.
-pub struct Xsk {
-    // Field order is drop order: rings unmapped, then the socket closed, then the UMEM.
-    rx: Ring,
-    fill: Ring,
-    tx: Ring,
-    comp: Ring,
+/// What both halves share: the socket and the UMEM.
+struct Core {
+    // Field order is drop order: the socket closes, then the UMEM is unmapped.
     fd: OwnedFd,
     umem: NonNull<u8>,
     umem_len: usize,
-    /// Unmaps the UMEM after the rings and the socket are gone (last field).
     _umem_guard: UmemGuard,
-    /// TX frames not in flight (UMEM offsets).
-    tx_free: Vec<u64>,
-    /// Whether the bind got zero-copy.
-    zerocopy: bool,
 }
 
-// SAFETY: the UMEM and rings are owned by this value and only touched through `&mut self`.
-unsafe impl Send for Xsk {}
+// SAFETY: the halves never touch the same UMEM frame at once: RX frames belong to the RX
+// half (or the kernel), TX frames to the TX half (or the kernel).
+unsafe impl Send for Core {}
+// SAFETY: as above; the descriptor itself is thread-safe.
+unsafe impl Sync for Core {}
+
+impl Core {
+    /// The UMEM bytes `[addr, addr + len)`, clamped to the UMEM.
+    ///
+    /// Callers pass only frames their half owns at that moment (an RX descriptor just
+    /// read, or a free TX frame), so no two live slices alias.
+    #[allow(clippy::mut_from_ref)]
+    fn frame_mut(&self, addr: u64, len: usize) -> &mut [u8] {
+        let a = (addr as usize).min(self.umem_len);
+        let len = len.min(self.umem_len - a);
+        // SAFETY: [a, a+len) lies inside the UMEM; ownership of the frame is exclusive as
+        // documented above.
+        unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(a), len) }
+    }
+}
+
+/// The receiving half: RX and fill rings and the RX frames.
+pub struct XskRx {
+    rx: Ring,
+    fill: Ring,
+    core: Arc<Core>,
+}
+
+/// The sending half: TX and completion rings and the TX frames.
+pub struct XskTx {
+    tx: Ring,
+    comp: Ring,
+    /// TX frames not in flight (UMEM offsets).
+    tx_free: Vec<u64>,
+    core: Arc<Core>,
+}
+
+/// An `AF_XDP` socket bound to one queue of one interface, with its UMEM, as two halves
+/// that may live on different threads.
+pub struct Xsk {
+    /// Receiving half.
+    pub rx: XskRx,
+    /// Sending half.
+    pub tx: XskTx,
+    /// Whether the bind got zero-copy.
+    pub zerocopy: bool,
+}
 
 fn setsockopt<T>(fd: RawFd, name: libc::c_int, v: &T) -> io::Result<()> {
     // SAFETY: `v` points to a live T and its size is passed.
@@ -340,31 +377,39 @@ impl Xsk {
             ),
             "mmap completion ring",
         )?;
-        let mut x = Xsk {
-            rx,
-            fill,
-            tx,
-            comp,
+        let core = Arc::new(Core {
             fd,
             umem,
             umem_len,
             _umem_guard: guard,
-            tx_free: (0..tx_frames)
-                .map(|i| u64::from(rx_frames + i) * FRAME_SIZE as u64)
-                .collect(),
+        });
+        let mut x = Xsk {
+            rx: XskRx {
+                rx,
+                fill,
+                core: core.clone(),
+            },
+            tx: XskTx {
+                tx,
+                comp,
+                tx_free: (0..tx_frames)
+                    .map(|i| u64::from(rx_frames + i) * FRAME_SIZE as u64)
+                    .collect(),
+                core,
+            },
             zerocopy: false,
         };
         // Every RX frame goes to the kernel before the bind.
-        let n = x.fill.prod_free(rx_frames);
+        let n = x.rx.fill.prod_free(rx_frames);
         debug_assert!(n >= rx_frames);
         for i in 0..rx_frames {
             // SAFETY: in-bounds fill ring entry.
             unsafe {
-                *x.fill.u64_at(x.fill.cached_prod.wrapping_add(i)) =
+                *x.rx.fill.u64_at(x.rx.fill.cached_prod.wrapping_add(i)) =
                     u64::from(i) * FRAME_SIZE as u64
             };
         }
-        x.fill.publish_prod(rx_frames);
+        x.rx.fill.publish_prod(rx_frames);
         for flags in [libc::XDP_ZEROCOPY, libc::XDP_COPY] {
             let sa = libc::sockaddr_xdp {
                 sxdp_family: libc::AF_XDP as u16,
@@ -394,30 +439,32 @@ impl Xsk {
 
     /// The socket's descriptor (for the XSKMAP).
     pub fn raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+        self.rx.core.fd.as_raw_fd()
     }
+}
 
-    /// Whether the kernel gave zero-copy (otherwise copy mode).
-    pub fn zerocopy(&self) -> bool {
-        self.zerocopy
-    }
+/// Reads the kernel's counters of socket `fd`.
+fn stats_of(fd: RawFd) -> io::Result<XskStats> {
+    let s: libc::xdp_statistics = getsockopt(fd, libc::XDP_STATISTICS)?;
+    Ok(XskStats {
+        rx_dropped: s.rx_dropped,
+        rx_invalid_descs: s.rx_invalid_descs,
+        tx_invalid_descs: s.tx_invalid_descs,
+        rx_ring_full: s.rx_ring_full,
+        rx_fill_ring_empty: s.rx_fill_ring_empty_descs,
+        tx_ring_empty: s.tx_ring_empty_descs,
+    })
+}
 
-    fn frame_mut(&mut self, addr: u64, len: usize) -> &mut [u8] {
-        let a = (addr as usize).min(self.umem_len);
-        let len = len.min(self.umem_len - a);
-        // SAFETY: [a, a+len) lies inside the UMEM; the kernel has handed this frame to
-        // us (RX ring) or it is one of our free TX frames, so nobody else writes it now.
-        unsafe { std::slice::from_raw_parts_mut(self.umem.as_ptr().add(a), len) }
-    }
-
+impl XskRx {
     /// Receives up to `max` frames: calls `f(frame)` for each and returns them to the
-    /// kernel. No system call unless the fill ring asks for a wakeup.
+    /// kernel on the fill ring. No system call unless the fill ring asks for a wakeup.
     #[inline]
     pub fn recv(&mut self, max: u32, mut f: impl FnMut(&mut [u8])) -> u32 {
         let n = self.rx.cons_avail(max);
         if n == 0 {
             if self.fill.needs_wakeup() {
-                self.wake_rx();
+                self.wake();
             }
             return 0;
         }
@@ -427,7 +474,7 @@ impl Xsk {
             let idx = start.wrapping_add(i);
             // SAFETY: in-bounds RX descriptor published by the kernel.
             let d = unsafe { std::ptr::read(self.rx.desc_at(idx)) };
-            f(self.frame_mut(d.addr, d.len as usize));
+            f(self.core.frame_mut(d.addr, d.len as usize));
             if i < free {
                 let base = d.addr - d.addr % FRAME_SIZE as u64;
                 // SAFETY: in-bounds fill ring entry owned by this producer.
@@ -439,11 +486,11 @@ impl Xsk {
         n
     }
 
-    fn wake_rx(&self) {
+    fn wake(&self) {
         // SAFETY: a zero-length non-blocking recvfrom only wakes the kernel's RX path.
         unsafe {
             libc::recvfrom(
-                self.fd.as_raw_fd(),
+                self.core.fd.as_raw_fd(),
                 std::ptr::null_mut(),
                 0,
                 libc::MSG_DONTWAIT,
@@ -453,6 +500,13 @@ impl Xsk {
         };
     }
 
+    /// The kernel's counters for the socket.
+    pub fn stats(&self) -> io::Result<XskStats> {
+        stats_of(self.core.fd.as_raw_fd())
+    }
+}
+
+impl XskTx {
     /// Takes back the TX frames the kernel has finished with.
     fn reclaim(&mut self) {
         let n = self.comp.cons_avail(self.comp.size);
@@ -478,7 +532,7 @@ impl Xsk {
             let Some(addr) = self.tx_free.pop() else {
                 break;
             };
-            let len = f(i, self.frame_mut(addr, FRAME_SIZE)).min(FRAME_SIZE);
+            let len = f(i, self.core.frame_mut(addr, FRAME_SIZE)).min(FRAME_SIZE);
             if len == 0 {
                 self.tx_free.push(addr);
                 continue;
@@ -511,7 +565,7 @@ impl Xsk {
         // SAFETY: a zero-length non-blocking sendto only wakes the kernel's TX path.
         unsafe {
             libc::sendto(
-                self.fd.as_raw_fd(),
+                self.core.fd.as_raw_fd(),
                 std::ptr::null(),
                 0,
                 libc::MSG_DONTWAIT,
@@ -521,24 +575,15 @@ impl Xsk {
         };
     }
 
-    /// Frames queued on the TX ring that the kernel has not taken yet, plus those taken
-    /// but not completed.
-    pub fn tx_in_flight(&mut self) -> u32 {
+    /// TX frames queued or in transmission that the kernel has not completed yet.
+    pub fn in_flight(&mut self) -> u32 {
         self.reclaim();
         self.tx.size - self.tx_free.len() as u32
     }
 
-    /// The kernel's counters for this socket.
+    /// The kernel's counters for the socket.
     pub fn stats(&self) -> io::Result<XskStats> {
-        let s: libc::xdp_statistics = getsockopt(self.fd.as_raw_fd(), libc::XDP_STATISTICS)?;
-        Ok(XskStats {
-            rx_dropped: s.rx_dropped,
-            rx_invalid_descs: s.rx_invalid_descs,
-            tx_invalid_descs: s.tx_invalid_descs,
-            rx_ring_full: s.rx_ring_full,
-            rx_fill_ring_empty: s.rx_fill_ring_empty_descs,
-            tx_ring_empty: s.tx_ring_empty_descs,
-        })
+        stats_of(self.core.fd.as_raw_fd())
     }
 }
 
