@@ -399,7 +399,7 @@ pub(super) fn rx_loop(
     let clock = receiver.clock;
     let wait = match cfg.rx_io {
         IoMode::Blocking => Wait::Block,
-        IoMode::Busy => Wait::NonBlocking,
+        IoMode::Busy | IoMode::Xdp => Wait::NonBlocking,
     };
     let mut prev = clock.now();
     loop {

@@ -226,7 +226,15 @@ impl XdpTx {
         self.xsk.send(n, f)
     }
 
-    /// Kicks frames still waiting on the TX ring.
+    /// Queues one frame written by `f(buf) -> len` without kicking (see [`XdpTx::kick`]);
+    /// `false` when the ring or the frames are exhausted.
+    #[inline]
+    pub fn queue(&mut self, f: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        self.xsk.queue(f)
+    }
+
+    /// Kicks frames still waiting on the TX ring (one `sendto`; none when the ring is
+    /// drained).
     #[inline]
     pub fn kick(&mut self) {
         self.xsk.kick()
@@ -267,10 +275,28 @@ pub fn l2_path(dst: Ipv4Addr) -> Result<L2Path, String> {
         crate::netns::ip(&["-o", "link", "show", "dev", &interface]).map_err(|e| e.to_string())?;
     let src_mac = parse_mac_after(&link, "link/ether")
         .ok_or_else(|| format!("interface {interface} has no Ethernet address"))?;
-    let neigh = crate::netns::ip(&["neigh", "show", "to", &hop, "dev", &interface])
-        .map_err(|e| e.to_string())?;
-    let dst_mac = parse_mac_after(&neigh, "lladdr").ok_or_else(|| {
-        format!("no neighbour entry for {hop} on {interface} (the testbed adds static ones)")
+    let lookup = || {
+        crate::netns::ip(&["neigh", "show", "to", &hop, "dev", &interface])
+            .ok()
+            .and_then(|n| parse_mac_after(&n, "lladdr"))
+    };
+    let mut dst_mac = lookup();
+    if dst_mac.is_none() {
+        // No entry (the testbed's are static; elsewhere the cache may be cold): one UDP
+        // datagram to the discard port makes the kernel resolve it; wait up to a second.
+        if let Ok(s) = std::net::UdpSocket::bind((src, 0)) {
+            let _ = s.send_to(&[], (via.unwrap_or(dst), 9));
+        }
+        for _ in 0..100 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            dst_mac = lookup();
+            if dst_mac.is_some() {
+                break;
+            }
+        }
+    }
+    let dst_mac = dst_mac.ok_or_else(|| {
+        format!("the next hop {hop} on {interface} does not answer ARP (no neighbour entry)")
     })?;
     Ok(L2Path {
         interface,
@@ -278,6 +304,22 @@ pub fn l2_path(dst: Ipv4Addr) -> Result<L2Path, String> {
         src_mac,
         dst_mac,
     })
+}
+
+/// The interface that holds local address `ip` (`ip -o addr show to`).
+///
+/// # Errors
+/// A line naming the address when no interface holds it.
+pub fn interface_of(ip: Ipv4Addr) -> Result<String, String> {
+    let out = crate::netns::ip(&["-o", "-4", "addr", "show", "to", &ip.to_string()])
+        .map_err(|e| e.to_string())?;
+    parse_addr_show(&out).ok_or_else(|| format!("no interface in this namespace has address {ip}"))
+}
+
+/// The interface name of the first line of `ip -o addr show` output.
+pub fn parse_addr_show(s: &str) -> Option<String> {
+    let name = s.lines().next()?.split_whitespace().nth(1)?;
+    Some(name.split('@').next()?.to_string())
 }
 
 /// Parses `ip -o route get` output: (device, source, gateway).
@@ -340,6 +382,10 @@ mod tests {
         );
         let l = "5: latlab-nb@if4: <BROADCAST,UP> mtu 1500 link/ether 02:00:00:00:00:01 brd ff:ff:ff:ff:ff:ff";
         assert_eq!(parse_mac_after(l, "link/ether"), Some([2, 0, 0, 0, 0, 1]));
+        let a =
+            "3: latlab-na    inet 10.201.1.2/24 scope global latlab-na\\       valid_lft forever";
+        assert_eq!(parse_addr_show(a), Some("latlab-na".into()));
+        assert_eq!(parse_addr_show(""), None);
         assert_eq!(parse_mac("02:00:00:00:00"), None);
         assert_eq!(parse_mac("02:00:00:00:00:01:02"), None);
         assert_eq!(parse_mac("zz:00:00:00:00:01"), None);

@@ -70,6 +70,11 @@ pub const MAX_PORTS: usize = 8;
 /// the XSKMAP `map_fd` at the receiving queue's index. Jump offsets are computed here.
 pub fn steer_program(map_fd: i32, ports: &[u16]) -> Vec<Insn> {
     let ports = &ports[..ports.len().min(MAX_PORTS)];
+    if ports.is_empty() {
+        // a send-only port: everything passes (the verifier refuses unreachable code, so
+        // no redirect block)
+        return vec![ins(MOV64_K, 0, 0, 0, XDP_PASS), ins(EXIT, 0, 0, 0, 0)];
+    }
     // Layout: 0..=5 prologue and bounds check, then 9 header checks, then one JEQ per
     // port, then `ja pass`, redirect block (5 insns: 2 + ld_imm64 2 + call... see below),
     // pass block (2).
@@ -301,5 +306,8 @@ mod tests {
         assert_eq!(p[ld].regs >> 4, PSEUDO_MAP_FD);
         assert_eq!(p.iter().filter(|i| i.code == JEQ_K).count(), MAX_PORTS);
         assert_eq!(std::mem::size_of::<Insn>(), 8);
+        let none = steer_program(42, &[]);
+        assert_eq!(run(&none, &udp_frame(7000), 0), XDP_PASS);
+        assert!(none.iter().all(|i| i.code != CALL));
     }
 }

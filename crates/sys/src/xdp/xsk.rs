@@ -555,6 +555,35 @@ impl XskTx {
         queued
     }
 
+    /// Queues one frame written by `f(buf) -> len` without kicking; `false` (nothing
+    /// queued) when no TX frame or ring entry is free or `f` returned 0.
+    #[inline]
+    pub fn queue(&mut self, f: impl FnOnce(&mut [u8]) -> usize) -> bool {
+        if self.tx_free.is_empty() || self.tx.prod_free(1) == 0 {
+            self.reclaim();
+            if self.tx_free.is_empty() || self.tx.prod_free(1) == 0 {
+                return false;
+            }
+        }
+        let Some(addr) = self.tx_free.pop() else {
+            return false;
+        };
+        let len = f(self.core.frame_mut(addr, FRAME_SIZE)).min(FRAME_SIZE);
+        if len == 0 {
+            self.tx_free.push(addr);
+            return false;
+        }
+        let d = libc::xdp_desc {
+            addr,
+            len: len as u32,
+            options: 0,
+        };
+        // SAFETY: in-bounds TX entry owned by this producer.
+        unsafe { std::ptr::write(self.tx.desc_at(self.tx.cached_prod), d) };
+        self.tx.publish_prod(1);
+        true
+    }
+
     /// Kicks TX when the ring holds frames the kernel has not taken (copy mode transmits
     /// inside this `sendto`, up to its budget per call).
     #[inline]
