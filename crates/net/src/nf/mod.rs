@@ -300,11 +300,11 @@ pub fn start_recording(cfg: &NfConfig, clock: Clock, stalls: bool) -> Result<NfH
 /// One NF thread's plan: its name, its I/O and the flag it sets on probes.
 type Plan = (String, Box<dyn PacketIo>, u8);
 
+/// The threads' plans, the local addresses, and per XDP port its provenance line.
+type Plans = (Vec<Plan>, Vec<SocketAddr>, Vec<String>);
+
 /// Plans over UDP sockets: (plans, local addresses, no XDP ports).
-fn udp_plans(
-    cfg: &NfConfig,
-    clock: Clock,
-) -> Result<(Vec<Plan>, Vec<SocketAddr>, Vec<String>), NfError> {
+fn udp_plans(cfg: &NfConfig, clock: Clock) -> Result<Plans, NfError> {
     // (name, rx socket, tx socket, fixed destination, flag to set)
     let mut socks: Vec<(String, UdpSocket, UdpSocket, Option<SocketAddr>, u8)> = Vec::new();
     let mut local = Vec::new();
@@ -406,10 +406,7 @@ fn describe(i: &latlab_sys::xdp::XdpInfo) -> String {
 }
 
 /// Plans over AF_XDP ports: one port per NF address, split into RX and TX halves.
-fn xdp_plans(
-    cfg: &NfConfig,
-    clock: Clock,
-) -> Result<(Vec<Plan>, Vec<SocketAddr>, Vec<String>), NfError> {
+fn xdp_plans(cfg: &NfConfig, clock: Clock) -> Result<Plans, NfError> {
     let mut plans: Vec<Plan> = Vec::new();
     match &cfg.role {
         Role::Reflect { bind } => {
