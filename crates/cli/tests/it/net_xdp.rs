@@ -7,8 +7,7 @@ use crate::util::{
     assert_one_line_error, is_root, latlab, latlab_bin, latlab_line, ok, system_test, text,
 };
 use latlab_core::results::ResultFile;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `ip -n NS link show` of the testbed's namespace.
@@ -25,29 +24,23 @@ fn links(ns: &str) -> String {
 /// Starts `latlab net forward --testbed --io IO` in the NF namespace; returns it once it
 /// printed "ready".
 fn spawn_forwarder(io: &str, out: &std::path::Path) -> std::process::Child {
-    let mut nf = Command::new("ip")
-        .args(["netns", "exec", "latlab-nf"])
-        .arg(latlab_bin())
-        .args([
-            "net",
-            "forward",
-            "--testbed",
-            "--direction",
-            "a-to-b",
-            "--io",
-            io,
-        ])
-        .args(["--until-stdin-closes", "-q", "-o"])
-        .arg(out)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready", "forwarder --io {io} did not start");
+    let (nf, ready) = crate::net::spawn_nf(
+        Command::new("ip")
+            .args(["netns", "exec", "latlab-nf"])
+            .arg(latlab_bin())
+            .args([
+                "net",
+                "forward",
+                "--testbed",
+                "--direction",
+                "a-to-b",
+                "--io",
+                io,
+            ])
+            .args(["--until-stdin-closes", "-q", "-o"]),
+        out,
+    );
+    assert_eq!(ready.trim(), "ready", "forwarder --io {io} did not start");
     nf
 }
 

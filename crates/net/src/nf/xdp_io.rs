@@ -4,7 +4,7 @@
 //! queued, with one kick per batch. Nothing is allocated after set-up.
 
 use super::io::{BatchStats, IoMode, PacketIo, Verdict};
-use crate::wire::frame::{parse_udp, write_headers, Endpoints, HEADERS};
+use crate::wire::frame::{parse_udp, write_frame, Endpoints};
 use latlab_sys::tsc::Clock;
 use latlab_sys::xdp::{XdpRx, XdpTx};
 use std::io;
@@ -75,14 +75,7 @@ impl PacketIo for XdpIo {
             *ip_id = ip_id.wrapping_add(1);
             let id = *ip_id;
             let payload = &frame[range];
-            let queued = tx.queue(|buf| {
-                let len = payload.len();
-                if buf.len() < HEADERS + len {
-                    return 0;
-                }
-                buf[HEADERS..HEADERS + len].copy_from_slice(payload);
-                write_headers(buf, &to, len, id).unwrap_or(0)
-            });
+            let queued = tx.queue(|buf| write_frame(buf, &to, payload, id));
             if queued {
                 st.sent += 1;
             } else {

@@ -12,11 +12,10 @@
 use super::config::{ProbeConfig, ProbeError};
 use super::rx::Receiver;
 use crate::nf::IoMode;
-use crate::wire::frame::{parse_udp, write_headers, Endpoints, HEADERS};
+use crate::wire::frame::{parse_udp, write_frame, Endpoints};
 use latlab_sys::net::RxTimestamps;
 use latlab_sys::xdp::{interface_of, l2_path, XdpInfo, XdpPort, XdpRx, XdpTx};
 use std::net::{SocketAddr, SocketAddrV4};
-use std::sync::atomic::Ordering;
 
 /// Most probes queued before a kick.
 pub(super) const TX_BATCH: u32 = 64;
@@ -41,15 +40,9 @@ impl XdpTxPath {
     #[inline]
     pub(super) fn queue(&mut self, probe: &[u8]) -> bool {
         self.ip_id = self.ip_id.wrapping_add(1);
-        let (to, id, len) = (self.to, self.ip_id, probe.len());
+        let (to, id) = (self.to, self.ip_id);
         for _ in 0..10_000 {
-            let ok = self.tx.queue(|buf| {
-                if buf.len() < HEADERS + len {
-                    return 0;
-                }
-                buf[HEADERS..HEADERS + len].copy_from_slice(probe);
-                write_headers(buf, &to, len, id).unwrap_or(0)
-            });
+            let ok = self.tx.queue(|buf| write_frame(buf, &to, probe, id));
             if ok {
                 self.unkicked += 1;
                 if self.unkicked >= TX_BATCH {
@@ -188,13 +181,8 @@ pub(super) fn rx_loop(receiver: &mut Receiver, rx: &mut XdpRx) {
         }
         prev = now;
         receiver.poll_pending(now, false);
-        if receiver.shared.tx_done.load(Ordering::Acquire) {
-            let all_in = receiver.counters.unique >= receiver.shared.sent.load(Ordering::Relaxed);
-            if now >= receiver.shared.rx_deadline.load(Ordering::Acquire)
-                || (all_in && receiver.pending.is_empty())
-            {
-                break;
-            }
+        if receiver.finished(now) {
+            break;
         }
     }
     receiver.poll_pending(clock.now(), true);

@@ -113,6 +113,17 @@ pub fn write_headers(buf: &mut [u8], ep: &Endpoints, payload: usize, id: u16) ->
     Some(len)
 }
 
+/// Writes a whole frame into `buf`: `payload` after the headers, then the headers for it.
+/// Returns its length, or 0 when `buf` is too small (the AF_XDP queue closures' "skip").
+pub fn write_frame(buf: &mut [u8], ep: &Endpoints, payload: &[u8], id: u16) -> usize {
+    let len = payload.len();
+    if buf.len() < HEADERS + len {
+        return 0;
+    }
+    buf[HEADERS..HEADERS + len].copy_from_slice(payload);
+    write_headers(buf, ep, len, id).unwrap_or(0)
+}
+
 /// Parses an Ethernet II / IPv4 (no options, not a fragment) / UDP frame. Returns `None`
 /// for anything else or when the lengths in the headers do not fit the frame. Checksums
 /// are not verified (a local sender's UDP checksum may be left to offload on a veth).
@@ -176,6 +187,10 @@ mod tests {
         assert_eq!(u16::from_be_bytes([b[16], b[17]]), 50);
         assert_eq!(u16::from_be_bytes([b[38], b[39]]), 30);
         assert_eq!(write_headers(&mut b[..63], &ep(), 22, 1), None);
+        let mut c = [0u8; 64];
+        assert_eq!(write_frame(&mut c, &ep(), &[0xab; 22], 1), 64);
+        assert_eq!(c, b);
+        assert_eq!(write_frame(&mut c[..63], &ep(), &[0xab; 22], 1), 0);
     }
 
     #[test]
