@@ -26,6 +26,23 @@ pub fn usage(msg: impl Into<String>) -> anyhow::Error {
     UsageError(msg.into()).into()
 }
 
+/// A refusal for lack of privilege found outside the scheduler (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
+/// An `--io xdp` failure as the CLI reports it: no privilege exits 3; an interface that
+/// is missing, lacks native XDP or is taken, or a kernel without AF_XDP, is bad input
+/// (exit 2); any other step failing is a run-time failure (exit 1).
+pub fn xdp_err(e: latlab_sys::xdp::XdpError) -> anyhow::Error {
+    use latlab_sys::xdp::XdpError as X;
+    match e {
+        X::NotPermitted(_) => Refused(e.to_string()).into(),
+        X::Os { .. } => anyhow::Error::from(e),
+        _ => usage(e.to_string()),
+    }
+}
+
 /// A testbed error as the CLI reports it (not root → exit 3).
 pub fn testbed_err(e: latlab_net::testbed::TestbedError) -> anyhow::Error {
     match e {
@@ -44,6 +61,11 @@ pub fn net_run_err(e: latlab_net::run::RunError) -> anyhow::Error {
     match e {
         latlab_net::run::RunError::Probe(ProbeError::Sched(s)) => anyhow::Error::from(s),
         latlab_net::run::RunError::Probe(ProbeError::Config(m)) => usage(m),
+        latlab_net::run::RunError::Probe(ProbeError::Xdp(x)) => xdp_err(x),
+        latlab_net::run::RunError::Nf(latlab_net::nf::NfError::Xdp(x)) => xdp_err(x),
+        latlab_net::run::RunError::Nf(latlab_net::nf::NfError::XdpPath(m)) => {
+            usage(format!("--io xdp: {m}"))
+        }
         latlab_net::run::RunError::Nf(e) => anyhow::Error::from(e).context("starting the NF"),
         other => anyhow::Error::from(other),
     }
@@ -130,6 +152,9 @@ fn classify(e: &anyhow::Error) -> u8 {
     for cause in e.chain() {
         if cause.is::<UsageError>() {
             return USAGE;
+        }
+        if cause.is::<Refused>() {
+            return NOT_PERMITTED;
         }
         if let Some(r) = cause.downcast_ref::<latlab_report::html::ReportError>() {
             use latlab_report::html::ReportError as R;

@@ -107,6 +107,7 @@ pub fn probe_result(
         generator_behind: behind,
         segment_medians_ns: Default::default(),
         interfaces: o.interfaces.clone(),
+        xdp: o.xdp.clone(),
         network: crate::netinfo::collect(),
         nf,
         ci_stop: o.checks.ci_stop(cfg),

@@ -123,6 +123,7 @@ pub fn nf(
     }
     let counters = handle.counters.clone();
     let locals: Vec<String> = handle.local.iter().map(|l| l.to_string()).collect();
+    let xdp = handle.xdp.clone();
     let outs = handle.stop();
     let t1 = clock.now();
     let got = ks.map(|k| k.finish(notice));
@@ -165,6 +166,7 @@ pub fn nf(
             .iter()
             .map(|o| (o.name.clone(), o.cpu, o.policy.0.clone(), o.policy.1))
             .collect(),
+        xdp,
     })
     .unwrap_or(serde_json::Value::Null);
     if let Some(got) = &got {

@@ -19,6 +19,8 @@
 //! tcpdump): Ethernet 14 + IPv4 20 + UDP 8 bytes of headers, so a 64-byte frame carries
 //! exactly the 22-byte probe header.
 
+pub mod frame;
+
 use std::fmt;
 
 /// The magic number at offset 0.

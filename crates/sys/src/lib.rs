@@ -23,6 +23,7 @@
 //! - [`netstat`]: network drop counters, interrupts, sysctls, interfaces and routes from
 //!   `/proc`, `/sys` and `ip route`;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
+//! - [`xdp`]: `AF_XDP` sockets and the XDP program steering latlab's frames to them;
 //! - [`ktrace`]: kernel events (IRQs, softirqs, switches, …) on the TSC timeline from a
 //!   private tracefs instance;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
@@ -53,6 +54,7 @@ pub mod sched;
 pub mod signal;
 pub mod timer;
 pub mod tsc;
+pub mod xdp;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod cpuid {

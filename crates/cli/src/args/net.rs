@@ -144,8 +144,9 @@ pub struct RtThrottleArgs {
 /// Common options of the network functions.
 #[derive(Debug, Args)]
 pub struct NfArgs {
-    /// I/O mode: blocking receive (as netperf), or busy polling with recvmmsg/sendmmsg
-    /// and SO_BUSY_POLL.
+    /// I/O mode: blocking receive (as netperf), busy polling with recvmmsg/sendmmsg
+    /// and SO_BUSY_POLL, or xdp: kernel bypass over AF_XDP sockets on the interfaces of
+    /// the NF's addresses (needs root and native XDP, e.g. the testbed's veths).
     #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
     pub io: IoArg,
     /// CPUs for the NF threads, comma separated (thread order A→B, B→A; one CPU pins all).
@@ -187,6 +188,8 @@ pub enum IoArg {
     Blocking,
     /// Busy polling with batches.
     Busy,
+    /// Kernel bypass: AF_XDP sockets, busy-polled rings.
+    Xdp,
 }
 
 /// Options of `latlab net reflect`.
@@ -287,9 +290,14 @@ pub struct ProbeArgs {
     /// without hardware when the interface cannot; naming hardware fails instead).
     #[arg(long, default_value = "user,kernel", value_parser = sources_arg)]
     pub timestamps: TimestampsArg,
-    /// How the RX thread waits: blocking receive or busy polling.
+    /// Send and receive path together: blocking (sockets, blocking receive), busy
+    /// (sockets, busy-polled receive) or xdp (AF_XDP sockets for both, latlab's own
+    /// Ethernet/IPv4/UDP headers, user timestamps only; needs root and native XDP).
     #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
-    pub rx_io: IoArg,
+    pub io: IoArg,
+    /// Override of the receive path alone (default: what --io says).
+    #[arg(long, value_enum)]
+    pub rx_io: Option<IoArg>,
     /// Pin the TX thread to this CPU.
     #[arg(long)]
     pub tx_cpu: Option<u32>,
@@ -431,6 +439,7 @@ impl From<IoArg> for IoMode {
         match a {
             IoArg::Blocking => IoMode::Blocking,
             IoArg::Busy => IoMode::Busy,
+            IoArg::Xdp => IoMode::Xdp,
         }
     }
 }
@@ -516,7 +525,8 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         cfg.sources = a.timestamps.sources;
         // `all` means every source this host can give; naming `hardware` insists on it
         cfg.hardware_optional = a.timestamps.all;
-        cfg.rx_io = a.rx_io.into();
+        cfg.tx_io = a.io.into();
+        cfg.rx_io = a.rx_io.unwrap_or(a.io).into();
         cfg.tx_cpu = a.tx_cpu;
         cfg.rx_cpu = a.rx_cpu;
         cfg.fifo = a.fifo;

@@ -15,6 +15,9 @@ pub enum IoMode {
     Blocking,
     /// Non-blocking spin with `recvmmsg`/`sendmmsg` batches and `SO_BUSY_POLL`.
     Busy,
+    /// Kernel bypass: spin on an `AF_XDP` socket's rings (whole frames, latlab's own
+    /// Ethernet/IPv4/UDP headers, one `sendto` kick per TX batch).
+    Xdp,
 }
 
 impl IoMode {
@@ -23,7 +26,13 @@ impl IoMode {
         match self {
             IoMode::Blocking => "blocking",
             IoMode::Busy => "busy",
+            IoMode::Xdp => "xdp",
         }
+    }
+
+    /// Whether the mode spins (never blocks in the kernel).
+    pub fn spins(self) -> bool {
+        self != IoMode::Blocking
     }
 }
 
@@ -90,14 +99,14 @@ impl UdpIo {
     ) -> io::Result<UdpIo> {
         let slots = match mode {
             IoMode::Blocking => 1,
-            IoMode::Busy => batch.max(1),
+            IoMode::Busy | IoMode::Xdp => batch.max(1),
         };
         match mode {
             // No receive timeout: a timed wait arms and cancels a kernel timer on every
             // receive, on the path a round trip measures; `NfHandle::stop` interrupts the
             // blocked receive instead.
             IoMode::Blocking => rx.set_read_timeout(None)?,
-            IoMode::Busy => {
+            IoMode::Busy | IoMode::Xdp => {
                 rx.set_nonblocking(true)?;
                 if busy_poll_us > 0 {
                     // Best effort: without CAP_NET_ADMIN the kernel caps it at
@@ -127,7 +136,7 @@ impl PacketIo for UdpIo {
     fn process(&mut self, f: &mut dyn FnMut(&mut [u8], u64) -> Verdict) -> io::Result<BatchStats> {
         let wait = match self.mode {
             IoMode::Blocking => Wait::Block,
-            IoMode::Busy => Wait::NonBlocking,
+            IoMode::Busy | IoMode::Xdp => Wait::NonBlocking,
         };
         let n = self.batch.recv(&self.rx, self.batch.slots(), wait)?;
         let mut st = BatchStats::default();

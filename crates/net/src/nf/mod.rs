@@ -29,10 +29,12 @@
 mod counters;
 mod delay;
 mod io;
+mod xdp_io;
 
 pub use self::counters::NfCounters;
 pub use self::delay::{DelaySpec, DELAY_FORMS};
 pub use self::io::{BatchStats, IoMode, PacketIo, UdpIo, Verdict, NF_SLOT_BYTES};
+pub use self::xdp_io::{XdpIo, XdpOut};
 
 use crate::wire::{Probe, WireError, FLAG_FORWARDED, FLAG_REFLECTED};
 use latlab_core::hist::LatencyHistogram;
@@ -131,6 +133,12 @@ pub enum NfError {
     /// Pinning or the scheduling policy was refused.
     #[error(transparent)]
     Sched(#[from] sched::SchedError),
+    /// `--io xdp` could not open a port.
+    #[error(transparent)]
+    Xdp(#[from] latlab_sys::xdp::XdpError),
+    /// `--io xdp` could not resolve an address to an interface or next hop.
+    #[error("--io xdp: {0}")]
+    XdpPath(String),
 }
 
 /// What one NF thread did.
@@ -161,6 +169,9 @@ pub struct NfHandle {
     pub counters: Arc<NfCounters>,
     /// The local addresses the NF listens on.
     pub local: Vec<SocketAddr>,
+    /// `--io xdp`: per port, how it was attached and bound (for provenance), e.g.
+    /// `latlab-na queue 0: native XDP, copy mode`.
+    pub xdp: Vec<String>,
 }
 
 impl NfHandle {
@@ -208,61 +219,19 @@ pub fn start(cfg: &NfConfig, clock: Clock) -> Result<NfHandle, NfError> {
 pub fn start_recording(cfg: &NfConfig, clock: Clock, stalls: bool) -> Result<NfHandle, NfError> {
     let counters = Arc::new(NfCounters::default());
     let stop = Arc::new(AtomicBool::new(false));
-    // (name, rx socket, tx socket, fixed destination, flag to set)
-    let mut plans: Vec<(String, UdpSocket, UdpSocket, Option<SocketAddr>, u8)> = Vec::new();
-    let mut local = Vec::new();
-    match &cfg.role {
-        Role::Reflect { bind: addr } => {
-            let s = bind(*addr, "the reflector")?;
-            local.push(s.local_addr().unwrap_or(*addr));
-            let t = clone(&s, "reflector")?;
-            plans.push(("reflect".into(), s, t, None, FLAG_REFLECTED));
-        }
-        Role::Forward {
-            a,
-            a_to,
-            b,
-            b_to,
-            directions,
-        } => {
-            let sa = bind(*a, "port A")?;
-            let sb = bind(*b, "port B")?;
-            local.push(sa.local_addr().unwrap_or(*a));
-            local.push(sb.local_addr().unwrap_or(*b));
-            if *directions != Directions::BToA {
-                plans.push((
-                    "a_to_b".into(),
-                    clone(&sa, "port A")?,
-                    clone(&sb, "port B")?,
-                    Some(*a_to),
-                    FLAG_FORWARDED,
-                ));
-            }
-            if *directions != Directions::AToB {
-                plans.push((
-                    "b_to_a".into(),
-                    clone(&sb, "port B")?,
-                    clone(&sa, "port A")?,
-                    Some(*b_to),
-                    FLAG_FORWARDED,
-                ));
-            }
-        }
-    }
+    let (plans, local, xdp) = if cfg.io == IoMode::Xdp {
+        xdp_plans(cfg, clock)?
+    } else {
+        udp_plans(cfg, clock)?
+    };
     let mut threads = Vec::new();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel::<Result<(), NfError>>();
-    for (k, (name, rx, tx, to, flag)) in plans.into_iter().enumerate() {
+    for (k, (name, io, flag)) in plans.into_iter().enumerate() {
         let cpu = match cfg.cpus.len() {
             0 => None,
             1 => Some(cfg.cpus[0]),
             _ => cfg.cpus.get(k).copied(),
         };
-        let io = UdpIo::new(rx, tx, to, cfg.io, cfg.batch, cfg.busy_poll_us, clock).map_err(
-            |source| NfError::Socket {
-                what: format!("setting up the {name} socket"),
-                source,
-            },
-        )?;
         let delay = cfg.delay.ticks_table(&clock, 4096, 0x5eed + k as u64);
         let fifo = cfg.fifo;
         let stop = stop.clone();
@@ -313,6 +282,7 @@ pub fn start_recording(cfg: &NfConfig, clock: Clock, stalls: bool) -> Result<NfH
         threads,
         counters,
         local,
+        xdp,
     };
     for _ in 0..handle.threads.len() {
         match ready_rx.recv() {
@@ -327,11 +297,162 @@ pub fn start_recording(cfg: &NfConfig, clock: Clock, stalls: bool) -> Result<NfH
     Ok(handle)
 }
 
+/// One NF thread's plan: its name, its I/O and the flag it sets on probes.
+type Plan = (String, Box<dyn PacketIo>, u8);
+
+/// The threads' plans, the local addresses, and per XDP port its provenance line.
+type Plans = (Vec<Plan>, Vec<SocketAddr>, Vec<String>);
+
+/// Plans over UDP sockets: (plans, local addresses, no XDP ports).
+fn udp_plans(cfg: &NfConfig, clock: Clock) -> Result<Plans, NfError> {
+    // (name, rx socket, tx socket, fixed destination, flag to set)
+    let mut socks: Vec<(String, UdpSocket, UdpSocket, Option<SocketAddr>, u8)> = Vec::new();
+    let mut local = Vec::new();
+    match &cfg.role {
+        Role::Reflect { bind: addr } => {
+            let s = bind(*addr, "the reflector")?;
+            local.push(s.local_addr().unwrap_or(*addr));
+            let t = clone(&s, "reflector")?;
+            socks.push(("reflect".into(), s, t, None, FLAG_REFLECTED));
+        }
+        Role::Forward {
+            a,
+            a_to,
+            b,
+            b_to,
+            directions,
+        } => {
+            let sa = bind(*a, "port A")?;
+            let sb = bind(*b, "port B")?;
+            local.push(sa.local_addr().unwrap_or(*a));
+            local.push(sb.local_addr().unwrap_or(*b));
+            if *directions != Directions::BToA {
+                socks.push((
+                    "a_to_b".into(),
+                    clone(&sa, "port A")?,
+                    clone(&sb, "port B")?,
+                    Some(*a_to),
+                    FLAG_FORWARDED,
+                ));
+            }
+            if *directions != Directions::AToB {
+                socks.push((
+                    "b_to_a".into(),
+                    clone(&sb, "port B")?,
+                    clone(&sa, "port A")?,
+                    Some(*b_to),
+                    FLAG_FORWARDED,
+                ));
+            }
+        }
+    }
+    let mut plans: Vec<Plan> = Vec::new();
+    for (name, rx, tx, to, flag) in socks {
+        let io = UdpIo::new(rx, tx, to, cfg.io, cfg.batch, cfg.busy_poll_us, clock).map_err(
+            |source| NfError::Socket {
+                what: format!("setting up the {name} socket"),
+                source,
+            },
+        )?;
+        plans.push((name, Box::new(io), flag));
+    }
+    Ok((plans, local, Vec::new()))
+}
+
+fn v4(a: SocketAddr) -> Result<std::net::SocketAddrV4, NfError> {
+    match a {
+        SocketAddr::V4(v) if !v.ip().is_unspecified() && v.port() != 0 => Ok(v),
+        _ => Err(NfError::XdpPath(format!(
+            "{a} is not an IPv4 address and port of an interface (AF_XDP binds to one \
+             interface; give its address, e.g. 10.201.1.2:7000)"
+        ))),
+    }
+}
+
+/// Frames per direction of an XDP port (RX and TX each).
+const XDP_FRAMES: u32 = 4096;
+
+/// Opens the XDP port holding local address `at` (steering its UDP port).
+fn xdp_port(at: std::net::SocketAddrV4) -> Result<latlab_sys::xdp::XdpPort, NfError> {
+    let ifname = latlab_sys::xdp::interface_of(*at.ip()).map_err(NfError::XdpPath)?;
+    Ok(latlab_sys::xdp::XdpPort::open(
+        &ifname,
+        0,
+        &[at.port()],
+        XDP_FRAMES,
+    )?)
+}
+
+/// Endpoints for sending from local `from` to `to` (MACs from the route and the static
+/// neighbour table).
+fn xdp_endpoints(
+    from: std::net::SocketAddrV4,
+    to: std::net::SocketAddrV4,
+) -> Result<crate::wire::frame::Endpoints, NfError> {
+    let path = latlab_sys::xdp::l2_path(*to.ip()).map_err(NfError::XdpPath)?;
+    Ok(crate::wire::frame::Endpoints {
+        src_mac: path.src_mac,
+        dst_mac: path.dst_mac,
+        src: from,
+        dst: to,
+    })
+}
+
+fn describe(i: &latlab_sys::xdp::XdpInfo) -> String {
+    format!(
+        "{} queue {}: {} XDP, {} mode",
+        i.interface, i.queue, i.attach, i.bind
+    )
+}
+
+/// Plans over AF_XDP ports: one port per NF address, split into RX and TX halves.
+fn xdp_plans(cfg: &NfConfig, clock: Clock) -> Result<Plans, NfError> {
+    let mut plans: Vec<Plan> = Vec::new();
+    match &cfg.role {
+        Role::Reflect { bind } => {
+            let at = v4(*bind)?;
+            let (rx, tx, info) = xdp_port(at)?.split();
+            let io = XdpIo::new(rx, tx, XdpOut::Reflect, cfg.batch, clock);
+            plans.push(("reflect".into(), Box::new(io), FLAG_REFLECTED));
+            Ok((plans, vec![*bind], vec![describe(&info)]))
+        }
+        Role::Forward {
+            a,
+            a_to,
+            b,
+            b_to,
+            directions,
+        } => {
+            let (a4, b4) = (v4(*a)?, v4(*b)?);
+            let to_b = xdp_endpoints(b4, v4(*a_to)?)?;
+            let to_a = xdp_endpoints(a4, v4(*b_to)?)?;
+            let (rx_a, tx_a, ia) = xdp_port(a4)?.split();
+            let (rx_b, tx_b, ib) = xdp_port(b4)?.split();
+            let mut ab = Some((rx_a, tx_b));
+            let mut ba = Some((rx_b, tx_a));
+            if *directions != Directions::BToA {
+                let (rx, tx) = ab.take().expect("first use");
+                let io = XdpIo::new(rx, tx, XdpOut::Forward(to_b), cfg.batch, clock);
+                plans.push(("a_to_b".into(), Box::new(io), FLAG_FORWARDED));
+            }
+            if *directions != Directions::AToB {
+                let (rx, tx) = ba.take().expect("first use");
+                let io = XdpIo::new(rx, tx, XdpOut::Forward(to_a), cfg.batch, clock);
+                plans.push(("b_to_a".into(), Box::new(io), FLAG_FORWARDED));
+            }
+            // Halves of a direction that does not run stay alive with the NF (their
+            // program keeps steering, their socket counts what it drops).
+            drop((ab, ba));
+            Ok((plans, vec![*a, *b], vec![describe(&ia), describe(&ib)]))
+        }
+    }
+}
+
 /// The per-thread loop: receive, check, delay, stamp residence, send. In busy mode an
 /// empty poll's length goes to `stalls` (one clock read and compare per poll).
 #[allow(clippy::too_many_arguments)]
-fn run_loop<I: PacketIo>(
-    mut io: I,
+fn run_loop(
+    mut io: Box<dyn PacketIo>,
     flag: u8,
     delay: &[u64],
     clock: &Clock,
@@ -364,7 +485,7 @@ fn run_loop<I: PacketIo>(
             }
         }
     };
-    let busy = io.mode() == IoMode::Busy;
+    let busy = io.mode().spins();
     let mut prev = clock.now();
     while !stop.load(Ordering::Relaxed) {
         let r = io.process(&mut f);
@@ -408,6 +529,10 @@ pub struct NfData {
     pub local: Vec<String>,
     /// Per-thread CPU and policy.
     pub threads: Vec<(String, Option<u32>, String, i32)>,
+    /// `--io xdp`: per AF_XDP port, its interface, queue, attach mode (native) and bind
+    /// mode (`copy` or `zerocopy`); empty for socket runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xdp: Vec<String>,
 }
 
 /// Result kind of a network function run.

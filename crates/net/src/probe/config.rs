@@ -135,6 +135,10 @@ pub struct ProbeConfig {
     pub hardware_optional: bool,
     /// Receive mode of the RX thread.
     pub rx_io: IoMode,
+    /// Send path: [`IoMode::Xdp`] writes frames into an `AF_XDP` socket; anything else
+    /// sends through the UDP socket (absent in older jobs: the socket).
+    #[serde(default = "socket_tx")]
+    pub tx_io: IoMode,
     /// CPU of the TX thread.
     pub tx_cpu: Option<u32>,
     /// CPU of the RX thread.
@@ -181,6 +185,7 @@ impl ProbeConfig {
             sources: Sources::USER_KERNEL,
             hardware_optional: false,
             rx_io: IoMode::Blocking,
+            tx_io: IoMode::Blocking,
             tx_cpu: None,
             rx_cpu: None,
             fifo: None,
@@ -204,7 +209,7 @@ impl ProbeConfig {
     pub fn rx_fifo(&self) -> Option<i32> {
         let shares_cpu = self.rx_cpu.is_none() || self.rx_cpu == self.tx_cpu;
         match self.rx_io {
-            IoMode::Busy if shares_cpu => None,
+            IoMode::Busy | IoMode::Xdp if shares_cpu => None,
             _ => self.fifo,
         }
     }
@@ -231,6 +236,9 @@ impl ProbeConfig {
         }
         if self.interval.get() == 0 {
             return bad("--interval must be positive, e.g. 1s".into());
+        }
+        if (self.rx_io == IoMode::Xdp || self.tx_io == IoMode::Xdp) && self.mode != Mode::OpenLoop {
+            return bad("--io xdp needs the open loop (--mode open)".into());
         }
         if self.ci_width.is_some() && self.mode != Mode::OpenLoop {
             return bad("--ci-width needs the open loop (--mode open)".into());
@@ -294,6 +302,13 @@ pub enum ProbeError {
     /// Pinning or scheduling refused.
     #[error(transparent)]
     Sched(#[from] sched::SchedError),
+    /// `--io xdp` could not open its AF_XDP port (the message names what is missing).
+    #[error(transparent)]
+    Xdp(#[from] latlab_sys::xdp::XdpError),
+}
+
+fn socket_tx() -> IoMode {
+    IoMode::Blocking
 }
 
 pub(super) fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> ProbeError {

@@ -41,6 +41,7 @@ mod setup;
 #[cfg(test)]
 mod tests;
 mod tx;
+mod xdp;
 
 pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources};
 pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, RESULT_KIND};
@@ -50,6 +51,7 @@ pub use self::rx::{RxCounters, PENDING_MAX};
 pub(crate) use self::schedule::ns_to_raw;
 pub use self::schedule::Schedule;
 pub use self::tx::{TxCounters, TxOutcome};
+pub use self::xdp::XDP_SOURCE_PORT;
 
 use self::config::sock_err;
 use self::outcome::finish;
@@ -86,6 +88,11 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
 
     let (tx, rx) = setup::sockets(cfg, kernel_any)?;
+    let xdp::XdpPaths {
+        tx: xdp_tx,
+        rx: mut xdp_rx,
+        provenance: xdp_provenance,
+    } = xdp::open_paths(cfg)?;
 
     let shared = Arc::new(Shared::new());
     let mut receiver = Receiver::new(cfg, clock, shared.clone())?;
@@ -108,11 +115,13 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         ],
         counters: TxCounters::default(),
         stalls: crate::explain::stall_recorder(&clock, cfg.explain.enabled),
+        xdp: xdp_tx,
     };
     let mut rx_batch = MmsgBatch::new(
         match cfg.rx_io {
             IoMode::Blocking => 1,
             IoMode::Busy => 32,
+            IoMode::Xdp => 1,
         },
         2048,
         kernel_any,
@@ -144,7 +153,10 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         .name("latlab-probe-rx".into())
         .spawn(move || -> Result<_, ProbeError> {
             sched::place_current_thread(cfg_rx.rx_cpu, cfg_rx.rx_fifo())?;
-            rx_loop(&cfg_rx, &mut receiver, &mut rx_batch, &rx);
+            match xdp_rx.as_mut() {
+                Some(x) => xdp::rx_loop(&mut receiver, x),
+                None => rx_loop(&cfg_rx, &mut receiver, &mut rx_batch, &rx),
+            }
             Ok((receiver, sched::current_policy()))
         })
         .map_err(sock_err("spawning the RX thread"))?;
@@ -190,6 +202,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         interfaces,
     );
     o.checks.monitor = monitored;
+    o.xdp = xdp_provenance;
     o.backlog_drops = latlab_sys::netstat::softnet_dropped().saturating_sub(drops_before);
     o.udp_rcvbuf_drops = latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)

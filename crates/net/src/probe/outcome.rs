@@ -50,6 +50,8 @@ pub struct ProbeOutcome {
     pub rx_stalls: Vec<latlab_explain::Gap>,
     /// Stalls of the RX thread that did not fit its recorder.
     pub rx_stall_overflow: u64,
+    /// `--io xdp`: per AF_XDP port, how it was attached and bound.
+    pub xdp: Vec<String>,
 }
 
 pub(super) fn finish(
@@ -132,6 +134,7 @@ pub(super) fn finish(
         samples,
         rx_stalls,
         rx_stall_overflow,
+        xdp: Vec::new(),
     }
 }
 
@@ -165,6 +168,10 @@ pub struct ProbeData {
     pub segment_medians_ns: BTreeMap<String, u64>,
     /// Interfaces that carried probes.
     pub interfaces: Vec<InterfaceFacts>,
+    /// `--io xdp`: per AF_XDP port, its interface, queue, attach mode (native) and bind
+    /// mode (`copy` or `zerocopy`); empty for socket runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub xdp: Vec<String>,
     /// Network facts of the host (sysctls, IRQ affinity).
     pub network: crate::netinfo::NetworkFacts,
     /// The network function's configuration, when the run's orchestrator knows it.

@@ -38,7 +38,7 @@ fn pingpong(
     let end_at = warm_end + ns_to_raw(&clock, cfg.duration.get());
     let wait = match cfg.rx_io {
         IoMode::Blocking => Wait::Block,
-        IoMode::Busy => Wait::NonBlocking,
+        IoMode::Busy | IoMode::Xdp => Wait::NonBlocking,
     };
     let max = cfg.max_probes();
     while clock.now() < start {

@@ -166,6 +166,17 @@ impl Receiver {
         })
     }
 
+    /// Whether the RX loop is done: the TX side finished and either its drain deadline
+    /// passed or every probe sent is in (and none waits for timestamps).
+    pub(super) fn finished(&self, now: u64) -> bool {
+        if !self.shared.tx_done.load(Ordering::Acquire) {
+            return false;
+        }
+        let all_in = self.counters.unique >= self.shared.sent.load(Ordering::Relaxed);
+        now >= self.shared.rx_deadline.load(Ordering::Acquire)
+            || (all_in && self.pending.is_empty())
+    }
+
     /// Handles one received datagram.
     pub(super) fn handle(
         &mut self,
@@ -399,7 +410,7 @@ pub(super) fn rx_loop(
     let clock = receiver.clock;
     let wait = match cfg.rx_io {
         IoMode::Blocking => Wait::Block,
-        IoMode::Busy => Wait::NonBlocking,
+        IoMode::Busy | IoMode::Xdp => Wait::NonBlocking,
     };
     let mut prev = clock.now();
     loop {
@@ -415,13 +426,8 @@ pub(super) fn rx_loop(
         }
         prev = now;
         receiver.poll_pending(now, false);
-        if receiver.shared.tx_done.load(Ordering::Acquire) {
-            let all_in = receiver.counters.unique >= receiver.shared.sent.load(Ordering::Relaxed);
-            if now >= receiver.shared.rx_deadline.load(Ordering::Acquire)
-                || (all_in && receiver.pending.is_empty())
-            {
-                break;
-            }
+        if receiver.finished(now) {
+            break;
         }
     }
     receiver.poll_pending(clock.now(), true);

@@ -50,6 +50,17 @@ pub(super) fn interfaces(cfg: &ProbeConfig) -> Result<Interfaces, ProbeError> {
     let mut sources = cfg.sources;
     let mut warnings = Vec::new();
     let mut interfaces = Vec::new();
+    if (cfg.rx_io == IoMode::Xdp || cfg.tx_io == IoMode::Xdp)
+        && (sources.kernel || sources.hardware)
+    {
+        sources.kernel = false;
+        sources.hardware = false;
+        warnings.push(
+            "--io xdp: kernel and hardware timestamps do not exist on an AF_XDP path; \
+             user (TSC) timestamps only"
+                .into(),
+        );
+    }
     let ifaces: Vec<String> = [Some(cfg.target)]
         .into_iter()
         .flatten()
@@ -146,7 +157,8 @@ pub(super) fn sockets(
         IoMode::Blocking => rx
             .set_read_timeout(Some(Duration::from_millis(20)))
             .map_err(sock_err("setting the receive timeout"))?,
-        IoMode::Busy => {
+        // with --io xdp the socket only holds the port: frames go to the AF_XDP socket
+        IoMode::Busy | IoMode::Xdp => {
             rx.set_nonblocking(true)
                 .map_err(sock_err("making the RX socket non-blocking"))?;
             let _ = sysnet::set_busy_poll(&rx, 50);

@@ -32,6 +32,8 @@ pub(super) struct Sender {
     pub(super) counters: TxCounters,
     /// `--explain`: stalls of the spin before each send.
     pub(super) stalls: GapRecorder,
+    /// `--io xdp`: the AF_XDP send path (the socket is then unused).
+    pub(super) xdp: Option<super::xdp::XdpTxPath>,
 }
 
 /// Counters of the TX side.
@@ -78,6 +80,19 @@ impl Sender {
         slot.sent.store(now, Ordering::Relaxed);
         slot.user_rt.store(user_rt, Ordering::Relaxed);
         slot.tag.store(u64::from(seq) + 1, Ordering::Release);
+        if let Some(x) = self.xdp.as_mut() {
+            return if x.queue(&self.buf) {
+                self.counters.sent += 1;
+                self.shared
+                    .sent
+                    .store(self.counters.sent, Ordering::Relaxed);
+                Some(now)
+            } else {
+                slot.tag.store(0, Ordering::Release);
+                self.counters.send_errors += 1;
+                None
+            };
+        }
         // a watchdog's wake-up signal (closed loop) may interrupt the send: retry it
         let sent = loop {
             match self.sock.send(&self.buf) {
@@ -217,6 +232,12 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         }
         let sched_at = start + ns_to_raw(&clock, offset_ns);
         let warm = offset_ns < cfg.warmup.get();
+        // --io xdp: probes queued while they were due go out before any wait
+        if let Some(x) = s.xdp.as_mut() {
+            if x.unkicked > 0 && clock.now() < sched_at {
+                x.kick();
+            }
+        }
         // wait for the scheduled time; drain the error queue while there is slack
         let mut spun_at: Option<u64> = None;
         loop {
@@ -273,12 +294,19 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         }
         k += 1;
     }
+    if let Some(x) = s.xdp.as_mut() {
+        x.kick();
+    }
     let end = clock.now();
     // keep collecting TX timestamps while the last answers arrive
     let drain_end = end + ns_to_raw(&clock, cfg.drain.get());
     s.shared.rx_deadline.store(drain_end, Ordering::Release);
     s.shared.tx_done.store(true, Ordering::Release);
     while clock.now() < drain_end {
+        if let Some(x) = s.xdp.as_mut() {
+            // frames a full ring held back, until the kernel has taken them all
+            x.tx.kick();
+        }
         s.drain_errqueue();
         std::thread::sleep(Duration::from_micros(200));
     }

@@ -1,0 +1,190 @@
+//! `--io xdp` end to end (as root; a SKIP line otherwise): probes over AF_XDP through the
+//! testbed's forwarder over AF_XDP and through its socket forwarder, nothing attached after
+//! a SIGKILL, and the one-line errors of an interface without native XDP and of a user
+//! without the privilege.
+
+use crate::util::{
+    assert_one_line_error, is_root, latlab, latlab_bin, latlab_line, ok, system_test, text,
+};
+use latlab_core::results::ResultFile;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// `ip -n NS link show` of the testbed's namespace.
+fn links(ns: &str) -> String {
+    text(
+        &Command::new("ip")
+            .args(["-n", ns, "link", "show"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+}
+
+/// Starts `latlab net forward --testbed --io IO` in the NF namespace; returns it once it
+/// printed "ready".
+fn spawn_forwarder(io: &str, out: &std::path::Path) -> std::process::Child {
+    let (nf, ready) = crate::net::spawn_nf(
+        Command::new("ip")
+            .args(["netns", "exec", "latlab-nf"])
+            .arg(latlab_bin())
+            .args([
+                "net",
+                "forward",
+                "--testbed",
+                "--direction",
+                "a-to-b",
+                "--io",
+                io,
+            ])
+            .args(["--until-stdin-closes", "-q", "-o"]),
+        out,
+    );
+    assert_eq!(ready.trim(), "ready", "forwarder --io {io} did not start");
+    nf
+}
+
+/// One probe run over AF_XDP through a forwarder with `nf_io`: every probe is counted
+/// exactly once, as received or lost.
+fn probe_through(nf_io: &str) -> (ResultFile, ResultFile) {
+    let dir = tempfile::tempdir().unwrap();
+    let (nf_path, probe_path) = (dir.path().join("nf.json"), dir.path().join("probe.json"));
+    let mut nf = spawn_forwarder(nf_io, &nf_path);
+    let out = latlab_line(
+        "net probe --testbed --io xdp --rate 5kpps --duration 400ms --warmup 100ms -q -o",
+    )
+    .arg(&probe_path)
+    .output()
+    .unwrap();
+    drop(nf.stdin.take());
+    assert!(nf.wait().unwrap().success());
+    ok(&out);
+    (
+        ResultFile::load(&probe_path).unwrap(),
+        ResultFile::load(&nf_path).unwrap(),
+    )
+}
+
+#[test]
+fn xdp_probes_through_xdp_and_socket_forwarders_are_all_counted() {
+    let _turn = system_test!("the namespace testbed and XDP programs");
+    ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
+    for nf_io in ["xdp", "busy"] {
+        let (r, nf) = probe_through(nf_io);
+        let c = &r.counters;
+        assert_eq!(c["sent"], 2500, "{nf_io}: {c:?}");
+        assert_eq!(
+            c["received_unique"] + c["lost"],
+            c["sent"],
+            "{nf_io}: {c:?}"
+        );
+        assert_eq!(c["duplicates"], 0, "{nf_io}: {c:?}");
+        assert_eq!(
+            c["malformed_bad_magic"] + c["malformed_too_short"],
+            0,
+            "{c:?}"
+        );
+        // the frames latlab built were read by the forwarder as probes (the socket one
+        // included: its kernel accepted their IPv4 and UDP checksums)
+        assert!(nf.counters["received"] > 0, "{nf_io}: {:?}", nf.counters);
+        assert_eq!(nf.counters["malformed"], 0, "{nf_io}: {:?}", nf.counters);
+        let data = latlab_net::result::probe_data(&r).unwrap();
+        assert!(
+            data.xdp
+                .iter()
+                .any(|x| x.contains("native XDP") && x.contains("copy mode")),
+            "{:?}",
+            data.xdp
+        );
+        let nf_xdp = nf
+            .data
+            .get("xdp")
+            .map(|v| v.to_string())
+            .unwrap_or_default();
+        assert_eq!(nf_xdp.contains("latlab-na"), nf_io == "xdp", "{nf_xdp}");
+    }
+    // nothing stays attached after the runs
+    for ns in ["latlab-gen", "latlab-nf"] {
+        assert!(!links(ns).contains("xdp"), "{}", links(ns));
+    }
+    ok(&latlab().args(["net", "testbed", "down"]).output().unwrap());
+}
+
+#[test]
+fn sigkill_leaves_no_xdp_program_attached() {
+    let _turn = system_test!("the namespace testbed and XDP programs");
+    ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let mut nf = spawn_forwarder("xdp", &dir.path().join("nf.json"));
+    assert!(links("latlab-nf").contains("xdp"), "{}", links("latlab-nf"));
+    // `ip netns exec` execs latlab: this pid is the forwarder itself
+    nf.kill().unwrap();
+    let _ = nf.wait();
+    // the BPF links close with the process: the kernel detaches the programs
+    let t0 = Instant::now();
+    while links("latlab-nf").contains("xdp") && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        !links("latlab-nf").contains("xdp"),
+        "{}",
+        links("latlab-nf")
+    );
+    // the namespaces are the testbed's, not the process's: they stay until `down`
+    let ns = text(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    );
+    assert!(ns.contains("latlab-nf"), "{ns}");
+    ok(&latlab().args(["net", "testbed", "down"]).output().unwrap());
+}
+
+#[test]
+fn xdp_on_an_interface_without_native_xdp_is_one_line_exit_2() {
+    if !is_root() {
+        // without root the same command is refused for the privilege: exit 3
+        let out = latlab_line("net reflect --bind 127.0.0.1:7390 --io xdp --duration 1s -q")
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, 3, &["--io xdp", "root"]);
+        return;
+    }
+    let out = latlab_line("net reflect --bind 127.0.0.1:7390 --io xdp --duration 1s -q")
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, 2, &["--io xdp", "'lo'", "native"]);
+    assert!(!text(
+        &Command::new("ip")
+            .args(["link", "show", "lo"])
+            .output()
+            .unwrap()
+            .stdout
+    )
+    .contains("xdp"));
+}
+
+#[test]
+fn xdp_without_privilege_is_one_line_exit_3() {
+    if !is_root() {
+        return; // covered by the test above when not root
+    }
+    // drop to nobody (no capabilities) for the one command
+    let out = Command::new("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+        ])
+        .arg(latlab_bin())
+        .args("net reflect --bind 127.0.0.1:7391 --io xdp --duration 1s -q".split_whitespace())
+        .output()
+        .unwrap();
+    if out.status.code() == Some(127) || text(&out.stderr).contains("setpriv") {
+        return; // no setpriv here, or it may not run the binary: nothing to check
+    }
+    assert_one_line_error(&out, 3, &["--io xdp", "root"]);
+}
