@@ -234,3 +234,47 @@ pub fn probe_config() -> crate::probe::ProbeConfig {
     c.rx_bind = Some(t.gen_b);
     c
 }
+
+/// Result kind of a testpmd run: the NF's (`net.nf`), with `data.engine` = `testpmd`.
+pub use crate::nf::NF_RESULT_KIND;
+
+/// The `net.nf` result of a testpmd run that lasted `duration_ns`: counters `received`
+/// (port 0's RX: what the generator sent it), `sent` (port 1's TX: what it forwarded to
+/// the generator's receiver), `dropped` (both ports, RX and TX), and the per-port
+/// statistics and command line in `data`.
+pub fn result(
+    run: &TestpmdRun,
+    argv: Vec<String>,
+    started_utc: String,
+    duration_ns: u64,
+) -> latlab_core::results::ResultFile {
+    let (_, timebase) =
+        latlab_sys::tsc::Clock::establish(latlab_core::units::Nanos::from_millis(100));
+    let threads = vec![latlab_core::results::ThreadPlacement::pinned(
+        "nf testpmd forwarding lcore",
+        Some(run.config.fwd_cpu),
+        "SCHED_OTHER",
+        0,
+    )];
+    let provenance = latlab_sys::host::provenance(timebase, threads, false, started_utc);
+    let mut r = latlab_core::results::ResultFile::new(
+        NF_RESULT_KIND,
+        argv,
+        serde_json::to_value(&run.config).unwrap_or(serde_json::Value::Null),
+        provenance,
+    );
+    r.duration_ns = duration_ns;
+    let (rx, tx) = run.stats.a_to_b();
+    r.counters.insert("received".into(), rx);
+    r.counters.insert("sent".into(), tx);
+    r.counters.insert("dropped".into(), run.stats.dropped());
+    r.data = serde_json::json!({
+        "role": "forward",
+        "engine": "testpmd",
+        "pmd": run.config.pmd.name(),
+        "program": run.program,
+        "args": run.config.args(),
+        "ports": run.stats.ports,
+    });
+    r
+}
