@@ -135,12 +135,22 @@ impl Testpmd {
             config,
             steered: Some(steering::Steered::apply(&na)?),
         };
-        let proc = Supervised::spawn(Some(testbed::NF_NS), &program, &me.config.args()).map_err(
-            |source| TestpmdError::Spawn {
+        // testpmd writes its progress with stdio, fully buffered into a pipe: `stdbuf -oL`
+        // (coreutils) makes it line-buffered, so the health check sees each line at once
+        let (exe, args) = match supervise::find_on_path("stdbuf") {
+            Some(stdbuf) => {
+                let mut a = vec!["-oL".to_string(), program.display().to_string()];
+                a.extend(me.config.args());
+                (stdbuf, a)
+            }
+            None => (program.clone(), me.config.args()),
+        };
+        let proc = Supervised::spawn(Some(testbed::NF_NS), &exe, &args).map_err(|source| {
+            TestpmdError::Spawn {
                 program: program.display().to_string(),
                 source,
-            },
-        )?;
+            }
+        })?;
         let proc = me.proc.insert(proc);
         let t0 = Instant::now();
         loop {
