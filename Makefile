@@ -25,6 +25,8 @@ TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk p
 # dpdk) and its AF_PACKET and AF_XDP poll-mode drivers for the testbed's veths; trafgen
 # (netsniff-ng) and xdp-trafficgen (xdp-tools) for scripts/pps-peers.sh
 TEST_PACKAGES += dpdk-dev librte-net-af-packet23 librte-net-af-xdp23
+# killer-us's rung 'testpmd (DPDK, busy)'
+DEMO_PACKAGES += dpdk-dev librte-net-af-packet23
 PEER_PACKAGES := dpdk-dev librte-net-af-packet23 netsniff-ng xdp-tools
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)

@@ -76,6 +76,11 @@ fn a_probe_through_testpmd_is_counted_alike_by_both() {
     let nf_out = nf.wait_with_output().unwrap();
     ok(&probe);
     assert!(nf_out.status.success(), "{}", text(&nf_out.stderr));
+    let prefix = n_prefix(&nf_path);
+    assert!(
+        !std::path::Path::new("/var/run/dpdk").join(&prefix).exists(),
+        "EAL's runtime directory {prefix} left behind"
+    );
 
     let p = ResultFile::load(&probe_path).unwrap();
     let c = &p.counters;
@@ -106,6 +111,12 @@ fn a_probe_through_testpmd_is_counted_alike_by_both() {
     let k = ip(&["netns", "exec", "latlab-gen", "ethtool", "-k", "latlab-ga"]);
     assert!(k.contains("tx-checksumming: on"), "{k}");
     ok(&latlab().args(["net", "testbed", "down"]).output().unwrap());
+}
+
+/// The `--file-prefix` testpmd ran with, from the NF's result.
+fn n_prefix(nf: &std::path::Path) -> String {
+    let r = ResultFile::load(nf).unwrap();
+    r.config["file_prefix"].as_str().unwrap().to_string()
 }
 
 #[test]

@@ -75,6 +75,12 @@ impl TestpmdConfig {
         }
     }
 
+    /// The runtime directory EAL makes for `--file-prefix` as root (it leaves it behind
+    /// when it exits; latlab removes it).
+    pub fn runtime_dir(&self) -> std::path::PathBuf {
+        std::path::Path::new("/var/run/dpdk").join(&self.file_prefix)
+    }
+
     /// testpmd's arguments (EAL's, then `--`, then the application's): no hugepages and
     /// no PCI devices, two vdevs on the veths, MAC forwarding (each frame's destination
     /// MAC set to the peer of the port it leaves by, its source MAC to that port's own:
@@ -168,5 +174,9 @@ mod tests {
         c.fwd_cpu = 3;
         assert_eq!(c.args()[1], "0@0,1@3");
         assert_eq!(Pmd::AfXdp.name(), "af-xdp");
+        assert_eq!(
+            c.runtime_dir(),
+            std::path::Path::new("/var/run/dpdk/latlab-t")
+        );
     }
 }

@@ -197,9 +197,7 @@ impl Testpmd {
     pub fn stop(mut self) -> Result<TestpmdRun, TestpmdError> {
         let proc = self.proc.take();
         let ended = proc.map(|p| p.finish(STOP_GRACE));
-        if let Some(s) = self.steered.take() {
-            s.undo();
-        }
+        self.clean_up();
         let (status, out) = match ended {
             Some(Ok(x)) => x,
             Some(Err(e)) => return Err(TestpmdError::Stop(e.to_string())),
@@ -229,9 +227,17 @@ impl Drop for Testpmd {
     fn drop(&mut self) {
         // the program first (Supervised kills it when dropped), then the routes
         drop(self.proc.take());
+        self.clean_up();
+    }
+}
+
+impl Testpmd {
+    /// Undoes the steering and removes EAL's runtime directory (testpmd has ended).
+    fn clean_up(&mut self) {
         if let Some(s) = self.steered.take() {
             s.undo();
         }
+        let _ = std::fs::remove_dir_all(self.config.runtime_dir());
     }
 }
 
