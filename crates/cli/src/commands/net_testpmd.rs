@@ -80,7 +80,7 @@ pub fn forward(a: &ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let limit = a.nf.duration.map(|d| Duration::from_nanos(d.get()));
     while !closed.load(Ordering::Relaxed)
         && !latlab_sys::signal::stop_requested()
-        && limit.is_none_or(|l| t0.elapsed() < l)
+        && !limit.is_some_and(|l| t0.elapsed() >= l)
     {
         std::thread::sleep(Duration::from_millis(20));
     }

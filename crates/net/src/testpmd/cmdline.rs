@@ -104,19 +104,16 @@ impl TestpmdConfig {
             v.push(format!("{}{k},iface={iface}", self.pmd.driver()));
         }
         v.push("--".into());
-        v.extend(
-            [
-                "--forward-mode=mac".to_string(),
-                format!("--eth-peer=0,{}", self.peers[0]),
-                format!("--eth-peer=1,{}", self.peers[1]),
-                format!("--total-num-mbufs={}", self.mbufs),
-                format!("--burst={}", self.burst),
-                "--nb-cores=1".into(),
-                "--no-lsc-interrupt".into(),
-                "--auto-start".into(),
-            ]
-            .into_iter(),
-        );
+        v.extend([
+            "--forward-mode=mac".to_string(),
+            format!("--eth-peer=0,{}", self.peers[0]),
+            format!("--eth-peer=1,{}", self.peers[1]),
+            format!("--total-num-mbufs={}", self.mbufs),
+            format!("--burst={}", self.burst),
+            "--nb-cores=1".into(),
+            "--no-lsc-interrupt".into(),
+            "--auto-start".into(),
+        ]);
         v
     }
 }

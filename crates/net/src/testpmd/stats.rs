@@ -51,7 +51,7 @@ impl ForwardStats {
 /// The number after `key` on `line` (`RX-packets: 20000`).
 fn field(line: &str, key: &str) -> Option<u64> {
     let rest = &line[line.find(key)? + key.len()..];
-    rest.trim_start().split_whitespace().next()?.parse().ok()
+    rest.split_whitespace().next()?.parse().ok()
 }
 
 /// The forward statistics of every port, from testpmd's output; `None` when it printed
