@@ -12,7 +12,7 @@ use std::process::{Child, ExitStatus, Output, Stdio};
 
 /// Starts the network function `cmd` writing its result to `out` (it runs until its stdin
 /// closes) and returns it with the first line it prints (its "ready").
-fn spawn_nf(cmd: &mut std::process::Command, out: &Path) -> (Child, String) {
+pub(crate) fn spawn_nf(cmd: &mut std::process::Command, out: &Path) -> (Child, String) {
     let mut nf = cmd
         .arg(out)
         .stdin(Stdio::piped())

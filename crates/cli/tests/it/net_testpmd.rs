@@ -4,8 +4,7 @@
 
 use crate::util::{assert_usage_error, latlab, latlab_bin, ok, skip, system_test, text};
 use latlab_core::results::ResultFile;
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn ip(args: &[&str]) -> String {
     text(&Command::new("ip").args(args).output().unwrap().stdout)
@@ -21,31 +20,25 @@ fn a_probe_through_testpmd_is_counted_alike_by_both() {
     ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
     let nf_path = dir.path().join("nf.json");
     let cpu = (latlab_sys::sched::online_cpus() - 1).to_string();
-    let mut nf = Command::new(latlab_bin())
-        .args([
-            "net",
-            "forward",
-            "--testbed",
-            "--engine",
-            "testpmd",
-            "--cpu",
-            &cpu,
-        ])
-        .args(["--until-stdin-closes", "-q", "-o"])
-        .arg(&nf_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    if line.trim() != "ready" {
-        let out = nf.wait_with_output().unwrap();
-        panic!("testpmd did not start: {}", text(&out.stderr));
-    }
+    let (mut nf, ready) = crate::net::spawn_nf(
+        Command::new(latlab_bin())
+            .args([
+                "net",
+                "forward",
+                "--testbed",
+                "--engine",
+                "testpmd",
+                "--cpu",
+                &cpu,
+            ])
+            .args(["--until-stdin-closes", "-q", "-o"]),
+        &nf_path,
+    );
+    assert_eq!(
+        ready.trim(),
+        "ready",
+        "testpmd did not start (its error is above)"
+    );
     // the steering is in place while testpmd runs
     assert!(ip(&["-n", "latlab-gen", "rule"]).contains("lookup 7001"));
     let probe_path = dir.path().join("probe.json");
