@@ -12,12 +12,13 @@
 # CPU, offered by latlab's generator at --rate 2Mpps; and the latency at 20 kpps through
 # each. Figures go to docs/benchmarks.md.
 #
-#   scripts/pps-peers.sh [SECONDS]
+#   scripts/pps-peers.sh [SECONDS]        (PARTS=gen or PARTS=fwd runs one half)
 #
 # Needs root, a built latlab (LATLAB=path, default target/release/latlab), and the Debian
 # packages netsniff-ng, xdp-tools, dpdk-dev (make bench-pps installs them).
 set -uo pipefail
 SECS=${1:-5}
+PARTS=${PARTS:-gen,fwd}
 LATLAB=${LATLAB:-target/release/latlab}
 OUT=${OUT:-latlab-results/pps-peers}
 [ "$(id -u)" = 0 ] || { echo "error: needs root (namespaces, raw sockets)" >&2; exit 3; }
@@ -42,15 +43,16 @@ pps() { # NAME COMMAND... : runs COMMAND, prints NAME and latlab-na's RX rate
     a=$(rx latlab-nf latlab-na); t0=$(date +%s.%N)
     "$@" >"$OUT/$name.log" 2>&1; local rc=$?
     b=$(rx latlab-nf latlab-na); t1=$(date +%s.%N)
-    python3 -c "import sys; n=$b-$a; t=$t1-$t0; print(f'%-22s %10.0f pps  ({n} frames in {t:.2f} s, exit $rc)' % sys.argv[1])" "$name"
+    python3 -c "import sys; n=$b-$a; t=$t1-$t0; print('%-22s %10.0f pps  (%d frames in %.2f s, exit %s)' % (sys.argv[1], n / t, n, t, sys.argv[2]))" "$name" "$rc"
 }
 
+if [[ ",$PARTS," == *,gen,* ]]; then
 echo "== generator side, 64-byte frames, TX on CPU $GEN_CPU, ${SECS}s each"
-pps latlab-busy $G taskset -c "$GEN_CPU" "$LATLAB" net probe --to 10.201.1.9:7000 --bind 10.201.1.1:0 \
+pps latlab-busy $G "$LATLAB" net probe --to 10.201.1.9:7000 --bind 10.201.1.1:0 \
     --rx-bind 10.201.2.1:7001 --rx-io busy --rate 3Mpps --duration "${SECS}s" --warmup 0s --drain 10ms \
     --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$NF_CPU" -q -o "$OUT/latlab-busy.json"
 if "$LATLAB" net probe --help | grep -q -- '--io <'; then
-    pps latlab-xdp $G taskset -c "$GEN_CPU" "$LATLAB" net probe --to 10.201.1.9:7000 --bind 10.201.1.1:0 \
+    pps latlab-xdp $G "$LATLAB" net probe --to 10.201.1.9:7000 --bind 10.201.1.1:0 \
         --rx-bind 10.201.2.1:7001 --io xdp --rate 10Mpps --duration "${SECS}s" --warmup 0s --drain 10ms \
         --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$NF_CPU" -q -o "$OUT/latlab-xdp.json"
 else
@@ -62,6 +64,8 @@ CFG
 pps trafgen $G timeout -s INT "$SECS" trafgen --dev latlab-ga --conf "$OUT/trafgen.cfg" --cpus 1 --cpu "$GEN_CPU" --no-sock-mem
 pps xdp-trafficgen $G timeout -s INT "$SECS" taskset -c "$GEN_CPU" xdp-trafficgen udp latlab-ga --dst-mac "$NA" --threads 1
 grep -m1 -i "error\|fail\|couldn" "$OUT/xdp-trafficgen.log" | sed 's/^/  xdp-trafficgen: /'
+fi
+[[ ",$PARTS," == *,fwd,* ]] || exit 0
 
 echo "== forwarding rate through the NF on CPU $NF_CPU (offered: latlab --rx-io busy at 2Mpps), and latency at 20 kpps"
 fwd() { # NAME PROBE-ADDRESS-ARGS... (the NF is running)
