@@ -25,11 +25,18 @@ TEST_PACKAGES += sockperf
 # postgres, initdb and pgbench under /usr/lib/postgresql/<version>/bin)
 DEMO_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk postgresql
 TEST_PACKAGES += iproute2 ethtool memcached libmemcached-tools nginx-light wrk postgresql
+# latlab net forward --engine testpmd: DPDK's testpmd (in dpdk-dev, not in the runtime package
+# dpdk) and its AF_PACKET and AF_XDP poll-mode drivers for the testbed's veths; trafgen
+# (netsniff-ng) and xdp-trafficgen (xdp-tools) for scripts/pps-peers.sh
+TEST_PACKAGES += dpdk-dev librte-net-af-packet23 librte-net-af-xdp23
+# killer-us's rung 'testpmd (DPDK, busy)'
+DEMO_PACKAGES += dpdk-dev librte-net-af-packet23
+PEER_PACKAGES := dpdk-dev librte-net-af-packet23 netsniff-ng xdp-tools
 DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
-.PHONY: demo test build deps-demo deps-test fmt-check clippy cycles unit bench bench-pingpong doc clean
+.PHONY: demo test build deps-demo deps-test fmt-check clippy cycles unit bench bench-pingpong bench-pps doc clean
 
 # The default experiment: How to Measure the Killer Microsecond on this host (every
 # measurement method against the NF configuration ladder, on the namespace testbed as root,
@@ -72,6 +79,12 @@ unit:
 bench:
 	$(CARGO) bench -p latlab-core --bench record -- --warm-up-time 1 --measurement-time 5
 	taskset -c $(DEMO_CPU) $(CARGO) bench -p latlab-sys --bench tsc -- --warm-up-time 1 --measurement-time 4
+
+# latlab net: packets per second of latlab's generator beside trafgen and xdp-trafficgen, and
+# testpmd's forwarding rate beside latlab's forwarder (figures in docs/benchmarks.md)
+bench-pps: build
+	@scripts/ensure-packages.sh $(PEER_PACKAGES)
+	scripts/pps-peers.sh
 
 # latlab net: ping-pong RTT beside sockperf on loopback (figures in docs/benchmarks.md)
 bench-pingpong: build

@@ -171,6 +171,10 @@ fn classify(e: &anyhow::Error) -> u8 {
                 USAGE
             };
         }
+        if let Some(latlab_net::testpmd::TestpmdError::NotInstalled { .. }) = cause.downcast_ref() {
+            // a tool this host lacks: the run cannot happen here, as without a privilege
+            return NOT_PERMITTED;
+        }
         if let Some(s) = cause.downcast_ref::<SchedError>() {
             return match s {
                 SchedError::NotPermitted { .. } => NOT_PERMITTED,

@@ -8,7 +8,8 @@
 //! - `hardware`: NIC timestamps, where the interfaces have them.
 //!
 //! Ladder: `default` (blocking, unpinned) → `pinned` → `pinned+busy` →
-//! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core).
+//! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core), and
+//! `testpmd (DPDK, busy)`: the paper's DPDK NF ([`crate::testpmd`]) on the NF's core.
 
 use crate::fit::{self, CpuQuiet, HostFit, RateTrial};
 use crate::nf::IoMode;
@@ -53,6 +54,9 @@ pub enum ExperimentError {
     /// A file could not be written.
     #[error(transparent)]
     Result(#[from] latlab_core::results::ResultError),
+    /// DPDK's testpmd failed on its rung.
+    #[error(transparent)]
+    Testpmd(#[from] crate::testpmd::TestpmdError),
     /// SIGINT or SIGTERM arrived; everything the experiment changed was put back.
     #[error("interrupted (real-time throttling and the testbed were restored)")]
     Interrupted,
@@ -144,13 +148,28 @@ impl RunPlan<'_> {
         let nf_path = self.dir.join(format!("nf-{name}.json"));
         let probe_path = self.dir.join(format!("probe-{name}.json"));
         let hog = step.hog.then(|| Hog::start(self.nf_cpu));
-        let nf = orchestrate::start_nf(
-            self.exe,
-            self.placement,
-            &step.nf_config(self.placement, self.nf_cpu),
-            &nf_path,
-        )?;
-        let mut probe = self.placement.probe_config();
+        let started = (
+            latlab_sys::host::utc_now_rfc3339(),
+            std::time::Instant::now(),
+        );
+        let nf = if step.testpmd {
+            RungNf::Testpmd(crate::testpmd::Testpmd::start(
+                crate::testpmd::Pmd::AfPacket,
+                self.nf_cpu,
+            )?)
+        } else {
+            RungNf::Latlab(orchestrate::start_nf(
+                self.exe,
+                self.placement,
+                &step.nf_config(self.placement, self.nf_cpu),
+                &nf_path,
+            )?)
+        };
+        let mut probe = if step.testpmd {
+            crate::testpmd::probe_config()
+        } else {
+            self.placement.probe_config()
+        };
         probe.milli_pps = milli_pps;
         probe.duration = duration;
         probe.warmup = warmup;
@@ -167,12 +186,25 @@ impl RunPlan<'_> {
             ..ProbeJob::new(probe)
         };
         let res = orchestrate::run_probe(self.exe, self.placement, &pr, &probe_path);
-        let nf_res = nf.finish();
+        let nf_res = match nf {
+            RungNf::Latlab(nf) => nf.finish().map(|_| ()).map_err(ExperimentError::from),
+            RungNf::Testpmd(nf) => nf.stop().map_err(ExperimentError::from).and_then(|run| {
+                let ns = u64::try_from(started.1.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let argv = vec!["dpdk-testpmd".to_string()];
+                Ok(crate::testpmd::result(&run, argv, started.0, ns).save(&nf_path)?)
+            }),
+        };
         drop(hog);
         let res = res?;
         nf_res?;
         Ok((res, [nf_path, probe_path]))
     }
+}
+
+/// The NF of one rung: latlab's, as a child, or testpmd.
+enum RungNf {
+    Latlab(orchestrate::NfChild),
+    Testpmd(crate::testpmd::Testpmd),
 }
 
 /// Checks what the host can sustain and chooses the CPUs, the generator's priority, the
@@ -385,6 +417,23 @@ pub fn run(
     let mut explain_lost: Vec<(String, u64)> = Vec::new();
     for step in STEPS {
         let conf = step.name;
+        if step.testpmd {
+            let why = if cfg.loopback {
+                Some(
+                    "testpmd forwards between the testbed's veths; this run is on loopback"
+                        .to_string(),
+                )
+            } else {
+                crate::testpmd::program().err().map(|e| e.to_string())
+            };
+            if let Some(reason) = why {
+                if !cfg.quiet {
+                    eprintln!("killer-us: NF {conf}: not measured: {reason}");
+                }
+                not_measured.push((conf.to_string(), reason));
+                continue;
+            }
+        }
         let guard = if step.fifo.is_some() {
             match unthrottle_for_fifo() {
                 Ok((g, note)) => {
@@ -414,7 +463,7 @@ pub fn run(
                 runs.len() as u64,
                 STEPS.len() as u64 * 2,
             );
-            let name = format!("{}.rx-{rx}", conf.replace('+', "-"));
+            let name = format!("{}.rx-{rx}", step.file_name());
             // Another tenant's burst (a compile job, someone's real-time thread) can make
             // the generator fall behind for one run: such a run is repeated once, and the
             // repeat kept.
@@ -875,6 +924,22 @@ mod tests {
     fn the_steps_are_the_ladder() {
         let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
         assert_eq!(names, LADDER);
+        let files: Vec<String> = STEPS.iter().map(Step::file_name).collect();
+        assert_eq!(
+            files,
+            [
+                "default",
+                "pinned",
+                "pinned-busy",
+                "pinned-busy-fifo",
+                "hog",
+                "testpmd-DPDK-busy"
+            ]
+        );
+        assert!(STEPS
+            .iter()
+            .filter(|s| s.testpmd)
+            .all(|s| s.busy && s.pinned));
     }
 
     #[test]

@@ -184,7 +184,14 @@ fn measured(r: &ResultFile, d: &KillerUsData, methods: usize) -> String {
     };
     format!(
         "Measured: the latency of {object}, by {methods} methods under {} NF configurations{runs}.",
-        LADDER.len()
+        // the rungs this file holds (a file from before a rung was added has fewer)
+        LADDER
+            .iter()
+            .filter(|c| {
+                d.rows.iter().any(|r| r.config == **c)
+                    || d.not_measured.iter().any(|(x, _)| x == *c)
+            })
+            .count()
     )
 }
 

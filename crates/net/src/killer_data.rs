@@ -14,13 +14,18 @@ use serde::{Deserialize, Serialize};
 pub const RESULT_KIND: &str = "net.killer_us";
 
 /// The NF configurations of the ladder.
-pub const LADDER: [&str; 5] = [
+pub const LADDER: [&str; 6] = [
     "default",
     "pinned",
     "pinned+busy",
     "pinned+busy+fifo",
     "hog",
+    TESTPMD_RUNG,
 ];
+
+/// The rung where DPDK's testpmd is the NF ([`crate::testpmd`]: AF_PACKET poll-mode
+/// driver, one busy-polling lcore on the NF's CPU), the paper's own NF.
+pub const TESTPMD_RUNG: &str = "testpmd (DPDK, busy)";
 
 /// One NF configuration of the ladder: what it changes from the default NF.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,16 +40,19 @@ pub struct Step {
     pub fifo: Option<i32>,
     /// A CPU hog spins on the NF's CPU.
     pub hog: bool,
+    /// DPDK's testpmd instead of latlab's forwarder (testbed only).
+    pub testpmd: bool,
 }
 
 /// The ladder's steps, in [`LADDER`] order.
-pub const STEPS: [Step; 5] = [
+pub const STEPS: [Step; 6] = [
     Step {
         name: "default",
         pinned: false,
         busy: false,
         fifo: None,
         hog: false,
+        testpmd: false,
     },
     Step {
         name: "pinned",
@@ -52,6 +60,7 @@ pub const STEPS: [Step; 5] = [
         busy: false,
         fifo: None,
         hog: false,
+        testpmd: false,
     },
     Step {
         name: "pinned+busy",
@@ -59,6 +68,7 @@ pub const STEPS: [Step; 5] = [
         busy: true,
         fifo: None,
         hog: false,
+        testpmd: false,
     },
     Step {
         name: "pinned+busy+fifo",
@@ -66,6 +76,7 @@ pub const STEPS: [Step; 5] = [
         busy: true,
         fifo: Some(50),
         hog: false,
+        testpmd: false,
     },
     Step {
         name: "hog",
@@ -73,6 +84,15 @@ pub const STEPS: [Step; 5] = [
         busy: true,
         fifo: None,
         hog: true,
+        testpmd: false,
+    },
+    Step {
+        name: TESTPMD_RUNG,
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: false,
+        testpmd: true,
     },
 ];
 
@@ -90,6 +110,22 @@ impl Step {
         nf
     }
 
+    /// The name of this step's files: `pinned-busy`, `testpmd-DPDK-busy`.
+    pub fn file_name(&self) -> String {
+        let mut out = String::new();
+        for w in self
+            .name
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            if !out.is_empty() {
+                out.push('-');
+            }
+            out.push_str(w);
+        }
+        out
+    }
+
     /// The NF description the probe results record.
     pub(crate) fn describe(&self, loopback: bool, nf_cpu: u32) -> serde_json::Value {
         serde_json::json!({
@@ -99,6 +135,7 @@ impl Step {
             "cpu": self.pinned.then_some(nf_cpu),
             "fifo": self.fifo,
             "cpu_hog": self.hog,
+            "engine": if self.testpmd { "testpmd" } else { "latlab" },
         })
     }
 }

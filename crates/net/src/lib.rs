@@ -18,6 +18,7 @@
 //! - [`result`]: result files and the pure functions a report calls;
 //! - [`run`]: the NF and probe runs behind the commands and their child jobs;
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
+//! - [`testpmd`]: DPDK's testpmd as the testbed's network function (`--engine testpmd`);
 //! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
 //! - [`rng`]: seeded draws for arrivals and delays;
 //! - [`fit`]: what the host can sustain (quiet CPUs, a rate the generator keeps), checked
@@ -44,4 +45,5 @@ pub mod rng;
 pub mod run;
 pub mod sections;
 pub mod testbed;
+pub mod testpmd;
 pub mod wire;

@@ -256,6 +256,14 @@ pub fn up() -> Result<bool, TestbedError> {
     Ok(true)
 }
 
+/// The MAC address of interface `dev` in namespace `ns`.
+///
+/// # Errors
+/// The failing `ip` command, or no address in its answer.
+pub fn mac(ns: &str, dev: &str) -> Result<String, TestbedError> {
+    mac_of(ns, dev)
+}
+
 fn mac_of(ns: &str, dev: &str) -> Result<String, TestbedError> {
     let out = in_ns(ns, &["-o", "link", "show", "dev", dev])?;
     let mut it = out.split_whitespace();

@@ -52,6 +52,7 @@ pub mod rt;
 pub mod rt_throttle;
 pub mod sched;
 pub mod signal;
+pub mod supervise;
 pub mod timer;
 pub mod tsc;
 pub mod xdp;

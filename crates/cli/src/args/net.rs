@@ -223,8 +223,50 @@ pub struct ForwardArgs {
     /// Directions to run.
     #[arg(long, value_enum, default_value_t = DirectionArg::Both)]
     pub direction: DirectionArg,
+    /// Which forwarder: latlab's own over sockets, or DPDK's dpdk-testpmd on the testbed's
+    /// veths (needs --testbed and root; probes then go from latlab-ga to 10.201.2.1:7001,
+    /// see docs/net.md).
+    #[arg(long, value_enum, default_value_t = EngineArg::Latlab)]
+    pub engine: EngineArg,
+    /// DPDK poll-mode driver of --engine testpmd.
+    #[arg(long, value_enum, default_value_t = PmdArg::AfPacket)]
+    pub pmd: PmdArg,
     #[command(flatten)]
     pub nf: NfArgs,
+}
+
+impl ForwardArgs {
+    /// The name of `--pmd`.
+    pub fn pmd_name(&self) -> &'static str {
+        latlab_net::testpmd::Pmd::from(self.pmd).name()
+    }
+}
+
+/// The forwarder of `latlab net forward`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EngineArg {
+    /// latlab's forwarder over UDP sockets.
+    Latlab,
+    /// DPDK's dpdk-testpmd in MAC-forwarding mode (one busy lcore).
+    Testpmd,
+}
+
+/// DPDK poll-mode driver.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PmdArg {
+    /// net_af_packet: a PACKET_MMAP ring per veth.
+    AfPacket,
+    /// net_af_xdp: an AF_XDP socket per veth (copy mode on veth).
+    AfXdp,
+}
+
+impl From<PmdArg> for latlab_net::testpmd::Pmd {
+    fn from(p: PmdArg) -> Self {
+        match p {
+            PmdArg::AfPacket => latlab_net::testpmd::Pmd::AfPacket,
+            PmdArg::AfXdp => latlab_net::testpmd::Pmd::AfXdp,
+        }
+    }
 }
 
 /// Probe mode.

@@ -41,6 +41,9 @@ fn reflect(a: ReflectArgs, argv: Vec<String>) -> anyhow::Result<()> {
 }
 
 fn forward(a: ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    if a.engine == crate::args::net::EngineArg::Testpmd {
+        return super::net_testpmd::forward(&a, argv);
+    }
     let job = a.nf.job(Role::try_from(&a)?);
     serve(&job, &a.nf.out, a.nf.rt.no_rt_throttle, argv)
 }

@@ -24,6 +24,7 @@ mod net;
 mod net_delay;
 mod net_explain;
 mod net_xdp;
+mod net_testpmd;
 mod progress;
 mod report;
 mod sched;
