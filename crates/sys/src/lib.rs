@@ -22,6 +22,7 @@
 //! - [`netstat`]: network drop counters, interrupts, sysctls, interfaces and routes from
 //!   `/proc`, `/sys` and `ip route`;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
+//! - [`poll`]: a preallocated `ppoll` set with a nanosecond timeout;
 //! - [`ktrace`]: kernel events (IRQs, softirqs, switches, …) on the TSC timeline from a
 //!   private tracefs instance;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
@@ -43,6 +44,7 @@ pub mod net;
 pub mod netns;
 pub mod netstat;
 pub mod packet;
+pub mod poll;
 pub mod process;
 pub mod rt;
 pub mod rt_throttle;
