@@ -129,6 +129,22 @@ it, frames are dropped and counted. It runs until --duration or Ctrl-C, then wri
 result (base latency, counters). --testbed builds client/delay/server namespaces itself
 and measures UDP round trips at 0 and at --delay (applied client to server only).")]
     Delay(super::net_delay::DelayArgs),
+    /// Open-loop requests against a real server — memcached (ASCII over TCP or UDP, get/set
+    /// mix) or HTTP/1.1 keep-alive GET — with latency from each request's scheduled send
+    /// time (no coordinated omission).
+    #[command(after_help = "Examples:
+  latlab net load --target memcached://127.0.0.1:11211 --rate 20krps --duration 30s
+  latlab net load --target memcached+udp://127.0.0.1:11211 --get-ratio 0.5 --value-size 16-512
+  latlab net load --target http://127.0.0.1:8080/ --rate 5krps --connections 16 --pipeline 1
+  latlab net load --netns latlab-wtc --target memcached://10.203.2.2:11211 --arrivals poisson
+
+Requests go out on an absolute schedule (constant or seeded Poisson) to the next connection
+with fewer than --pipeline requests outstanding. A request that falls due while every
+connection is full is sent as soon as one frees and counted as late; its latency is still
+taken from its scheduled time (request.sched; request.actual starts at the send). Every
+request is accounted for: scheduled = sent + unsent, sent = answered + errors + timed_out
++ lost + unanswered. A target that refuses the connection exits with 2.")]
+    Load(super::net_load::LoadArgs),
 }
 
 /// `--no-rt-throttle` of the commands whose threads may spin under `SCHED_FIFO`.

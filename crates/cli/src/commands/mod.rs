@@ -10,6 +10,7 @@ mod host_clocks;
 mod host_noise;
 mod net;
 mod net_delay;
+mod net_load;
 mod plot;
 pub mod report;
 mod sched;

@@ -20,6 +20,8 @@ use std::time::Duration;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long before a send the loop stops sleeping in `ppoll` and polls without waiting.
+const SPIN_MARGIN_NS: u64 = 30_000;
 /// Receive buffer of a connection beyond the largest value.
 const RX_SLACK: usize = 64 * 1024;
 
@@ -274,6 +276,10 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
     let mut dgram = vec![0u8; 65_536];
     let mut next_timeout_scan = 0u64;
     let ns = |raw: u64| clock.delta_nanos(start, raw).get();
+    // timed waits end within a µs or so of their time instead of the default 50 µs slack
+    if latlab_sys::rt::set_timer_slack_ns(1).is_err() {
+        warn("the timer slack could not be lowered: sends may be up to 50 µs late".into(), &mut warnings);
+    }
     // wait for the common start
     while clock.now() < start {
         std::hint::spin_loop();
@@ -349,9 +355,11 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
         if schedule_done && (outstanding == 0 || now >= end_ns + cfg.drain.get()) {
             break;
         }
-        // wait for the next send, or an answer
+        // wait for an answer, or until just before the next send and then poll the
+        // sockets without sleeping up to it (a timed wake-up can be tens of µs late)
         let wake = match pacer.next_ns() {
-            Some(t) if t > now => t - now,
+            Some(t) if t > now + SPIN_MARGIN_NS => t - now - SPIN_MARGIN_NS,
+            Some(t) if t > now => 0,
             Some(_) => 1_000_000, // blocked: an answer frees a slot
             None => (end_ns + cfg.drain.get()).saturating_sub(now).max(1),
         };
