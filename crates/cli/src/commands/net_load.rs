@@ -25,20 +25,22 @@ fn load_err(e: LoadError) -> anyhow::Error {
 pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg = a.config()?;
     let out = crate::output::outputs("net-load", &a.out, None)?;
-    if !a.out.quiet && cfg.warmup.get() + cfg.duration.get() > 3_000_000_000 {
-        eprintln!(
-            "loading {} at {} requests/s for {} after {} warm-up…",
-            a.target,
-            cfg.rps(),
-            cfg.duration,
-            cfg.warmup
-        );
-    }
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
     let outcome = std::thread::scope(|s| {
         s.spawn(|| -> anyhow::Result<rpc::LoadOutcome> {
             if let Some(n) = &a.netns {
                 latlab_sys::netns::enter(n).map_err(|e| usage(format!("--netns: {e}")))?;
+            }
+            // a refusing target is one line, before any notice
+            rpc::engine::connect(&cfg.target).map_err(load_err)?;
+            if !a.out.quiet && cfg.warmup.get() + cfg.duration.get() > 3_000_000_000 {
+                eprintln!(
+                    "loading {} at {} requests/s for {} after {} warm-up…",
+                    a.target,
+                    cfg.rps(),
+                    cfg.duration,
+                    cfg.warmup
+                );
             }
             rpc::run(&cfg, &clock).map_err(load_err)
         })
@@ -64,7 +66,9 @@ pub fn print_load(r: &ResultFile) -> anyhow::Result<()> {
         Percentile::LADDER[3],
         Percentile::LADDER[4],
     ];
-    let mut t = Table::new(["series", "min", "p50", "p99", "p99.9", "p99.99", "max", "samples"]);
+    let mut t = Table::new([
+        "series", "min", "p50", "p99", "p99.9", "p99.99", "max", "samples",
+    ]);
     for name in series::ALL {
         let Some(h) = r.histogram(name).transpose()? else {
             continue;

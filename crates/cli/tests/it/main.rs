@@ -23,6 +23,7 @@ mod kernel_truth;
 mod net;
 mod net_delay;
 mod net_explain;
+mod net_load;
 mod progress;
 mod report;
 mod sched;

@@ -278,7 +278,10 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
     let ns = |raw: u64| clock.delta_nanos(start, raw).get();
     // timed waits end within a µs or so of their time instead of the default 50 µs slack
     if latlab_sys::rt::set_timer_slack_ns(1).is_err() {
-        warn("the timer slack could not be lowered: sends may be up to 50 µs late".into(), &mut warnings);
+        warn(
+            "the timer slack could not be lowered: sends may be up to 50 µs late".into(),
+            &mut warnings,
+        );
     }
     // wait for the common start
     while clock.now() < start {
