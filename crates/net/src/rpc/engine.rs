@@ -382,16 +382,16 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
             }
             continue;
         }
-        for ci in 0..conns.len() {
-            if !conns[ci].alive {
+        for (ci, c) in conns.iter_mut().enumerate() {
+            if !c.alive {
                 continue;
             }
             if set.writable(ci) {
-                match conns[ci].flush() {
+                match c.flush() {
                     Ok(left) => set.want_write(ci, left),
                     Err(e) => {
                         warn(format!("a connection failed: {e}"), &mut warnings);
-                        drop_conn(&mut conns[ci], &mut rec, &mut set, ci);
+                        drop_conn(c, &mut rec, &mut set, ci);
                         continue;
                     }
                 }
@@ -400,23 +400,16 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
                 continue;
             }
             if udp {
-                read_udp(
-                    &mut conns[ci],
-                    &mut dgram,
-                    &mut rec,
-                    clock,
-                    start,
-                    &mut warnings,
-                );
-            } else if let Err(why) = read_tcp(&mut conns[ci], memc, &mut rec, clock, start) {
+                read_udp(c, &mut dgram, &mut rec, clock, start, &mut warnings);
+            } else if let Err(why) = read_tcp(c, memc, &mut rec, clock, start) {
                 warn(why, &mut warnings);
-                drop_conn(&mut conns[ci], &mut rec, &mut set, ci);
+                drop_conn(c, &mut rec, &mut set, ci);
                 // reconnect: the server closed after its keep-alive limit, say
                 if pacer.next_ns().is_some() {
                     if let Ok(s) = open(&cfg.target) {
                         let Sock::Tcp(t) = &s else { unreachable!() };
                         set.replace(ci, t);
-                        conns[ci] = Conn::new(s, cfg, max_req);
+                        *c = Conn::new(s, cfg, max_req);
                         rec.counters.reconnects += 1;
                     }
                 }
