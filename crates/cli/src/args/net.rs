@@ -1,5 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
+pub use super::common::ArrivalsArg;
 use super::common::{
     ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs,
 };
@@ -11,7 +12,7 @@ use latlab_core::units::Nanos;
 use latlab_net::calibrate::CalibrateConfig;
 use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
-use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
+use latlab_net::probe::{Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -247,15 +248,6 @@ pub enum ModeArg {
     Open,
     /// Closed loop, one probe in flight.
     Pingpong,
-}
-
-/// Arrival process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalsArg {
-    /// Fixed gaps.
-    Constant,
-    /// Exponential gaps.
-    Poisson,
 }
 
 /// Options of `latlab net probe`.
@@ -520,10 +512,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
             ModeArg::Pingpong => Mode::Pingpong,
         };
         cfg.milli_pps = milli_pps(&a.rate, a.size as u64 + 4)?;
-        cfg.arrivals = match a.arrivals {
-            ArrivalsArg::Constant => Arrivals::Constant,
-            ArrivalsArg::Poisson => Arrivals::Poisson,
-        };
+        cfg.arrivals = a.arrivals.into();
         cfg.flows = a.flows;
         cfg.frame = a.size;
         cfg.duration = a.duration;

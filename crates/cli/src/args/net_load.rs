@@ -1,13 +1,11 @@
 //! Options of `latlab net load`, the open-loop request generator against memcached and HTTP
 //! servers, and their resolution into [`LoadConfig`].
 
-use super::common::{duration_arg, number_in, positive_duration_arg, OutputArgs};
-use super::net::ArrivalsArg;
+use super::common::{duration_arg, number_in, positive_duration_arg, ArrivalsArg, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
-use latlab_net::probe::Arrivals;
 use latlab_net::rpc::{LoadConfig, SizeRange, Target};
 
 /// `--rate`: requests per second, `rps`, `krps`, `Mrps` (or the probe's `pps` units).
@@ -100,10 +98,7 @@ impl LoadArgs {
             Rate::MilliPps(m) => m,
             Rate::Bps(_) => return Err(usage("--rate: expected requests per second, e.g. 20krps")),
         };
-        cfg.arrivals = match self.arrivals {
-            ArrivalsArg::Constant => Arrivals::Constant,
-            ArrivalsArg::Poisson => Arrivals::Poisson,
-        };
+        cfg.arrivals = self.arrivals.into();
         cfg.duration = self.duration;
         cfg.warmup = self.warmup;
         cfg.drain = self.drain;

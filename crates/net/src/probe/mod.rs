@@ -42,7 +42,7 @@ mod setup;
 mod tests;
 mod tx;
 
-pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources};
+pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources, LATENCY_HIST};
 pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, RESULT_KIND};
 pub use self::pingpong::PINGPONG_TIMEOUT;
 pub use self::ring::RING;

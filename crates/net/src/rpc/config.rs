@@ -194,11 +194,7 @@ impl LoadConfig {
             preload: true,
             timeout: Nanos::from_secs(1),
             interval: Nanos::SECOND,
-            hist: HistConfig {
-                lowest_ns: 1,
-                highest_ns: 60 * 1_000_000_000,
-                sigfig: 3,
-            },
+            hist: crate::probe::LATENCY_HIST,
             seed: 1,
         }
     }

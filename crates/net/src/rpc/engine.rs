@@ -5,10 +5,11 @@
 //! into its connection's send buffer and timed with the run's clock.
 
 use super::config::{LoadConfig, Protocol, Target};
+use super::error::LoadError;
+use super::http;
 use super::memcached::{self, UDP_HEADER};
 use super::record::{Kind, Pacer, Recorder, Req};
 use super::reply::{Answer, Parse};
-use super::{http, LoadError};
 use crate::probe::Schedule;
 use crate::rng::Rng;
 use latlab_sys::poll::PollSet;

@@ -19,6 +19,7 @@
 
 pub mod config;
 pub mod engine;
+mod error;
 pub mod http;
 pub mod memcached;
 pub mod record;
@@ -26,43 +27,11 @@ pub mod reply;
 pub mod result;
 
 pub use config::{LoadConfig, Protocol, SizeRange, Target, TARGET_FORMS};
+pub use error::LoadError;
 pub use result::{load_result, LoadData, LoadOutcome, RESULT_KIND};
 
 use latlab_core::units::Nanos;
 use latlab_sys::tsc::Clock;
-use std::net::SocketAddr;
-
-/// Errors of a load run.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum LoadError {
-    /// The configuration is not usable (the message names the flag).
-    #[error("{0}")]
-    Config(String),
-    /// The target cannot be reached.
-    #[error("--target: cannot connect to {addr}: {source}")]
-    Connect {
-        /// The target's address.
-        addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Setting the keys before the run failed.
-    #[error("preloading the keys failed: {0}")]
-    Preload(String),
-    /// An OS error.
-    #[error("{0}: {1}")]
-    Io(String, #[source] std::io::Error),
-}
-
-impl LoadError {
-    /// Whether it is the user's input that is wrong (a bad configuration, a target that
-    /// refuses): the CLI exits with 2.
-    pub fn is_bad_input(&self) -> bool {
-        matches!(self, LoadError::Config(_) | LoadError::Connect { .. })
-    }
-}
 
 /// Runs the load described by `cfg` on `clock`: validates it, checks the target answers a
 /// connection, preloads the keys, then runs [`LoadConfig::threads`] generator threads on
