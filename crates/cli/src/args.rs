@@ -11,6 +11,7 @@ pub mod host_clocks;
 pub mod host_noise;
 pub mod net;
 pub mod net_delay;
+pub mod net_load;
 pub mod report;
 pub mod sched;
 

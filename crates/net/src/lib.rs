@@ -7,6 +7,7 @@
 //! experiment that compares measurement methods against an OS configuration ladder.
 //!
 //! - [`wire`]: the probe header, a checked zero-copy view;
+//! - [`rpc`]: `latlab net load`, open-loop requests against memcached and HTTP servers;
 //! - [`nf`]: the reflector and the forwarder behind the [`nf::PacketIo`] trait;
 //! - [`probe`]: the open-loop and ping-pong generator/receiver;
 //! - [`delay`]: the latency injector behind `latlab net delay`, a software bump in the wire
@@ -42,6 +43,7 @@ pub mod orchestrate;
 pub mod probe;
 pub mod result;
 pub mod rng;
+pub mod rpc;
 pub mod run;
 pub mod sections;
 pub mod testbed;

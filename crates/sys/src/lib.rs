@@ -24,6 +24,7 @@
 //!   `/proc`, `/sys` and `ip route`;
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
 //! - [`xdp`]: `AF_XDP` sockets and the XDP program steering latlab's frames to them;
+//! - [`poll`]: a preallocated `ppoll` set with a nanosecond timeout;
 //! - [`ktrace`]: kernel events (IRQs, softirqs, switches, …) on the TSC timeline from a
 //!   private tracefs instance;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
@@ -47,6 +48,7 @@ pub mod netstat;
 #[cfg(feature = "ofi")]
 pub mod ofi;
 pub mod packet;
+pub mod poll;
 pub mod process;
 pub mod rt;
 pub mod rt_throttle;

@@ -131,3 +131,21 @@ impl NetExplainArgs {
         }
     }
 }
+
+/// Arrival process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ArrivalsArg {
+    /// Fixed gaps.
+    Constant,
+    /// Exponential gaps.
+    Poisson,
+}
+
+impl From<ArrivalsArg> for latlab_net::probe::Arrivals {
+    fn from(a: ArrivalsArg) -> Self {
+        match a {
+            ArrivalsArg::Constant => latlab_net::probe::Arrivals::Constant,
+            ArrivalsArg::Poisson => latlab_net::probe::Arrivals::Poisson,
+        }
+    }
+}

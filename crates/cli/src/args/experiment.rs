@@ -52,6 +52,7 @@ summary.csv)."
   latlab experiment where-time --quick                  (3 delays, 1 repeat, about 20 s)
   latlab experiment where-time --delays 0,10us,100us --repeats 3 --apps memcached
   latlab experiment where-time -o wt.json --plot wt.svg
+  latlab experiment where-time --apps memcached,nginx --open-loop-rate 5krps   (+ latlab's open loop at 5k requests/s)
 
 Needs root and the packages memcached, libmemcached-tools (memcaslap), nginx-light, wrk and
 postgresql (postgres, initdb, pgbench; `make deps-demo` installs them). The servers and
@@ -109,12 +110,17 @@ pub struct WhereTimeArgs {
     /// the host cannot preempt it; it then owns its CPU (servers and clients do not).
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
-    /// Quick mode for tests: delays 0,20us,200us, one repeat, 1 s runs.
+    /// Also load memcached and nginx with latlab's open-loop generator (`latlab net load`)
+    /// at this fixed offered load after each closed-loop run, e.g. 5krps: latency
+    /// percentiles from the scheduled send at every delay.
+    #[arg(long, value_name = "RATE", value_parser = super::net_load::request_rate_arg)]
+    pub open_loop_rate: Option<latlab_core::parse::Rate>,
     /// Do not attribute the injector's stalls during its check (by default, as root, the
     /// check records kernel events and the summary says how much of the injector's lost
     /// time lay outside the kernel).
     #[arg(long)]
     pub no_explain: bool,
+    /// Quick mode for tests: delays 0,20us,200us, one repeat, 1 s runs.
     #[arg(long)]
     pub quick: bool,
     #[command(flatten)]
@@ -165,6 +171,15 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
         cfg.fifo = a.fifo;
         cfg.pg_bin.clone_from(&a.pg_bin);
         cfg.explain = !a.no_explain;
+        cfg.open_loop_milli_rps = match a.open_loop_rate {
+            Some(latlab_core::parse::Rate::MilliPps(m)) => Some(m),
+            Some(_) => {
+                return Err(usage(
+                    "--open-loop-rate: expected requests per second, e.g. 5krps",
+                ))
+            }
+            None => None,
+        };
         let allowed = sched::allowed_cpus();
         cfg.place(a.cpu, &allowed);
         match cfg.validate(&allowed) {

@@ -1,5 +1,6 @@
 //! Command-line definitions of `latlab net …` and `latlab experiment killer-us`.
 
+pub use super::common::ArrivalsArg;
 use super::common::{
     ci_target_arg, duration_arg, positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs,
 };
@@ -11,7 +12,7 @@ use latlab_core::units::Nanos;
 use latlab_net::calibrate::CalibrateConfig;
 use latlab_net::experiment::KillerUsConfig;
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
-use latlab_net::probe::{Arrivals, Mode, ProbeConfig};
+use latlab_net::probe::{Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -129,6 +130,22 @@ it, frames are dropped and counted. It runs until --duration or Ctrl-C, then wri
 result (base latency, counters). --testbed builds client/delay/server namespaces itself
 and measures UDP round trips at 0 and at --delay (applied client to server only).")]
     Delay(super::net_delay::DelayArgs),
+    /// Open-loop requests against a real server — memcached (ASCII over TCP or UDP, get/set
+    /// mix) or HTTP/1.1 keep-alive GET — with latency from each request's scheduled send
+    /// time (no coordinated omission).
+    #[command(after_help = "Examples:
+  latlab net load --target memcached://127.0.0.1:11211 --rate 20krps --duration 30s
+  latlab net load --target memcached+udp://127.0.0.1:11211 --get-ratio 0.5 --value-size 16-512
+  latlab net load --target http://127.0.0.1:8080/ --rate 5krps --connections 16 --pipeline 1
+  latlab net load --netns latlab-wtc --target memcached://10.203.2.2:11211 --arrivals poisson
+
+Requests go out on an absolute schedule (constant or seeded Poisson) to the next connection
+with fewer than --pipeline requests outstanding. A request that falls due while every
+connection is full is sent as soon as one frees and counted as late; its latency is still
+taken from its scheduled time (request.sched; request.actual starts at the send). Every
+request is accounted for: scheduled = sent + unsent, sent = answered + errors + timed_out
++ lost + unanswered. A target that refuses the connection exits with 2.")]
+    Load(super::net_load::LoadArgs),
 }
 
 /// `--no-rt-throttle` of the commands whose threads may spin under `SCHED_FIFO`.
@@ -276,15 +293,6 @@ pub enum ModeArg {
     Open,
     /// Closed loop, one probe in flight.
     Pingpong,
-}
-
-/// Arrival process.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ArrivalsArg {
-    /// Fixed gaps.
-    Constant,
-    /// Exponential gaps.
-    Poisson,
 }
 
 /// Options of `latlab net probe`.
@@ -555,10 +563,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
             ModeArg::Pingpong => Mode::Pingpong,
         };
         cfg.milli_pps = milli_pps(&a.rate, a.size as u64 + 4)?;
-        cfg.arrivals = match a.arrivals {
-            ArrivalsArg::Constant => Arrivals::Constant,
-            ArrivalsArg::Poisson => Arrivals::Poisson,
-        };
+        cfg.arrivals = a.arrivals.into();
         cfg.flows = a.flows;
         cfg.frame = a.size;
         cfg.duration = a.duration;

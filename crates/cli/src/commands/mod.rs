@@ -11,6 +11,7 @@ mod host_noise;
 mod net;
 mod net_delay;
 mod net_testpmd;
+mod net_load;
 mod plot;
 pub mod report;
 mod sched;

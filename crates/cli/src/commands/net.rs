@@ -32,6 +32,7 @@ pub fn run(cmd: NetCommand, argv: Vec<String>) -> anyhow::Result<()> {
         NetCommand::Testbed(a) => testbed_cmd(a),
         NetCommand::Calibrate(a) => calibrate(a, argv),
         NetCommand::Delay(a) => super::net_delay::run(a, argv),
+        NetCommand::Load(a) => super::net_load::run(a, argv),
     }
 }
 

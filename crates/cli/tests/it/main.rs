@@ -25,6 +25,7 @@ mod net_delay;
 mod net_explain;
 mod net_xdp;
 mod net_testpmd;
+mod net_load;
 mod progress;
 mod report;
 mod sched;

@@ -106,6 +106,12 @@ pub struct WhereTimeConfig {
     /// `/usr/lib/postgresql/<version>/bin` (Debian's layout), then `PATH`.
     #[serde(default)]
     pub pg_bin: Option<PathBuf>,
+    /// Also load memcached and nginx with latlab's open-loop generator at this fixed
+    /// offered load (thousandths of requests per second), after their closed-loop client
+    /// at every delay: latency percentiles from each request's scheduled send, beside the
+    /// closed-loop client's saturation throughput (`--open-loop-rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop_milli_rps: Option<u64>,
 }
 
 impl Default for WhereTimeConfig {
@@ -123,6 +129,7 @@ impl Default for WhereTimeConfig {
             check_duration: Nanos::from_secs(2),
             fifo: None,
             pg_bin: None,
+            open_loop_milli_rps: None,
         }
     }
 }
@@ -141,7 +148,13 @@ impl WhereTimeConfig {
 
     /// Roughly how long a run takes, seconds.
     pub fn expected_secs(&self) -> f64 {
-        let runs = self.delays_ns.len() as f64 * f64::from(self.repeats) * self.apps.len() as f64;
+        let open = if self.open_loop_milli_rps.is_some() {
+            self.apps.iter().filter(|a| **a != App::Postgresql).count()
+        } else {
+            0
+        };
+        let runs =
+            self.delays_ns.len() as f64 * f64::from(self.repeats) * (self.apps.len() + open) as f64;
         runs * (self.run_time.get() as f64 / 1e9 + 0.6)
             + 3.0 * self.check_duration.get() as f64 / 1e9
             + 5.0

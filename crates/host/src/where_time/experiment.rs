@@ -4,7 +4,7 @@
 
 use super::config::{find_programs, App, Programs, WhereTimeConfig, WhereTimeError};
 use super::parse;
-use super::stored::{AppRuns, RawRun, WhereTimeOutcome};
+use super::stored::{AppRuns, OpenLoopRun, RawRun, WhereTimeOutcome};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::testbed::{self, Testbed};
 use latlab_net::delay::DelaySpec;
@@ -223,7 +223,7 @@ fn nginx_conf(dir: &std::path::Path) -> String {
         "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 1024; }}\n\
          http {{\n  access_log off;\n  client_body_temp_path {d};\n  proxy_temp_path {d};\n  fastcgi_temp_path {d};\n  uwsgi_temp_path {d};\n  scgi_temp_path {d};\n\
-         server {{ listen {ip}:{NGINX_PORT}; location / {{ root {d}/www; }} }}\n}}\n",
+         keepalive_requests 1000000;\n  server {{ listen {ip}:{NGINX_PORT}; location / {{ root {d}/www; }} }}\n}}\n",
         d = dir.display(),
         ip = testbed::SERVER_IP
     )
@@ -580,6 +580,84 @@ fn place(cfg: &WhereTimeConfig) -> (WhereTimeConfig, String) {
     (placed, sentence)
 }
 
+/// Requests each connection of latlab's open-loop generator may have outstanding: enough
+/// that a server's queue forms at the server, not in the generator.
+const OPEN_LOOP_PIPELINE: u32 = 8;
+
+/// latlab's open-loop generator against `app`'s server at `milli_rps`, from the client
+/// namespace on the clients' CPU, for the benchmark's run time.
+fn open_loop_bench(
+    tb: &Testbed,
+    app: App,
+    cfg: &WhereTimeConfig,
+    milli_rps: u64,
+    clock: &Clock,
+) -> Result<(f64, f64, latlab_net::rpc::LoadOutcome), WhereTimeError> {
+    use latlab_net::rpc::{self, LoadConfig, Target};
+    let url = match app {
+        App::Memcached => format!("memcached://{}:{MEMCACHED_PORT}", testbed::SERVER_IP),
+        App::Nginx => format!("http://{}:{NGINX_PORT}/", testbed::SERVER_IP),
+        App::Postgresql => {
+            return Err(WhereTimeError::Config(
+                "no open-loop generator speaks PostgreSQL".into(),
+            ))
+        }
+    };
+    let target = Target::parse(&url).map_err(WhereTimeError::Config)?;
+    let mut lc = LoadConfig::new(target);
+    lc.milli_rps = milli_rps;
+    lc.duration = cfg.run_time;
+    lc.warmup = latlab_core::units::Nanos::from_millis(500);
+    lc.connections = cfg.connections;
+    lc.pipeline = OPEN_LOOP_PIPELINE;
+    let ns = tb.client.clone();
+    let cpu = cfg.endpoint_cpu;
+    let o = std::thread::scope(|s| {
+        s.spawn(|| -> Result<rpc::LoadOutcome, WhereTimeError> {
+            netns::enter(&ns).map_err(|e| WhereTimeError::Run(e.to_string()))?;
+            if let Some(c) = cpu {
+                latlab_sys::sched::pin_current_thread(c)
+                    .map_err(|e| WhereTimeError::Run(e.to_string()))?;
+            }
+            rpc::run(&lc, clock).map_err(|e| WhereTimeError::Run(format!("latlab open loop: {e}")))
+        })
+        .join()
+        .expect("open-loop generator panicked")
+    })?;
+    Ok((lc.rps(), o.achieved_rps, o))
+}
+
+/// The stored figures of an open-loop run.
+fn open_loop_run(
+    delay_ns: u64,
+    repeat: u32,
+    offered: f64,
+    achieved: f64,
+    o: &latlab_net::rpc::LoadOutcome,
+) -> OpenLoopRun {
+    let h = o
+        .histograms
+        .iter()
+        .find(|(n, _)| *n == latlab_net::rpc::record::series::SCHED);
+    let at = |p: usize| {
+        h.map_or(0, |(_, h)| {
+            h.value_at(latlab_core::parse::Percentile::LADDER[p])
+        })
+    };
+    let c = &o.counters;
+    OpenLoopRun {
+        delay_ns,
+        repeat,
+        offered_rps: offered,
+        achieved_rps: achieved,
+        p50_ns: at(0),
+        p99_ns: at(2),
+        samples: h.map_or(0, |(_, h)| h.count()),
+        late: c.late,
+        problems: c.unsent + c.lost + c.timed_out + c.unanswered + c.errors,
+    }
+}
+
 /// Runs the experiment. `progress` is called with a short label before each run.
 ///
 /// # Errors
@@ -651,6 +729,7 @@ pub fn run(
             app: a.name().into(),
             metric: a.metric().into(),
             runs: Vec::new(),
+            open_loop: Vec::new(),
         })
         .collect();
     let result = (|| -> Result<(), WhereTimeError> {
@@ -693,6 +772,7 @@ pub fn run(
                         ));
                     }
                     let mut out = Vec::new();
+                    let mut ol = Vec::new();
                     let mut err = None;
                     for (i, a) in cfg.apps.iter().enumerate() {
                         progress(&format!(
@@ -709,6 +789,25 @@ pub fn run(
                                 break;
                             }
                         }
+                        let Some(rate) = cfg.open_loop_milli_rps.filter(|_| *a != App::Postgresql)
+                        else {
+                            continue;
+                        };
+                        progress(&format!(
+                            "{} at {}: latlab open loop at {} requests/s",
+                            a.name(),
+                            latlab_core::units::format_ns(d as f64),
+                            rate / 1000
+                        ));
+                        match open_loop_bench(&tb, *a, cfg, rate, clock) {
+                            Ok((offered, achieved, o)) => {
+                                ol.push((i, open_loop_run(d, repeat, offered, achieved, &o)));
+                            }
+                            Err(e) => {
+                                err = Some(e);
+                                break;
+                            }
+                        }
                     }
                     // The clients' last frames (a closing FIN, PostgreSQL's Terminate) may
                     // still wait in the injector's queue: let them through before it stops,
@@ -720,6 +819,9 @@ pub fn run(
                         return Err(e);
                     }
                     let drops = rep.lost();
+                    for (i, r) in ol {
+                        apps[i].open_loop.push(r);
+                    }
                     for (i, (value, completed, errors)) in out {
                         apps[i].runs.push(RawRun {
                             delay_ns: d,

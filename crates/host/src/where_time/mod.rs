@@ -37,8 +37,8 @@ pub use config::{
 pub use experiment::run;
 pub use session::{run_to_file, SessionError};
 pub use stored::{
-    data, fill_result, normalise, problem_totals, AppRuns, NormPoint, RawRun, WhereTimeData,
-    WhereTimeOutcome, PAPER_DROPS,
+    data, fill_result, normalise, problem_totals, AppRuns, NormPoint, OpenLoopRun, RawRun,
+    WhereTimeData, WhereTimeOutcome, PAPER_DROPS,
 };
 
 #[cfg(test)]

@@ -207,6 +207,12 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             no_baseline.join(", ")
         )));
     }
+    if let Some(t) = open_loop_table(d) {
+        s.push(Block::Table(t));
+        s.push(Block::Paragraph(
+            "latlab's open-loop generator offers the same load at every delay and times each request from its scheduled send: its percentiles show what the added delay costs each request at that load (and the queue once the server cannot keep up), which a closed-loop client's throughput hides.".into(),
+        ));
+    }
     match figure(d) {
         Some(f) => s.push(Block::Figure(f)),
         None => s.push(Block::Paragraph(
@@ -253,6 +259,66 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
     Ok(s)
 }
 
+/// The open-loop runs per application and delay (medians over the repeats), when any.
+fn open_loop_table(d: &WhereTimeData) -> Option<Table> {
+    if d.apps.iter().all(|a| a.open_loop.is_empty()) {
+        return None;
+    }
+    let mut t = Table::new(
+        "latlab open loop at a fixed offered load (latency from the scheduled send)",
+        &[
+            "application",
+            "added delay",
+            "runs",
+            "offered /s",
+            "achieved /s",
+            "p50",
+            "p99",
+            "late",
+            "problems",
+        ],
+    );
+    let median = |mut v: Vec<u64>| {
+        v.sort_unstable();
+        v.get(v.len() / 2).copied().unwrap_or(0)
+    };
+    for a in &d.apps {
+        let mut delays: Vec<u64> = a.open_loop.iter().map(|r| r.delay_ns).collect();
+        delays.sort_unstable();
+        delays.dedup();
+        for dl in delays {
+            let at: Vec<_> = a.open_loop.iter().filter(|r| r.delay_ns == dl).collect();
+            let n = at.len().max(1) as f64;
+            t.rows.push(vec![
+                Cell::text(&a.app),
+                Cell::number(if dl == 0 {
+                    "0".into()
+                } else {
+                    format_ns(dl as f64)
+                }),
+                Cell::number(at.len().to_string()),
+                Cell::number(format_decimal(
+                    at.iter().map(|r| r.offered_rps).sum::<f64>() / n,
+                    0,
+                )),
+                Cell::number(format_decimal(
+                    at.iter().map(|r| r.achieved_rps).sum::<f64>() / n,
+                    0,
+                )),
+                Cell::number(format_ns(
+                    median(at.iter().map(|r| r.p50_ns).collect()) as f64
+                )),
+                Cell::number(format_ns(
+                    median(at.iter().map(|r| r.p99_ns).collect()) as f64
+                )),
+                Cell::problem_count(at.iter().map(|r| r.late).sum()),
+                Cell::problem_count(at.iter().map(|r| r.problems).sum()),
+            ]);
+        }
+    }
+    Some(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{AppRuns, RawRun};
@@ -287,11 +353,23 @@ mod tests {
                         raw(100, 0, 5_000.0),
                         raw(100, 1, 7_000.0),
                     ],
+                    open_loop: vec![super::super::OpenLoopRun {
+                        delay_ns: 20_000,
+                        repeat: 0,
+                        offered_rps: 5_000.0,
+                        achieved_rps: 4_990.0,
+                        p50_ns: 61_000,
+                        p99_ns: 180_000,
+                        samples: 20_000,
+                        late: 0,
+                        problems: 0,
+                    }],
                 },
                 AppRuns {
                     app: "nginx".into(),
                     metric: "requests/s".into(),
                     runs: vec![raw(0, 0, 4_000.0), raw(100, 0, 2_200.0)],
+                    open_loop: Vec::new(),
                 },
             ],
             injector: CheckSummary {
@@ -348,7 +426,12 @@ mod tests {
         let ng100 = &curve.rows[4];
         assert_eq!(ng100[5].text, "0.550");
         assert_eq!(ng100[6].style, CellStyle::Unsupported, "one run has no sd");
-        let paper = t[1];
+        let open = t[1];
+        assert!(open.caption.contains("open loop"), "{}", open.caption);
+        assert_eq!(open.rows.len(), 1, "one memcached open-loop delay");
+        assert_eq!(open.rows[0][1].text, format_ns(20_000.0));
+        assert_eq!(open.rows[0][5].text, format_ns(61_000.0));
+        let paper = t[2];
         assert_eq!(paper.rows.len(), 4);
         assert_eq!(paper.rows[3][2].text, "−3%");
         assert_eq!(

@@ -31,6 +31,33 @@ pub struct AppRuns {
     pub metric: String,
     /// Every run, in execution order.
     pub runs: Vec<RawRun>,
+    /// latlab's open-loop runs at a fixed offered load (`--open-loop-rate`), in execution
+    /// order; absent when not asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub open_loop: Vec<OpenLoopRun>,
+}
+
+/// One run of latlab's open-loop generator (`latlab net load`) at a fixed offered load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OpenLoopRun {
+    /// Added delay, ns.
+    pub delay_ns: u64,
+    /// Repeat index (0-based).
+    pub repeat: u32,
+    /// Offered load, requests/s.
+    pub offered_rps: f64,
+    /// Measured requests sent per second.
+    pub achieved_rps: f64,
+    /// Median latency from the scheduled send, ns.
+    pub p50_ns: u64,
+    /// 99th percentile from the scheduled send, ns.
+    pub p99_ns: u64,
+    /// Measured answers.
+    pub samples: u64,
+    /// Requests sent late (every connection busy when they fell due).
+    pub late: u64,
+    /// Requests never sent, lost, timed out, unanswered or answered with an error.
+    pub problems: u64,
 }
 
 /// The errors and injector drops of `runs`, summed.

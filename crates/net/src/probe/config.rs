@@ -103,6 +103,13 @@ impl Sources {
     }
 }
 
+/// The histograms of network latencies: 1 ns to 60 s, three significant digits.
+pub const LATENCY_HIST: HistConfig = HistConfig {
+    lowest_ns: 1,
+    highest_ns: 60 * 1_000_000_000,
+    sigfig: 3,
+};
+
 /// Everything `probe` needs, resolved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeConfig {
@@ -190,11 +197,7 @@ impl ProbeConfig {
             rx_cpu: None,
             fifo: None,
             interval: Nanos::SECOND,
-            hist: HistConfig {
-                lowest_ns: 1,
-                highest_ns: 60 * 1_000_000_000,
-                sigfig: 3,
-            },
+            hist: LATENCY_HIST,
             seed: 1,
             ci_width: None,
             explain: crate::explain::ExplainSpec::default(),

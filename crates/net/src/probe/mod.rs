@@ -43,7 +43,7 @@ mod tests;
 mod tx;
 mod xdp;
 
-pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources};
+pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources, LATENCY_HIST};
 pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, RESULT_KIND};
 pub use self::pingpong::PINGPONG_TIMEOUT;
 pub use self::ring::RING;

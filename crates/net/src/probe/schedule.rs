@@ -28,11 +28,16 @@ pub struct Schedule {
 impl Schedule {
     /// The schedule of `cfg`.
     pub fn new(cfg: &ProbeConfig) -> Schedule {
+        Schedule::of(cfg.arrivals, cfg.milli_pps, cfg.seed)
+    }
+
+    /// The schedule of `arrivals` at `milli_pps` thousandths of sends per second, seeded.
+    pub fn of(arrivals: Arrivals, milli_pps: u64, seed: u64) -> Schedule {
         Schedule {
-            arrivals: cfg.arrivals,
-            milli_pps: cfg.milli_pps.max(1),
-            mean_gap_ns: 1e12 / cfg.milli_pps.max(1) as f64,
-            rng: Rng::new(cfg.seed),
+            arrivals,
+            milli_pps: milli_pps.max(1),
+            mean_gap_ns: 1e12 / milli_pps.max(1) as f64,
+            rng: Rng::new(seed),
             k: 0,
             acc: 0.0,
         }

@@ -1,0 +1,223 @@
+//! `latlab net load` against servers started here: memcached over TCP and UDP and nginx,
+//! each on loopback for a short run at a small rate. The counts must add up; nothing is
+//! asserted about latencies or rates.
+
+use crate::util::{assert_one_line_error, latlab, ok, skip};
+use latlab_core::results::ResultFile;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A server this test started, stopped by its own pid when dropped.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A loopback port nothing listens on right now.
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn installed(program: &str) -> bool {
+    [
+        "/usr/bin",
+        "/usr/sbin",
+        "/usr/local/bin",
+        "/usr/local/sbin",
+        "/bin",
+        "/sbin",
+    ]
+    .iter()
+    .any(|d| Path::new(d).join(program).is_file())
+}
+
+fn wait_port(port: u16) {
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn memcached(port: u16) -> Server {
+    let p = port.to_string();
+    let child = Command::new("memcached")
+        .args(["-l", "127.0.0.1", "-p", &p, "-U", &p, "-t", "1", "-m", "32"])
+        .args(if latlab_testutil::is_root() {
+            &["-u", "root"][..]
+        } else {
+            &[]
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let s = Server(child);
+    wait_port(port);
+    s
+}
+
+/// Runs a short load against `target` and returns the saved result.
+fn load(dir: &Path, target: &str, extra: &[&str]) -> ResultFile {
+    let out = dir.join(format!("load-{}.json", extra.len()));
+    let mut args = vec![
+        "net",
+        "load",
+        "--target",
+        target,
+        "--rate",
+        "500rps",
+        "--duration",
+        "600ms",
+        "--warmup",
+        "100ms",
+        "--drain",
+        "1s",
+        "-c",
+        "2",
+        "--keys",
+        "100",
+        "-o",
+    ];
+    let out_s = out.to_string_lossy().into_owned();
+    args.push(&out_s);
+    args.extend(extra);
+    ok(&latlab().args(&args).output().unwrap());
+    ResultFile::load(&out).unwrap()
+}
+
+/// Every request is accounted for, and some were answered.
+fn assert_counts_add_up(r: &ResultFile) {
+    let c = |k: &str| r.counters[k];
+    assert_eq!(r.kind, "net.load");
+    assert_eq!(c("scheduled"), c("sent") + c("unsent"), "{:?}", r.counters);
+    assert_eq!(
+        c("sent"),
+        c("answered") + c("errors") + c("timed_out") + c("lost") + c("unanswered"),
+        "{:?}",
+        r.counters
+    );
+    assert!(c("answered") > 0, "{:?}", r.counters);
+    let h = r.histogram("request.sched").unwrap().unwrap();
+    assert_eq!(
+        h.count(),
+        c("answered") - answered_in_warmup(r),
+        "every measured answer is one sample"
+    );
+    let names: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
+    assert_eq!(
+        names,
+        ["throughput", "arrivals", "independence", "stationarity"]
+    );
+}
+
+/// Answers to warm-up requests: sent in the warm-up and answered (errors none here).
+fn answered_in_warmup(r: &ResultFile) -> u64 {
+    assert_eq!(r.counters["errors"], 0, "{:?}", r.counters);
+    assert_eq!(
+        r.counters["lost"] + r.counters["timed_out"] + r.counters["unanswered"],
+        0,
+        "{:?}",
+        r.counters
+    );
+    r.counters["sent_warmup"]
+}
+
+#[test]
+fn memcached_over_tcp_and_udp_counts_add_up() {
+    if !installed("memcached") {
+        skip!("memcached not installed (Debian package memcached; `make deps-demo`)");
+    }
+    let port = free_port();
+    let _server = memcached(port);
+    let dir = tempfile::tempdir().unwrap();
+    let tcp = load(dir.path(), &format!("memcached://127.0.0.1:{port}"), &[]);
+    assert_counts_add_up(&tcp);
+    assert!(tcp.histogram("get.sched").unwrap().unwrap().count() > 0);
+    let udp = load(
+        dir.path(),
+        &format!("memcached+udp://127.0.0.1:{port}"),
+        &["--get-ratio", "0.5"],
+    );
+    assert_counts_add_up(&udp);
+    assert_eq!(udp.counters["misses"], 0, "the keys were preloaded");
+}
+
+#[test]
+fn nginx_over_keep_alive_http_counts_add_up() {
+    if !installed("nginx") {
+        skip!("nginx not installed (Debian package nginx-light; `make deps-demo`)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let port = free_port();
+    std::fs::create_dir_all(d.join("www")).unwrap();
+    std::fs::write(d.join("www/index.html"), "latlab\n".repeat(50)).unwrap();
+    let conf = format!(
+        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ root {d}/www; }} }} }}\n",
+        d = d.display()
+    );
+    std::fs::write(d.join("nginx.conf"), conf).unwrap();
+    let child = Command::new("nginx")
+        .args([
+            "-c",
+            &d.join("nginx.conf").to_string_lossy(),
+            "-p",
+            &d.to_string_lossy(),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _server = Server(child);
+    wait_port(port);
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let r = load(
+        &out,
+        &format!("http://127.0.0.1:{port}/index.html"),
+        &["--pipeline", "2"],
+    );
+    assert_counts_add_up(&r);
+    assert!(
+        r.histogram("get.sched").is_none(),
+        "HTTP has no memcached series"
+    );
+}
+
+#[test]
+fn a_target_that_refuses_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port().to_string();
+    for target in [
+        format!("memcached://127.0.0.1:{port}"),
+        format!("http://127.0.0.1:{port}/"),
+    ] {
+        let out = latlab()
+            .current_dir(dir.path())
+            .args(["net", "load", "--target", &target, "--duration", "10s"])
+            .output()
+            .unwrap();
+        assert_one_line_error(&out, 2, &["--target", "cannot connect", "refused"]);
+    }
+    let out = latlab()
+        .current_dir(dir.path())
+        .args(["net", "load", "--target", "memcached://localhost:11211"])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, 2, &["--target", "IP address"]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "wrote {left:?}");
+}

@@ -1,0 +1,184 @@
+//! The `net.load` result: the merged histograms and counters of a load run, its self-checks
+//! (throughput, arrivals, independence, stationarity) and what tables print from it.
+
+use super::config::{LoadConfig, Protocol};
+use super::engine::ThreadOutcome;
+use super::record::{series, Counters};
+use crate::probe::checks::WINDOW;
+use crate::probe::Arrivals;
+use latlab_core::hist::LatencyHistogram;
+use latlab_core::results::{Provenance, ResultFile, StoredHistogram};
+use latlab_core::selfcheck::{self, Verdict};
+use latlab_sys::tsc::Clock;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The result kind.
+pub const RESULT_KIND: &str = "net.load";
+
+/// A load run, every thread merged.
+pub struct LoadOutcome {
+    /// Histograms by name ([`series`]), merged exactly over the threads.
+    pub histograms: Vec<(&'static str, LatencyHistogram)>,
+    /// Every request's fate, summed.
+    pub counters: Counters,
+    /// The self-checks.
+    pub checks: Vec<Verdict>,
+    /// Medians of the measured intervals (the first thread's), ns.
+    pub interval_medians_ns: Vec<u64>,
+    /// Measured sends per second of the whole run.
+    pub achieved_rps: f64,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// Warnings.
+    pub warnings: Vec<String>,
+}
+
+/// What a `net.load` result keeps beside histograms and counters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LoadData {
+    /// The target as given.
+    pub target: String,
+    /// Its protocol.
+    pub protocol: Protocol,
+    /// Offered load asked for, requests/s.
+    pub configured_rps: f64,
+    /// Measured requests sent per second.
+    pub achieved_rps: f64,
+    /// Fraction of the sent requests that were late (every connection busy).
+    pub late_fraction: f64,
+    /// Whether every request is accounted for.
+    pub balanced: bool,
+    /// Medians of the measured intervals, ns.
+    pub interval_medians_ns: Vec<u64>,
+}
+
+impl LoadOutcome {
+    /// Merges the threads' outcomes of a run of `cfg`.
+    pub fn merge(
+        cfg: &LoadConfig,
+        outs: Vec<ThreadOutcome>,
+        clock: &Clock,
+        elapsed: Duration,
+    ) -> LoadOutcome {
+        let _ = clock;
+        let mut histograms: Vec<(&'static str, LatencyHistogram)> = Vec::new();
+        let mut counters = Counters::default();
+        let mut warnings = Vec::new();
+        let (mut sends, mut span) = (0u64, 0f64);
+        for o in &outs {
+            for (name, h) in &o.rec.hists {
+                match histograms.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, m)) => m.merge(h).expect("same configuration"),
+                    None => histograms.push((name, h.clone())),
+                }
+            }
+            counters.add(&o.rec.counters);
+            for w in &o.warnings {
+                if !warnings.contains(w) {
+                    warnings.push(w.clone());
+                }
+            }
+            let (n, first, last) = o.rec.send_span();
+            sends += n;
+            if n > 1 {
+                span = span.max((last.saturating_sub(first)) as f64);
+            }
+        }
+        let mean_gap = 1e9 / cfg.rps();
+        let achieved_rps = if sends > 1 {
+            sends as f64 * 1e9 / (span + mean_gap)
+        } else {
+            0.0
+        };
+        let first = outs.first().map(|o| &o.rec);
+        let gaps = first.map(|r| r.gaps_ns()).unwrap_or_default();
+        let thread_gap = mean_gap * f64::from(cfg.threads.max(1));
+        let mut checks = vec![
+            selfcheck::throughput(achieved_rps, cfg.rps(), "requests/s"),
+            match cfg.arrivals {
+                Arrivals::Poisson => selfcheck::poisson_arrivals(&gaps),
+                Arrivals::Constant => selfcheck::constant_arrivals(&gaps, thread_gap),
+            },
+        ];
+        let medians = first
+            .map(|r| r.interval_medians.clone())
+            .unwrap_or_default();
+        if let Some(r) = first {
+            checks.push(selfcheck::independence(r.windows(), WINDOW));
+        }
+        checks.push(selfcheck::stationarity(&medians));
+        if !counters.balanced() {
+            warnings.push(format!("the request counts do not add up: {counters:?}"));
+        }
+        if counters.late > 0 {
+            warnings.push(format!(
+                "{} of {} requests were late: every connection had {} requests outstanding when they fell due (they are measured from their scheduled time; more --connections or --pipeline offer the load without waiting)",
+                counters.late, counters.sent, cfg.pipeline
+            ));
+        }
+        if counters.unsent > 0 {
+            warnings.push(format!(
+                "{} scheduled requests were never sent: the server could not keep up with the offered load",
+                counters.unsent
+            ));
+        }
+        LoadOutcome {
+            histograms,
+            counters,
+            checks,
+            interval_medians_ns: medians,
+            achieved_rps,
+            elapsed,
+            warnings,
+        }
+    }
+}
+
+/// Builds the `net.load` result of a run.
+pub fn load_result(
+    cfg: &LoadConfig,
+    target_text: &str,
+    o: &LoadOutcome,
+    argv: Vec<String>,
+    provenance: Provenance,
+) -> ResultFile {
+    let config = serde_json::to_value(cfg).unwrap_or(serde_json::Value::Null);
+    let mut r = ResultFile::new(RESULT_KIND, argv, config, provenance);
+    r.duration_ns = o.elapsed.as_nanos() as u64;
+    for name in series::ALL {
+        if let Some((_, h)) = o.histograms.iter().find(|(n, _)| *n == name) {
+            if h.count() > 0 || name == series::SCHED {
+                r.histograms.push(StoredHistogram::new(name, h));
+            }
+        }
+    }
+    for (k, v) in o.counters.entries() {
+        r.counters.insert(k.into(), v);
+    }
+    r.warnings.extend(o.warnings.iter().cloned());
+    r.self_checks = o.checks.clone();
+    let c = &o.counters;
+    let data = LoadData {
+        target: target_text.into(),
+        protocol: cfg.target.protocol,
+        configured_rps: cfg.rps(),
+        achieved_rps: o.achieved_rps,
+        late_fraction: if c.sent > 0 {
+            c.late as f64 / c.sent as f64
+        } else {
+            0.0
+        },
+        balanced: c.balanced(),
+        interval_medians_ns: o.interval_medians_ns.clone(),
+    };
+    r.data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
+    r
+}
+
+/// The data of a `net.load` result, if it is one.
+pub fn load_data(r: &ResultFile) -> Option<LoadData> {
+    (r.kind == RESULT_KIND)
+        .then(|| serde_json::from_value(r.data.clone()).ok())
+        .flatten()
+}
