@@ -9,6 +9,7 @@ mod host_breakdown;
 mod host_clocks;
 mod host_noise;
 mod net;
+mod net_agents;
 mod net_delay;
 mod plot;
 pub mod report;

@@ -197,6 +197,9 @@ fn require_testbed() -> anyhow::Result<()> {
 }
 
 fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    if a.agents {
+        return super::net_agents::run(a, argv);
+    }
     if a.testbed {
         require_testbed()?;
     }
@@ -314,7 +317,7 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
 fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
     match a.action {
         TestbedAction::Up => {
-            let made = testbed::up().map_err(testbed_err)?;
+            let made = testbed::up_with(usize::from(a.generators)).map_err(testbed_err)?;
             let st = testbed::status().map_err(testbed_err)?;
             println!(
                 "testbed {}: {}",
@@ -327,7 +330,7 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
             println!(
                 "{}",
                 if removed {
-                    "testbed removed (namespaces latlab-gen, latlab-nf and their veths)"
+                    "testbed removed (namespaces latlab-gen…, latlab-nf and their veths)"
                 } else {
                     "no testbed to remove"
                 }

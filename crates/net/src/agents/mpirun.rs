@@ -47,6 +47,8 @@ pub struct Failure {
     pub usage: bool,
     /// The rank that returns this (so only one rank prints it).
     pub own_rank: usize,
+    /// Whether rank 0 has reported it already (through `report` of [`run`]).
+    pub said: bool,
 }
 
 /// What rank 0 gathers: the plan, each agent's record (rank order) and clock estimate.
@@ -64,31 +66,81 @@ pub struct Gathered {
 /// ranks and returns the plan or a message rejecting the command line. Returns what rank
 /// 0 gathered on rank 0, `None` elsewhere.
 ///
+/// When the ranks agree that one failed, `report` is called with the failure on rank 0
+/// only, and every rank waits for it (a barrier) before returning, so that the one line
+/// is out before any rank exits (mpirun takes the job down when the first rank exits
+/// with a failure).
+///
 /// # Errors
 /// [`Failure`] naming the rank that failed, on every rank.
 pub fn run(
     resolve: impl FnOnce(usize) -> Result<AgentsPlan, String>,
     argv: Vec<String>,
     started_utc: String,
+    report: impl FnOnce(&Failure),
 ) -> Result<Option<Gathered>, Failure> {
     let universe = mpi::initialize().ok_or(Failure {
         rank: 0,
         cause: "MPI could not be initialised (run under mpirun)".into(),
         usage: false,
         own_rank: 0,
+        said: false,
     })?;
     let world = universe.world();
+    let (mut out, agreed) = run_ranks(&world, resolve, argv, started_utc);
+    if let Err(f) = &mut out {
+        if agreed {
+            if f.own_rank == 0 {
+                report(f);
+            }
+            f.said = true;
+            world.barrier();
+        }
+    }
+    out
+}
+
+/// [`run`] once MPI is up; `true` beside a failure every rank returns.
+fn run_ranks(
+    world: &mpi::topology::SimpleCommunicator,
+    resolve: impl FnOnce(usize) -> Result<AgentsPlan, String>,
+    argv: Vec<String>,
+    started_utc: String,
+) -> (Result<Option<Gathered>, Failure>, bool) {
+    match run_agreed(world, resolve, argv, started_utc) {
+        Ok(g) => (Ok(g), false),
+        Err(Agreed(f)) => (Err(f), true),
+        Err(Alone(f)) => (Err(f), false),
+    }
+}
+
+/// A failure every rank returns, or one this rank alone does.
+enum Stop {
+    Agreed(Failure),
+    Alone(Failure),
+}
+use Stop::{Agreed, Alone};
+
+fn run_agreed(
+    world: &mpi::topology::SimpleCommunicator,
+    resolve: impl FnOnce(usize) -> Result<AgentsPlan, String>,
+    argv: Vec<String>,
+    started_utc: String,
+) -> Result<Option<Gathered>, Stop> {
     let rank = world.rank() as usize;
     let size = world.size() as usize;
-    let fail = |(r, cause): (usize, String), usage: bool| Failure {
-        rank: r,
-        cause,
-        usage,
-        own_rank: rank,
+    let fail = |(r, cause): (usize, String), usage: bool| {
+        Agreed(Failure {
+            rank: r,
+            cause,
+            usage,
+            own_rank: rank,
+            said: false,
+        })
     };
 
     // 1. the plan, and the same latlab everywhere
-    let bytes = broadcast_bytes(&world, || {
+    let bytes = broadcast_bytes(world, || {
         serde_json::to_vec(&resolve(size)).expect("serialisable")
     });
     let decoded: Result<Result<AgentsPlan, String>, _> = serde_json::from_slice(&bytes);
@@ -104,7 +156,7 @@ pub fn run(
             "cannot read rank 0's plan ({e}); it runs another latlab version than this rank's {mine}"
         )),
     };
-    agree(&world, status).map_err(|f| fail(f, true))?;
+    agree(world, status).map_err(|f| fail(f, true))?;
     let plan = match decoded {
         Ok(Ok(p)) => p,
         Ok(Err(m)) => return Err(fail((0, m), true)),
@@ -143,7 +195,7 @@ pub fn run(
         _ if rank == 0 => Ok(()),
         _ => Err("no agent is planned for this rank".into()),
     };
-    if let Err(f) = agree(&world, started) {
+    if let Err(f) = agree(world, started) {
         drop(go_tx); // the agent thread sees no start and returns
         return Err(fail(f, false));
     }
@@ -151,7 +203,7 @@ pub fn run(
     // 3. clocks, then one start for all
     let agents = size - 1;
     let mut rounds: Vec<Vec<Vec<Exchange>>> = vec![Vec::new(); agents];
-    clock_round(&world, &plan, &skew, &mut rounds);
+    clock_round(world, &plan, &skew, &mut rounds);
     let mut starts = vec![0i64; size];
     let start_ref = mono() + plan.start_lead_ns as i64;
     if rank == 0 {
@@ -179,7 +231,7 @@ pub fn run(
         let now = if rank == 0 { mono() } else { skew.local(mono()) };
         let lead = if rank == 0 { 0 } else { 2_000_000 };
         sleep_ns(at - now - lead);
-        clock_round(&world, &plan, &skew, &mut rounds);
+        clock_round(world, &plan, &skew, &mut rounds);
     }
     let outcome = match agent {
         Some(Ok(h)) => h
@@ -191,7 +243,7 @@ pub fn run(
     if rank == 0 {
         sleep_ns(end_ref - mono());
     }
-    clock_round(&world, &plan, &skew, &mut rounds);
+    clock_round(world, &plan, &skew, &mut rounds);
 
     // 5. every agent finished: results to rank 0
     let status = match (&outcome, rank) {
@@ -199,7 +251,7 @@ pub fn run(
         (Ok(_), _) => Ok(()),
         (Err(e), _) => Err(e.clone()),
     };
-    agree(&world, status).map_err(|f| fail(f, false))?;
+    agree(world, status).map_err(|f| fail(f, false))?;
     if rank != 0 {
         if let Ok(rec) = outcome {
             let b = serde_json::to_vec(&(
@@ -217,7 +269,14 @@ pub fn run(
             .process_at_rank(r as i32)
             .receive_vec_with_tag::<u8>(TAG_RESULT);
         let (result, log): (ResultFile, String) = serde_json::from_slice(&b).map_err(|e| {
-            fail((r, format!("its result does not decode on rank 0: {e}")), false)
+            // the agents have returned already: no barrier
+            Alone(Failure {
+                rank: r,
+                cause: format!("its result does not decode on rank 0: {e}"),
+                usage: false,
+                own_rank: 0,
+                said: false,
+            })
         })?;
         records.push(ProbeRecord {
             result,

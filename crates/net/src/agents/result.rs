@@ -135,7 +135,7 @@ pub fn assemble(
     merged.config = total_config;
     merged
         .self_checks
-        .push(selfcheck::throughput(achieved, configured, "all agents together"));
+        .push(selfcheck::throughput(achieved, configured, "pps"));
     Ok(merged)
 }
 
