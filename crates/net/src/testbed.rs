@@ -45,8 +45,9 @@ pub fn gen_ns(j: usize) -> String {
 
 /// Whether `name` is the namespace of a generator.
 fn is_gen_ns(name: &str) -> bool {
-    name.strip_prefix(GEN_NS)
-        .is_some_and(|r| r.is_empty() || (r.bytes().all(|b| b.is_ascii_digit()) && !r.starts_with('0')))
+    name.strip_prefix(GEN_NS).is_some_and(|r| {
+        r.is_empty() || (r.bytes().all(|b| b.is_ascii_digit()) && !r.starts_with('0'))
+    })
 }
 
 /// The veth ends of generator `j`: (namespace, name, address/prefix), in the order
@@ -56,9 +57,21 @@ fn ends(j: usize) -> [(String, String, String); 4] {
     let (a, b) = (2 * j + 1, 2 * j + 2);
     let g = gen_ns(j);
     [
-        (g.clone(), format!("latlab-ga{sfx}"), format!("10.201.{a}.1/24")),
-        (NF_NS.into(), format!("latlab-na{sfx}"), format!("10.201.{a}.2/24")),
-        (NF_NS.into(), format!("latlab-nb{sfx}"), format!("10.201.{b}.2/24")),
+        (
+            g.clone(),
+            format!("latlab-ga{sfx}"),
+            format!("10.201.{a}.1/24"),
+        ),
+        (
+            NF_NS.into(),
+            format!("latlab-na{sfx}"),
+            format!("10.201.{a}.2/24"),
+        ),
+        (
+            NF_NS.into(),
+            format!("latlab-nb{sfx}"),
+            format!("10.201.{b}.2/24"),
+        ),
         (g, format!("latlab-gb{sfx}"), format!("10.201.{b}.1/24")),
     ]
 }
@@ -273,7 +286,10 @@ pub fn up_with(generators: usize) -> Result<bool, TestbedError> {
         return Ok(false);
     }
     down()?;
-    let names: Vec<String> = (0..generators).map(gen_ns).chain([NF_NS.to_string()]).collect();
+    let names: Vec<String> = (0..generators)
+        .map(gen_ns)
+        .chain([NF_NS.to_string()])
+        .collect();
     for ns in &names {
         let ns = ns.as_str();
         ip(&["netns", "add", ns])?;
@@ -301,7 +317,12 @@ fn link_generator(ends: &[(String, String, String); 4]) -> Result<(), TestbedErr
     for (a, b) in [(0usize, 1usize), (3, 2)] {
         let (ns_a, name_a, _) = &ends[a];
         let (ns_b, name_b, _) = &ends[b];
-        let (ns_a, name_a, ns_b, name_b) = (ns_a.as_str(), name_a.as_str(), ns_b.as_str(), name_b.as_str());
+        let (ns_a, name_a, ns_b, name_b) = (
+            ns_a.as_str(),
+            name_a.as_str(),
+            ns_b.as_str(),
+            name_b.as_str(),
+        );
         in_ns(
             ns_a,
             &[
@@ -318,7 +339,12 @@ fn link_generator(ends: &[(String, String, String); 4]) -> Result<(), TestbedErr
     for (a, b) in [(0usize, 1usize), (1, 0), (2, 3), (3, 2)] {
         let (ns_a, name_a, _) = &ends[a];
         let (ns_b, name_b, addr_b) = &ends[b];
-        let (ns_a, name_a, ns_b, name_b) = (ns_a.as_str(), name_a.as_str(), ns_b.as_str(), name_b.as_str());
+        let (ns_a, name_a, ns_b, name_b) = (
+            ns_a.as_str(),
+            name_a.as_str(),
+            ns_b.as_str(),
+            name_b.as_str(),
+        );
         let mac = mac_of(ns_b, name_b)?;
         let ip_b = addr_b.split('/').next().unwrap_or(addr_b);
         in_ns(
@@ -378,8 +404,14 @@ mod tests {
     #[test]
     fn generator_zero_keeps_the_one_generator_layout() {
         let e = ends(0);
-        assert_eq!(e[0], (GEN_NS.into(), "latlab-ga".into(), "10.201.1.1/24".into()));
-        assert_eq!(e[2], (NF_NS.into(), "latlab-nb".into(), "10.201.2.2/24".into()));
+        assert_eq!(
+            e[0],
+            (GEN_NS.into(), "latlab-ga".into(), "10.201.1.1/24".into())
+        );
+        assert_eq!(
+            e[2],
+            (NF_NS.into(), "latlab-nb".into(), "10.201.2.2/24".into())
+        );
         assert_eq!(addresses().nf_a, "10.201.1.2:7000".parse().unwrap());
         assert_eq!(addresses().gen_b, "10.201.2.1:7001".parse().unwrap());
     }

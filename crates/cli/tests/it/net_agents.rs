@@ -14,13 +14,19 @@ use std::process::{Child, Output, Stdio};
 fn agents(ranks: u32, args: &str, env: &[(&str, &str)], out: &Path) -> Output {
     let _shared = shared_turn();
     let mut c = std::process::Command::new("timeout");
-    c.args(["120", "mpirun", "--allow-run-as-root", "--oversubscribe", "-n"])
-        .arg(ranks.to_string())
-        .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
-        .arg(latlab_bin())
-        .args(args.split_whitespace())
-        .arg("-o")
-        .arg(out);
+    c.args([
+        "120",
+        "mpirun",
+        "--allow-run-as-root",
+        "--oversubscribe",
+        "-n",
+    ])
+    .arg(ranks.to_string())
+    .env("OMPI_MCA_btl_vader_single_copy_mechanism", "none")
+    .arg(latlab_bin())
+    .args(args.split_whitespace())
+    .arg("-o")
+    .arg(out);
     for (k, v) in env {
         c.env(k, v);
     }
@@ -67,9 +73,19 @@ fn a_rank_that_cannot_start_stops_every_rank_with_one_line() {
     );
     assert_one_line(&o, 2, &["rank 2:", "0.0.1", "same latlab"]);
     // a load that cannot be split, and too few ranks: rank 0 refuses the command line
-    let o = agents(3, "net probe --agents --to 127.0.0.1:9 --duration 1s", &[], &out);
+    let o = agents(
+        3,
+        "net probe --agents --to 127.0.0.1:9 --duration 1s",
+        &[],
+        &out,
+    );
     assert_one_line(&o, 2, &["rank 0:", "--flows"]);
-    let o = agents(1, "net probe --agents --to 127.0.0.1:9 --duration 1s", &[], &out);
+    let o = agents(
+        1,
+        "net probe --agents --to 127.0.0.1:9 --duration 1s",
+        &[],
+        &out,
+    );
     assert_one_line(&o, 2, &["rank 0:", "at least 2 MPI ranks"]);
     assert!(!out.exists(), "a failed run wrote a result");
 }

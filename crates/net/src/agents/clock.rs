@@ -128,7 +128,10 @@ pub fn estimate(rounds: &[Vec<Exchange>]) -> Option<ClockEstimate> {
         .zip(&ys)
         .map(|(x, y)| (y - (intercept + slope * x)).abs())
         .fold(0.0, f64::max);
-    let half_rtt = kept.iter().map(|e| e.rtt() as f64 / 2.0).fold(0.0, f64::max);
+    let half_rtt = kept
+        .iter()
+        .map(|e| e.rtt() as f64 / 2.0)
+        .fold(0.0, f64::max);
     Some(ClockEstimate {
         epoch_ns: epoch,
         offset_ns: intercept,
@@ -185,7 +188,13 @@ mod tests {
     /// Exchanges against an agent clock `t + off + drift(t − 0)`, with one-way delays of
     /// 5–45 µs drawn independently per direction (asymmetric on purpose) and a turnaround
     /// of 2 µs; every round starts `period` after the last.
-    fn synth(off: f64, drift_ppm: f64, rounds: usize, per: usize, period: i64) -> Vec<Vec<Exchange>> {
+    fn synth(
+        off: f64,
+        drift_ppm: f64,
+        rounds: usize,
+        per: usize,
+        period: i64,
+    ) -> Vec<Vec<Exchange>> {
         let mut rng = Rng::new(7);
         let agent = |t: f64| (t + off + drift_ppm * 1e-6 * t).round() as i64;
         let mut t = 1_000_000_000f64;
@@ -229,7 +238,11 @@ mod tests {
             for x in r {
                 let t = x.midpoint() as i64;
                 let err = (e.offset_at(t) - true_offset(off, drift, t)).abs();
-                assert!(err <= e.uncertainty_ns, "error {err} > {}", e.uncertainty_ns);
+                assert!(
+                    err <= e.uncertainty_ns,
+                    "error {err} > {}",
+                    e.uncertainty_ns
+                );
             }
         }
     }
@@ -306,7 +319,10 @@ mod tests {
 
     #[test]
     fn the_hook_names_one_rank() {
-        assert_eq!(SkewedClock::from_hook("2:5000000:20", 2), Some((5_000_000, 20.0)));
+        assert_eq!(
+            SkewedClock::from_hook("2:5000000:20", 2),
+            Some((5_000_000, 20.0))
+        );
         assert_eq!(SkewedClock::from_hook("2:5000000:20", 1), None);
         assert_eq!(SkewedClock::from_hook("2:x:20", 2), None);
         assert_eq!(SkewedClock::from_hook("2:1:NaN", 2), None);

@@ -232,7 +232,10 @@ mod tests {
                 agents: 2
             })
         );
-        assert_eq!(split(&total(1_500, 2), 2), Err(SplitError::Rate { agents: 2 }));
+        assert_eq!(
+            split(&total(1_500, 2), 2),
+            Err(SplitError::Rate { agents: 2 })
+        );
         let mut pp = total(10_000_000, 2);
         pp.mode = crate::probe::Mode::Pingpong;
         assert_eq!(split(&pp, 2), Err(SplitError::Mode));

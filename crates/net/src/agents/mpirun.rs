@@ -228,7 +228,11 @@ fn run_agreed(
         // rank 0 on its clock; an agent on its own, from its start (close enough to
         // sleep; the exchanges themselves are timed)
         let at = if rank == 0 { start_ref } else { local_start } + k * period;
-        let now = if rank == 0 { mono() } else { skew.local(mono()) };
+        let now = if rank == 0 {
+            mono()
+        } else {
+            skew.local(mono())
+        };
         let lead = if rank == 0 { 0 } else { 2_000_000 };
         sleep_ns(at - now - lead);
         clock_round(world, &plan, &skew, &mut rounds);
@@ -254,11 +258,8 @@ fn run_agreed(
     agree(world, status).map_err(|f| fail(f, false))?;
     if rank != 0 {
         if let Ok(rec) = outcome {
-            let b = serde_json::to_vec(&(
-                &rec.result,
-                String::from_utf8_lossy(&rec.interval_log),
-            ))
-            .expect("serialisable");
+            let b = serde_json::to_vec(&(&rec.result, String::from_utf8_lossy(&rec.interval_log)))
+                .expect("serialisable");
             world.process_at_rank(0).send_with_tag(&b[..], TAG_RESULT);
         }
         return Ok(None);
@@ -402,7 +403,11 @@ fn clock_round(
 
 /// Broadcasts rank 0's bytes (made by `make`, called on rank 0 only).
 fn broadcast_bytes(world: &impl Communicator, make: impl FnOnce() -> Vec<u8>) -> Vec<u8> {
-    let mut msg = if world.rank() == 0 { make() } else { Vec::new() };
+    let mut msg = if world.rank() == 0 {
+        make()
+    } else {
+        Vec::new()
+    };
     let mut len = msg.len() as u64;
     world.process_at_rank(0).broadcast_into(&mut len);
     msg.resize(len as usize, 0);
@@ -429,11 +434,18 @@ fn agree(world: &impl Communicator, status: Result<(), String>) -> Result<(), (u
         .enumerate()
         .filter(|(_, c)| c[0] == 1)
         .map(|(r, c)| {
-            let end = c[1..].iter().position(|b| *b == 0).map_or(c.len(), |p| p + 1);
+            let end = c[1..]
+                .iter()
+                .position(|b| *b == 0)
+                .map_or(c.len(), |p| p + 1);
             (r, String::from_utf8_lossy(&c[1..end]).into_owned())
         })
         .collect();
-    match failures.iter().find(|(_, c)| c != "failed").or(failures.first()) {
+    match failures
+        .iter()
+        .find(|(_, c)| c != "failed")
+        .or(failures.first())
+    {
         Some(f) => Err(f.clone()),
         None => Ok(()),
     }
