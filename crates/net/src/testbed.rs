@@ -315,14 +315,7 @@ pub fn up_with(generators: usize) -> Result<bool, TestbedError> {
 fn link_generator(ends: &[(String, String, String); 4]) -> Result<(), TestbedError> {
     // pairs: ga<->na and nb<->gb, created in the generator's namespace and one end moved
     for (a, b) in [(0usize, 1usize), (3, 2)] {
-        let (ns_a, name_a, _) = &ends[a];
-        let (ns_b, name_b, _) = &ends[b];
-        let (ns_a, name_a, ns_b, name_b) = (
-            ns_a.as_str(),
-            name_a.as_str(),
-            ns_b.as_str(),
-            name_b.as_str(),
-        );
+        let ((ns_a, name_a, _), (ns_b, name_b, _)) = (end(ends, a), end(ends, b));
         in_ns(
             ns_a,
             &[
@@ -331,20 +324,14 @@ fn link_generator(ends: &[(String, String, String); 4]) -> Result<(), TestbedErr
         )?;
         in_ns(ns_a, &["link", "set", name_b, "netns", ns_b])?;
     }
-    for (ns, name, addr) in ends {
+    for i in 0..ends.len() {
+        let (ns, name, addr) = end(ends, i);
         in_ns(ns, &["addr", "add", addr, "dev", name])?;
         in_ns(ns, &["link", "set", name, "up"])?;
     }
     // static neighbours: no ARP on the path of a probe
     for (a, b) in [(0usize, 1usize), (1, 0), (2, 3), (3, 2)] {
-        let (ns_a, name_a, _) = &ends[a];
-        let (ns_b, name_b, addr_b) = &ends[b];
-        let (ns_a, name_a, ns_b, name_b) = (
-            ns_a.as_str(),
-            name_a.as_str(),
-            ns_b.as_str(),
-            name_b.as_str(),
-        );
+        let ((ns_a, name_a, _), (ns_b, name_b, addr_b)) = (end(ends, a), end(ends, b));
         let mac = mac_of(ns_b, name_b)?;
         let ip_b = addr_b.split('/').next().unwrap_or(addr_b);
         in_ns(
@@ -363,6 +350,12 @@ fn link_generator(ends: &[(String, String, String); 4]) -> Result<(), TestbedErr
         )?;
     }
     Ok(())
+}
+
+/// End `i` of `ends` as string slices.
+fn end(ends: &[(String, String, String); 4], i: usize) -> (&str, &str, &str) {
+    let (ns, name, addr) = &ends[i];
+    (ns, name, addr)
 }
 
 fn mac_of(ns: &str, dev: &str) -> Result<String, TestbedError> {

@@ -197,9 +197,6 @@ fn require_testbed() -> anyhow::Result<()> {
 }
 
 fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    if a.agents {
-        return super::net_agents::run(a, argv);
-    }
     if a.testbed {
         require_testbed()?;
     }

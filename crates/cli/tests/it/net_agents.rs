@@ -4,11 +4,11 @@
 //! whose histograms are the exact sum of the agents'. Every mpirun runs under `timeout`,
 //! so a rank that hung would fail the test instead of hanging it.
 
+use crate::net_explain::start_nf;
 use crate::util::{latlab, latlab_bin, ok, require_mpi, shared_turn, system_test, text};
 use latlab_core::results::ResultFile;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Output};
 
 /// `timeout 120 mpirun -n RANKS latlab ARGS -o OUT`, with `env` set for every rank.
 fn agents(ranks: u32, args: &str, env: &[(&str, &str)], out: &Path) -> Output {
@@ -51,42 +51,40 @@ fn assert_one_line(o: &Output, code: i32, says: &[&str]) {
     }
 }
 
+/// A failing `--agents` run: ranks, `--flows`, environment, exit code, what its line says.
+type Case = (
+    u32,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    i32,
+    &'static [&'static str],
+);
+
 #[test]
 fn a_rank_that_cannot_start_stops_every_rank_with_one_line() {
     require_mpi!();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("agents.json");
-    // nothing listens on the discard port: the agents' first datagram is refused
-    let o = agents(
-        3,
-        "net probe --agents --to 127.0.0.1:9 --flows 2 --duration 1s",
-        &[],
-        &out,
-    );
-    assert_one_line(&o, 1, &["rank 1:", "127.0.0.1:9 refuses"]);
-    // rank 2 claims another latlab
-    let o = agents(
-        3,
-        "net probe --agents --to 127.0.0.1:9 --flows 2 --duration 1s",
-        &[("LATLAB_TEST_AGENT_VERSION", "2:0.0.1")],
-        &out,
-    );
-    assert_one_line(&o, 2, &["rank 2:", "0.0.1", "same latlab"]);
-    // a load that cannot be split, and too few ranks: rank 0 refuses the command line
-    let o = agents(
-        3,
-        "net probe --agents --to 127.0.0.1:9 --duration 1s",
-        &[],
-        &out,
-    );
-    assert_one_line(&o, 2, &["rank 0:", "--flows"]);
-    let o = agents(
-        1,
-        "net probe --agents --to 127.0.0.1:9 --duration 1s",
-        &[],
-        &out,
-    );
-    assert_one_line(&o, 2, &["rank 0:", "at least 2 MPI ranks"]);
+    // (ranks, flows, hook, exit code, what the one line says); nothing listens on the
+    // discard port 9, so a first datagram there is refused
+    let cases: [Case; 4] = [
+        (3, "2", &[], 1, &["rank 1:", "127.0.0.1:9 refuses"]),
+        // rank 2 claims another latlab
+        (
+            3,
+            "2",
+            &[("LATLAB_TEST_AGENT_VERSION", "2:0.0.1")],
+            2,
+            &["rank 2:", "0.0.1", "same latlab"],
+        ),
+        // a load that cannot be split, and too few ranks: rank 0 refuses the command line
+        (3, "1", &[], 2, &["rank 0:", "--flows"]),
+        (1, "1", &[], 2, &["rank 0:", "at least 2 MPI ranks"]),
+    ];
+    for (ranks, flows, env, code, says) in cases {
+        let args = format!("net probe --agents --to 127.0.0.1:9 --flows {flows} --duration 1s");
+        assert_one_line(&agents(ranks, &args, env, &out), code, says);
+    }
     assert!(!out.exists(), "a failed run wrote a result");
 }
 
@@ -101,26 +99,15 @@ impl Drop for TestbedDown {
 
 /// A forwarder for generator `j` in the NF namespace, until its stdin closes.
 fn forwarder(j: usize, out: &Path) -> Child {
-    let mut nf = std::process::Command::new("ip")
-        .args(["netns", "exec", "latlab-nf"])
-        .arg(latlab_bin())
-        .args(["net", "forward", "--testbed", "--generator", &j.to_string()])
-        .args(["--until-stdin-closes", "-q", "-o"])
-        .arg(out)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(nf.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert_eq!(line.trim(), "ready");
-    nf
+    start_nf(
+        &["ip", "netns", "exec", "latlab-nf"],
+        &format!("net forward --testbed --generator {j}"),
+        out,
+    )
 }
 
 #[test]
-fn agents_in_two_generator_namespaces_merge_exactly() {
+fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_rank() {
     let _turn = system_test!("the namespace testbed");
     require_mpi!();
     let _down = TestbedDown;
@@ -197,25 +184,17 @@ fn agents_in_two_generator_namespaces_merge_exactly() {
         .self_checks
         .iter()
         .any(|v| v.check == "throughput" && v.detail.starts_with("achieved")));
-}
 
-#[test]
-fn an_agent_without_its_namespace_stops_every_rank() {
-    let _turn = system_test!("the namespace testbed");
-    require_mpi!();
-    let _down = TestbedDown;
-    let dir = tempfile::tempdir().unwrap();
     // one generator namespace for two agents: rank 2 has none to enter
     ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
-    let nf = forwarder(0, &dir.path().join("nf0.json"));
-    let out = dir.path().join("agents.json");
+    let mut nf = forwarder(0, &dir.path().join("nf0.json"));
+    let out = dir.path().join("lonely.json");
     let o = agents(
         3,
         "net probe --agents --testbed --rate 2kpps --flows 2 --duration 1s",
         &[],
         &out,
     );
-    let mut nf = nf;
     drop(nf.stdin.take());
     nf.wait().unwrap();
     assert_one_line(&o, 1, &["rank 2:", "latlab-gen1"]);

@@ -1,6 +1,5 @@
 //! Mapping an agent's clock onto rank 0's: offset and drift from min-RTT filtered
-//! ping-pong exchanges (pure; the exchanges themselves run over MPI in
-//! [`super::mpi`](crate::agents)).
+//! ping-pong exchanges (pure; the exchanges themselves run over MPI, feature `mpi`).
 //!
 //! One exchange: rank 0 sends at `t0` (its clock), the agent stamps `t1` when the message
 //! arrives and `t2` when it answers (its clock), rank 0 stamps `t3` when the answer arrives.

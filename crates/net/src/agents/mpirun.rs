@@ -19,7 +19,7 @@
 //! the namespace mpirun started the rank in).
 
 use super::clock::{self, ClockEstimate, Exchange, SkewedClock};
-use super::{own_version, AgentsPlan, CLOCK_HOOK};
+use super::plan::{own_version, phase_ns, AgentSpec, AgentsPlan, CLOCK_HOOK};
 use crate::run::{ProbeJob, ProbeRecord};
 use latlab_core::results::ResultFile;
 use mpi::traits::*;
@@ -209,7 +209,7 @@ fn run_agreed(
     if rank == 0 {
         for (i, r) in rounds.iter().enumerate() {
             let est = clock::estimate(r);
-            let phase = super::phase_ns(&plan.agents[i].job.probe, i, agents) as i64;
+            let phase = phase_ns(&plan.agents[i].job.probe, i, agents) as i64;
             starts[i + 1] = est.map_or(start_ref, |e| e.to_local(start_ref)) + phase;
         }
     }
@@ -305,7 +305,7 @@ fn sleep_ns(ns: i64) {
 /// The agent's thread: enters the namespace, checks its sockets, waits for the start,
 /// probes.
 fn agent_thread(
-    spec: super::AgentSpec,
+    spec: AgentSpec,
     ready: &mpsc::Sender<Result<(), String>>,
     go: &mpsc::Receiver<i64>,
     argv: Vec<String>,
@@ -328,7 +328,7 @@ fn agent_thread(
 
 /// What stops an agent before it sends anything: its namespace, its addresses, a target
 /// that refuses (an ICMP port unreachable for a first datagram).
-fn preflight(spec: &super::AgentSpec) -> Result<(), String> {
+fn preflight(spec: &AgentSpec) -> Result<(), String> {
     if let Some(ns) = &spec.namespace {
         latlab_sys::netns::enter(ns).map_err(|e| e.to_string())?;
     }

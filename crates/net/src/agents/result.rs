@@ -3,7 +3,7 @@
 //! configuration, rates and a line per agent (pure).
 
 use super::clock::ClockEstimate;
-use super::AgentsPlan;
+use super::plan::AgentsPlan;
 use crate::probe::ProbeData;
 use latlab_core::results::merge::{merge_runs, MergeError};
 use latlab_core::results::ResultFile;
