@@ -28,6 +28,7 @@
 //! - [`sections`]: what the HTML report shows for net results.
 #![deny(unsafe_code)]
 
+pub mod agents;
 pub mod calibrate;
 pub mod decompose;
 pub mod delay;

@@ -77,7 +77,8 @@ than they had; everything else is counted by reason (malformed_* counters).")]
     #[command(after_help = "Examples:
   latlab net forward --testbed --io busy --cpu 0      (inside the testbed's NF namespace)
   latlab net forward --a 10.0.0.2:7000 --a-to 10.0.1.1:7001 --b 10.0.1.2:7000 --b-to 10.0.0.1:7001
-  latlab net forward --testbed --direction a-to-b --delay 10us")]
+  latlab net forward --testbed --direction a-to-b --delay 10us
+  latlab net forward --testbed --generator 1          (the forwarder of generator namespace latlab-gen1)")]
     Forward(ForwardArgs),
     /// Generator and receiver: open-loop probes at a rate (or ping-pong), latency from
     /// the scheduled and the actual send, with user, kernel and hardware timestamps.
@@ -89,6 +90,8 @@ than they had; everything else is counted by reason (malformed_* counters).")]
   latlab net probe --to 127.0.0.1:7000 --ci-width p99:5us --duration 60s --interval 500ms
   latlab net probe --testbed --rate 20kpps --explain            (why the samples above p99 were slow)
   latlab net probe --to 127.0.0.1:7000 --explain-above 50us
+  mpirun -n 3 latlab net probe --agents --testbed --rate 20kpps --flows 2 --arrivals poisson
+                                  (rank 0 coordinates; ranks 1 and 2 generate from latlab-gen, latlab-gen1)
 
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
@@ -99,6 +102,7 @@ are judged after the run and stored in the result; a failed one says which and w
     /// Build, remove or inspect the namespace testbed (generator ⇄ NF over veth pairs).
     #[command(after_help = "Examples:
   sudo latlab net testbed up
+  sudo latlab net testbed up --generators 2        (two generator namespaces, for --agents)
   latlab net testbed status
   sudo latlab net testbed down
 
@@ -225,6 +229,10 @@ pub struct ForwardArgs {
     /// Use the testbed's addresses (run inside namespace latlab-nf).
     #[arg(long, conflicts_with_all = ["a", "a_to", "b", "b_to"])]
     pub testbed: bool,
+    /// With --testbed: the generator this forwarder serves (0 is latlab-gen, j is
+    /// latlab-gen{j} of `latlab net testbed up --generators N`).
+    #[arg(long, default_value_t = 0, requires = "testbed", value_parser = clap::value_parser!(u16).range(0..64))]
+    pub generator: u16,
     /// Port A: address to listen on.
     #[arg(long)]
     pub a: Option<SocketAddr>,
@@ -305,6 +313,11 @@ pub struct ProbeArgs {
     /// itself inside namespace latlab-gen).
     #[arg(long, conflicts_with_all = ["to", "bind", "rx_bind"])]
     pub testbed: bool,
+    /// Generate from many agents under mpirun: rank 0 coordinates, ranks 1..K-1 split
+    /// --rate and --flows among them (with --testbed: rank i probes from generator
+    /// namespace i-1 of `latlab net testbed up --generators K-1`). Open loop only.
+    #[arg(long)]
+    pub agents: bool,
     /// Local address of the TX socket.
     #[arg(long)]
     pub bind: Option<SocketAddr>,
@@ -403,6 +416,10 @@ pub struct TestbedArgs {
     /// What to do.
     #[arg(value_enum)]
     pub action: TestbedAction,
+    /// `up`: generator namespaces, each with its own veth pairs into the NF (one per agent
+    /// of `latlab net probe --agents`); 1 is the classic testbed.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub generators: u16,
 }
 
 /// Options of `latlab net calibrate`.
@@ -524,7 +541,10 @@ impl TryFrom<&ForwardArgs> for Role {
             DirectionArg::BToA => Directions::BToA,
         };
         if a.testbed {
-            return Ok(latlab_net::testbed::forward_role(directions));
+            return Ok(latlab_net::testbed::forward_role_of(
+                usize::from(a.generator),
+                directions,
+            ));
         }
         let need = |v: Option<SocketAddr>, f: &str| {
             v.ok_or_else(|| usage(format!("{f} is required (or --testbed)")))

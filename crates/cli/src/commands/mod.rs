@@ -9,6 +9,7 @@ mod host_breakdown;
 mod host_clocks;
 mod host_noise;
 mod net;
+mod net_agents;
 mod net_delay;
 mod net_testpmd;
 mod net_load;
@@ -25,6 +26,9 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
+        Command::Net(crate::args::net::NetCommand::Probe(a)) if a.agents => {
+            net_agents::run(a, argv)
+        }
         Command::Net(c) => net::run(c, argv),
         Command::Experiment(c) => experiment::run(c, argv),
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),

@@ -326,7 +326,7 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
 fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
     match a.action {
         TestbedAction::Up => {
-            let made = testbed::up().map_err(testbed_err)?;
+            let made = testbed::up_with(usize::from(a.generators)).map_err(testbed_err)?;
             let st = testbed::status().map_err(testbed_err)?;
             println!(
                 "testbed {}: {}",
@@ -339,7 +339,7 @@ fn testbed_cmd(a: TestbedArgs) -> anyhow::Result<()> {
             println!(
                 "{}",
                 if removed {
-                    "testbed removed (namespaces latlab-gen, latlab-nf and their veths)"
+                    "testbed removed (namespaces latlab-gen…, latlab-nf and their veths)"
                 } else {
                     "no testbed to remove"
                 }

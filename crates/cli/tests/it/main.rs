@@ -21,6 +21,7 @@ mod host_breakdown;
 mod host_noise;
 mod kernel_truth;
 mod net;
+mod net_agents;
 mod net_delay;
 mod net_explain;
 mod net_xdp;

@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 /// Starts the network function `latlab ARGS… -o OUT` (after `prefix`, e.g. `ip netns exec
 /// NS`), running until its stdin closes, and waits for its `ready` line.
-fn start_nf(prefix: &[&str], args: &str, out: &Path) -> std::process::Child {
+pub(crate) fn start_nf(prefix: &[&str], args: &str, out: &Path) -> std::process::Child {
     let mut cmd = match prefix.split_first() {
         Some((first, rest)) => {
             let mut c = Command::new(first);

@@ -167,6 +167,10 @@ pub struct ProbeConfig {
     /// samples above the threshold can be attributed (absent in older jobs: off).
     #[serde(default)]
     pub explain: crate::explain::ExplainSpec,
+    /// `--agents`: the `CLOCK_MONOTONIC` time (ns) where the schedule starts, the same
+    /// instant for every agent (absent: 20 ms after the sockets are set up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_monotonic_ns: Option<i64>,
 }
 
 impl ProbeConfig {
@@ -201,6 +205,7 @@ impl ProbeConfig {
             seed: 1,
             ci_width: None,
             explain: crate::explain::ExplainSpec::default(),
+            start_at_monotonic_ns: None,
         }
     }
 

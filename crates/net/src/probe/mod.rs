@@ -128,7 +128,13 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     );
     // The clock reading where the schedule starts: far enough ahead for both threads to
     // be placed and waiting.
-    let start = clock.now() + ns_to_raw(&clock, 20_000_000);
+    // (An agent of `--agents` is given the start on CLOCK_MONOTONIC: one absolute
+    // schedule for every agent.)
+    let lead_ns = match cfg.start_at_monotonic_ns {
+        Some(at) => (at - latlab_sys::clocks::monotonic_ns() as i64).max(0) as u64,
+        None => 20_000_000,
+    };
+    let start = clock.now() + ns_to_raw(&clock, lead_ns);
     receiver.run_start = start;
 
     if cfg.mode == Mode::Pingpong {
