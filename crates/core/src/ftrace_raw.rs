@@ -58,7 +58,9 @@ impl PageLayout {
         };
         let (ts, commit, data) = (get("timestamp")?, get("commit")?, get("data")?);
         if ts.offset != 0 || ts.size != 8 {
-            return Err(FormatError("header_page timestamp is not a u64 at 0".into()));
+            return Err(FormatError(
+                "header_page timestamp is not a u64 at 0".into(),
+            ));
         }
         if commit.offset != 8 || !(commit.size == 4 || commit.size == 8) {
             return Err(FormatError(format!(
