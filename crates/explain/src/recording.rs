@@ -1,7 +1,7 @@
 //! A recording of `latlab_sys::ktrace` decoded into a [`Timeline`].
 
-use crate::decode;
 use crate::timeline::{self, Timeline, TimelineOptions, Watch};
+use crate::{decode, raw};
 use latlab_sys::ktrace::Recording;
 
 /// A recording decoded into a timeline.
@@ -15,6 +15,8 @@ pub struct KernelTimeline {
     pub malformed: u64,
     /// Events lost (the kernel's counters and the trace's own markers).
     pub lost: u64,
+    /// Which reader recorded them ([`Recording::reader`]).
+    pub reader: String,
 }
 
 /// Decodes every CPU's text of `rec` and builds the timeline.
@@ -31,15 +33,27 @@ pub fn kernel_timeline_watching(
     timeline_of(rec, opts, Some(watch))
 }
 
-fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -> KernelTimeline {
-    let mut events = Vec::new();
-    let (mut malformed, mut marked) = (0, 0);
+/// Every event of `rec`: its streamed pages when it has them, else each CPU's text.
+pub fn decode_recording(rec: &Recording) -> decode::Decoded {
+    if let Some(r) = &rec.raw {
+        return raw::decode_raw(r);
+    }
+    let mut out = decode::Decoded::default();
     for c in &rec.cpus {
         let d = decode::decode(&c.text);
-        events.extend(d.events);
-        malformed += d.malformed;
-        marked += d.lost;
+        out.events.extend(d.events);
+        out.malformed += d.malformed;
+        out.lost += d.lost;
     }
+    out
+}
+
+fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -> KernelTimeline {
+    let decode::Decoded {
+        events,
+        malformed,
+        lost: marked,
+    } = decode_recording(rec);
     let mut o = opts.clone();
     o.cpus.extend(rec.cpus.iter().map(|c| c.cpu));
     KernelTimeline {
@@ -50,6 +64,7 @@ fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -
         events: events.len() as u64,
         malformed,
         lost: rec.lost().max(marked),
+        reader: rec.reader.clone(),
     }
 }
 
@@ -81,6 +96,8 @@ mod tests {
             enabled: vec![],
             missing: vec![],
             mounted_tracefs: false,
+            raw: None,
+            reader: "text (asked for)".into(),
         };
         let kt = kernel_timeline(
             &rec,

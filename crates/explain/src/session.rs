@@ -205,8 +205,9 @@ impl KernelCollected {
             .as_ref()
             .map(|rec| kernel_timeline_watching(rec, &topts, watch));
         let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
-        let (a, splits) =
+        let (mut a, splits) =
             attribute_paths(windows, kt.as_ref().map(|k| &k.timeline), stalls, &aopts);
+        a.reader = kt.as_ref().map(|k| k.reader.clone());
         (a, splits, kt)
     }
 
@@ -219,7 +220,8 @@ impl KernelCollected {
     ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
         let kt = self.timeline(o);
         let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
-        let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+        let (mut a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+        a.reader = kt.as_ref().map(|k| k.reader.clone());
         (a, splits, kt)
     }
 }
