@@ -116,4 +116,67 @@ mod tests {
             Cause::new(Class::Irq, "virtio1-req.0")
         );
     }
+
+    /// Root only (prints why it skips): two recorders at once over the same activity,
+    /// one streaming `trace_pipe_raw`, one reading the text after the run. Each ring
+    /// stamps its own TSC read, so the edges differ; inside, the streamed events of each
+    /// CPU must be a contiguous run of the text's, field for field.
+    #[test]
+    fn the_streamed_binary_trace_decodes_to_the_text_traces_events() {
+        use latlab_sys::ktrace::{KtraceConfig, ReaderKind, Recorder, ALL_EVENTS};
+        let cfg = KtraceConfig {
+            cpus: (0..latlab_sys::sched::online_cpus()).collect(),
+            buffer_kb: 4096,
+            events: ALL_EVENTS.iter().map(|e| (*e).to_string()).collect(),
+            reader: ReaderKind::Text,
+        };
+        let text = match Recorder::start(&cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("SKIP: {e}");
+                return;
+            }
+        };
+        let stream = Recorder::start(&KtraceConfig {
+            reader: ReaderKind::Stream,
+            ..cfg.clone()
+        })
+        .unwrap();
+        for _ in 0..50 {
+            std::thread::sleep(std::time::Duration::from_millis(2));
+            let _ = std::fs::read_to_string("/proc/self/stat");
+        }
+        let s = stream.stop().unwrap();
+        let t = text.stop().unwrap();
+        assert_eq!(s.reader, "trace_pipe_raw");
+        let (ds, dt) = (decode_recording(&s), decode_recording(&t));
+        assert_eq!((ds.malformed, dt.malformed), (0, 0));
+        assert_eq!((ds.lost, s.lost(), t.lost()), (0, 0, 0));
+        let mut compared = 0;
+        for cpu in &cfg.cpus {
+            let of = |d: &decode::Decoded| -> Vec<decode::Event> {
+                d.events.iter().filter(|e| e.cpu == *cpu).cloned().collect()
+            };
+            let (es, et) = (of(&ds), of(&dt));
+            if es.len() < 12 || et.is_empty() {
+                continue;
+            }
+            let (lo, hi) = (et[0].tsc, et[et.len() - 1].tsc);
+            let inner: Vec<_> = es
+                .iter()
+                .filter(|e| e.tsc > lo && e.tsc < hi)
+                .map(|e| e.kind.clone())
+                .collect();
+            if inner.len() < 12 {
+                continue;
+            }
+            let inner = &inner[5..inner.len() - 5];
+            let kinds: Vec<_> = et.iter().map(|e| e.kind.clone()).collect();
+            let found = kinds.windows(inner.len()).any(|w| w == inner);
+            assert!(found, "CPU {cpu}: {} streamed events not a run of the text's {}", inner.len(), kinds.len());
+            compared += inner.len();
+        }
+        eprintln!("compared {compared} events");
+        assert!(compared > 0, "no CPU logged enough events to compare");
+    }
 }
