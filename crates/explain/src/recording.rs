@@ -173,7 +173,12 @@ mod tests {
             let inner = &inner[5..inner.len() - 5];
             let kinds: Vec<_> = et.iter().map(|e| e.kind.clone()).collect();
             let found = kinds.windows(inner.len()).any(|w| w == inner);
-            assert!(found, "CPU {cpu}: {} streamed events not a run of the text's {}", inner.len(), kinds.len());
+            assert!(
+                found,
+                "CPU {cpu}: {} streamed events not a run of the text's {}",
+                inner.len(),
+                kinds.len()
+            );
             compared += inner.len();
         }
         eprintln!("compared {compared} events");
