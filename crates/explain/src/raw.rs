@@ -141,21 +141,7 @@ pub fn kind_of(f: &EventFormat, p: &[u8], syms: &Symbols) -> Option<EventKind> {
             dev: s("dev_name")?,
             work: int("work")? as u32,
         },
-        _ => {
-            if let Some(v) = name.strip_suffix("_entry") {
-                EventKind::VectorEntry {
-                    vector: v.to_string(),
-                }
-            } else if let Some(v) = name.strip_suffix("_exit") {
-                EventKind::VectorExit {
-                    vector: v.to_string(),
-                }
-            } else {
-                EventKind::Other {
-                    name: name.to_string(),
-                }
-            }
-        }
+        _ => return crate::decode::by_name(name),
     })
 }
 

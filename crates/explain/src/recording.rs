@@ -123,11 +123,11 @@ mod tests {
     /// CPU must be a contiguous run of the text's, field for field.
     #[test]
     fn the_streamed_binary_trace_decodes_to_the_text_traces_events() {
-        use latlab_sys::ktrace::{KtraceConfig, ReaderKind, Recorder, ALL_EVENTS};
+        use latlab_sys::ktrace::{events, KtraceConfig, ReaderKind, Recorder};
         let cfg = KtraceConfig {
             cpus: (0..latlab_sys::sched::online_cpus()).collect(),
             buffer_kb: 16384,
-            events: ALL_EVENTS.iter().map(|e| (*e).to_string()).collect(),
+            events: events(true),
             reader: ReaderKind::Text,
         };
         let text = match Recorder::start(&cfg) {

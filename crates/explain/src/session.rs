@@ -18,7 +18,7 @@ use crate::path::{attribute_paths, PathWindow, Stall};
 use crate::recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 use crate::timeline::{TimelineOptions, Watch};
 use latlab_core::results::Attribution;
-use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording, ALL_EVENTS, DEFAULT_EVENTS};
+use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
 
 /// What a command asks of the kernel half.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,9 +36,8 @@ pub struct KernelRequest {
     pub cpus: Vec<u32>,
     /// Ring buffer per CPU, KiB.
     pub buffer_kb: u32,
-    /// Record every event the recorder knows ([`ALL_EVENTS`]: `sched_wakeup` and
-    /// `napi_poll` too, which the attribution does not use), not only the attribution's
-    /// ([`DEFAULT_EVENTS`]); `--explain-events all`.
+    /// Record every event the recorder knows (`sched_wakeup` and `napi_poll` too, which
+    /// the attribution does not use), not only the attribution's; `--explain-events all`.
     pub all_events: bool,
 }
 
@@ -89,14 +88,7 @@ impl KernelSession {
             let cfg = KtraceConfig {
                 cpus: req.cpus.clone(),
                 buffer_kb: req.buffer_kb,
-                events: if req.all_events {
-                    ALL_EVENTS
-                } else {
-                    DEFAULT_EVENTS
-                }
-                .iter()
-                .map(|e| (*e).to_string())
-                .collect(),
+                events: latlab_sys::ktrace::events(req.all_events),
                 ..KtraceConfig::default()
             };
             match Recorder::start(&cfg) {

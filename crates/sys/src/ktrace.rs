@@ -33,38 +33,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Where tracefs is mounted on current kernels.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// Every event the recorder knows, as `group/name` (`--explain-events all`): the
-/// attribution set plus `sched_wakeup` and `napi_poll`, which the attribution does not use.
-pub const ALL_EVENTS: &[&str] = &[
-    "irq/irq_handler_entry",
-    "irq/irq_handler_exit",
-    "irq/softirq_entry",
-    "irq/softirq_exit",
-    "irq_vectors/local_timer_entry",
-    "irq_vectors/local_timer_exit",
-    "irq_vectors/reschedule_entry",
-    "irq_vectors/reschedule_exit",
-    "irq_vectors/call_function_entry",
-    "irq_vectors/call_function_exit",
-    "irq_vectors/call_function_single_entry",
-    "irq_vectors/call_function_single_exit",
-    "irq_vectors/irq_work_entry",
-    "irq_vectors/irq_work_exit",
-    "irq_vectors/x86_platform_ipi_entry",
-    "irq_vectors/x86_platform_ipi_exit",
-    "nmi/nmi_handler",
-    "sched/sched_switch",
-    "sched/sched_wakeup",
-    "timer/hrtimer_expire_entry",
-    "timer/hrtimer_expire_exit",
-    "workqueue/workqueue_execute_start",
-    "workqueue/workqueue_execute_end",
-    "napi/napi_poll",
-];
-
-/// The events the attribution uses, recorded by default: [`ALL_EVENTS`] without
-/// `sched/sched_wakeup` and `napi/napi_poll` (two fewer tracepoint hits per wakeup and
-/// per NAPI poll, the busiest events of a ping-pong).
+/// The events the attribution uses, recorded by default, as `group/name`. [`events`]
+/// with `all` adds [`EXTRA_EVENTS`].
 pub const DEFAULT_EVENTS: &[&str] = &[
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
@@ -89,6 +59,21 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "workqueue/workqueue_execute_start",
     "workqueue/workqueue_execute_end",
 ];
+
+/// The events recorded only when asked (`--explain-events all`): the attribution does
+/// not use them, and they are two more tracepoint hits per wake-up and per NAPI poll,
+/// the busiest events of a ping-pong.
+pub const EXTRA_EVENTS: &[&str] = &["sched/sched_wakeup", "napi/napi_poll"];
+
+/// The events to record: [`DEFAULT_EVENTS`], plus [`EXTRA_EVENTS`] when `all`.
+pub fn events(all: bool) -> Vec<String> {
+    let extra = if all { EXTRA_EVENTS } else { &[] };
+    DEFAULT_EVENTS
+        .iter()
+        .chain(extra)
+        .map(|e| (*e).to_string())
+        .collect()
+}
 
 /// How the recorder reads the ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,7 +103,7 @@ impl Default for KtraceConfig {
         KtraceConfig {
             cpus: Vec::new(),
             buffer_kb: 32768,
-            events: DEFAULT_EVENTS.iter().map(|s| (*s).to_string()).collect(),
+            events: events(false),
             reader: ReaderKind::Stream,
         }
     }
@@ -382,7 +367,7 @@ impl Recorder {
             let text = read(&events.join(ev).join("format"))?;
             formats.push(EventFormat::parse(&text).map_err(|e| format!("{ev}: {e}"))?);
         }
-        let s = stream::Streamer::start(&self.dir, &self.cpus).map_err(|e| e.to_string())?;
+        let s = stream::Streamer::start(&self.dir, &self.cpus)?;
         Ok((s, layout, formats))
     }
 
@@ -406,7 +391,7 @@ impl Recorder {
             Some((s, layout, formats)) => Some(RawTrace {
                 layout,
                 formats,
-                cpus: s.finish()?,
+                cpus: s.finish().map_err(io("streaming", &self.dir))?,
                 symbols: std::fs::read_to_string("/proc/kallsyms")
                     .map(|t| Symbols::parse(&t))
                     .unwrap_or_default(),

@@ -9,7 +9,6 @@
 //! once more (tracing is off by then) and returns the pages. Each read returns one page
 //! (partial pages are padded to the page size so the pages stay at fixed offsets).
 
-use super::{io, KtraceError};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -39,7 +38,7 @@ pub struct RawCpu {
 #[derive(Debug)]
 pub(super) struct Streamer {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<Result<Vec<RawCpu>, KtraceError>>>,
+    handle: Option<JoinHandle<std::io::Result<Vec<RawCpu>>>>,
 }
 
 /// The ring's page size: the instance's `buffer_subbuf_size_kb` where the kernel has it
@@ -55,7 +54,7 @@ pub(super) fn page_size(instance: &Path) -> usize {
 impl Streamer {
     /// Opens every CPU's `trace_pipe_raw` (all of them, or an error: the caller falls
     /// back to the text path) and starts the thread.
-    pub(super) fn start(instance: &Path, cpus: &[u32]) -> Result<Streamer, KtraceError> {
+    pub(super) fn start(instance: &Path, cpus: &[u32]) -> Result<Streamer, String> {
         let page = page_size(instance);
         let mut files = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
@@ -67,7 +66,7 @@ impl Streamer {
                 .read(true)
                 .custom_flags(libc::O_NONBLOCK)
                 .open(&p)
-                .map_err(io("opening", &p))?;
+                .map_err(|e| format!("opening {}: {e}", p.display()))?;
             files.push((cpu, f));
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -75,7 +74,7 @@ impl Streamer {
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
             .spawn(move || run(files, page, &s))
-            .map_err(io("starting the trace reader for", instance))?;
+            .map_err(|e| format!("starting the trace reader: {e}"))?;
         Ok(Streamer {
             stop,
             handle: Some(handle),
@@ -83,14 +82,11 @@ impl Streamer {
     }
 
     /// Asks the thread to drain what is left and stop, and returns every CPU's pages.
-    pub(super) fn finish(mut self) -> Result<Vec<RawCpu>, KtraceError> {
+    pub(super) fn finish(mut self) -> std::io::Result<Vec<RawCpu>> {
         self.stop.store(true, Ordering::Release);
         let h = self.handle.take().expect("joined once");
-        h.join().unwrap_or_else(|_| {
-            Err(KtraceError::Config(
-                "the trace reader thread panicked".into(),
-            ))
-        })
+        h.join()
+            .unwrap_or_else(|_| Err(std::io::Error::other("the trace reader thread panicked")))
     }
 }
 
@@ -107,7 +103,7 @@ fn run(
     mut files: Vec<(u32, File)>,
     page: usize,
     stop: &AtomicBool,
-) -> Result<Vec<RawCpu>, KtraceError> {
+) -> std::io::Result<Vec<RawCpu>> {
     let mut out: Vec<RawCpu> = files
         .iter()
         .map(|(cpu, _)| RawCpu {
@@ -120,10 +116,8 @@ fn run(
     loop {
         let last = stop.load(Ordering::Acquire);
         for ((cpu, f), o) in files.iter_mut().zip(out.iter_mut()) {
-            drain(f, &mut buf, o).map_err(|source| KtraceError::Io {
-                what: "reading trace_pipe_raw of",
-                path: format!("cpu{cpu}").into(),
-                source,
+            drain(f, &mut buf, o).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("reading cpu{cpu}/trace_pipe_raw: {e}"))
             })?;
         }
         if last {
