@@ -230,6 +230,7 @@ pub(crate) fn assemble(
         unavailable: o.unavailable.clone(),
         bands: bands(splits, o.tsc_hz),
         steal: Vec::new(),
+        reader: None,
     }
 }
 

@@ -297,23 +297,27 @@ fn decode_body(name: &str, f: &str) -> Option<EventKind> {
                 work: work.parse().ok()?,
             }
         }
-        _ => {
-            if let Some(v) = name.strip_suffix("_entry") {
-                EventKind::VectorEntry {
-                    vector: v.to_string(),
-                }
-            } else if let Some(v) = name.strip_suffix("_exit") {
-                EventKind::VectorExit {
-                    vector: v.to_string(),
-                }
-            } else {
-                if name.is_empty() || name.contains(' ') {
-                    return None;
-                }
-                EventKind::Other {
-                    name: name.to_string(),
-                }
-            }
+        _ => return by_name(name),
+    })
+}
+
+/// An event known by its name alone: an `irq_vectors` entry or exit, else `Other`;
+/// `None` for a name that cannot be one (empty, with a space).
+pub(crate) fn by_name(name: &str) -> Option<EventKind> {
+    Some(if let Some(v) = name.strip_suffix("_entry") {
+        EventKind::VectorEntry {
+            vector: v.to_string(),
+        }
+    } else if let Some(v) = name.strip_suffix("_exit") {
+        EventKind::VectorExit {
+            vector: v.to_string(),
+        }
+    } else {
+        if name.is_empty() || name.contains(' ') {
+            return None;
+        }
+        EventKind::Other {
+            name: name.to_string(),
         }
     })
 }

@@ -24,6 +24,7 @@ pub mod attribute;
 pub mod decode;
 pub mod gaps;
 pub mod path;
+pub mod raw;
 pub mod recording;
 pub mod render;
 pub mod sections;

@@ -36,6 +36,9 @@ pub struct KernelRequest {
     pub cpus: Vec<u32>,
     /// Ring buffer per CPU, KiB.
     pub buffer_kb: u32,
+    /// Record every event the recorder knows (`sched_wakeup` and `napi_poll` too, which
+    /// the attribution does not use), not only the attribution's; `--explain-events all`.
+    pub all_events: bool,
 }
 
 impl Default for KernelRequest {
@@ -46,6 +49,7 @@ impl Default for KernelRequest {
             not_tsc: None,
             cpus: Vec::new(),
             buffer_kb: KtraceConfig::default().buffer_kb,
+            all_events: false,
         }
     }
 }
@@ -84,6 +88,7 @@ impl KernelSession {
             let cfg = KtraceConfig {
                 cpus: req.cpus.clone(),
                 buffer_kb: req.buffer_kb,
+                events: latlab_sys::ktrace::events(req.all_events),
                 ..KtraceConfig::default()
             };
             match Recorder::start(&cfg) {
@@ -205,8 +210,9 @@ impl KernelCollected {
             .as_ref()
             .map(|rec| kernel_timeline_watching(rec, &topts, watch));
         let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
-        let (a, splits) =
+        let (mut a, splits) =
             attribute_paths(windows, kt.as_ref().map(|k| &k.timeline), stalls, &aopts);
+        a.reader = kt.as_ref().map(|k| k.reader.clone());
         (a, splits, kt)
     }
 
@@ -219,7 +225,8 @@ impl KernelCollected {
     ) -> (Attribution, Vec<WindowSplit>, Option<KernelTimeline>) {
         let kt = self.timeline(o);
         let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
-        let (a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+        let (mut a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
+        a.reader = kt.as_ref().map(|k| k.reader.clone());
         (a, splits, kt)
     }
 }

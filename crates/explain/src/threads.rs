@@ -137,14 +137,9 @@ impl KernelCollected {
         let mut out = ThreadsAttributed::default();
         let mut lost = 0;
         if let Some(rec) = &self.recording {
-            let mut events = Vec::new();
-            let mut marked = 0;
-            for c in &rec.cpus {
-                let d = crate::decode::decode(&c.text);
-                events.extend(d.events);
-                out.malformed += d.malformed;
-                marked += d.lost;
-            }
+            let d = crate::recording::decode_recording(rec);
+            let (events, marked) = (d.events, d.lost);
+            out.malformed += d.malformed;
             out.events = events.len() as u64;
             lost = rec.lost().max(marked);
             let mut cpus = self.cpus.clone();
@@ -177,6 +172,7 @@ impl KernelCollected {
         out.attribution = assemble(&out.splits, have, &aopts, |i| {
             worst_window(&out.splits[i], out.timeline_of(i, windows), aopts.tsc_hz)
         });
+        out.attribution.reader = self.recording.as_ref().map(|r| r.reader.clone());
         out
     }
 }
@@ -205,6 +201,8 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
                 enabled: vec![],
                 missing: vec![],
                 mounted_tracefs: false,
+                raw: None,
+                reader: "text (asked for)".into(),
             }),
             unavailable: None,
             cpus: vec![0],

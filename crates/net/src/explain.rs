@@ -25,6 +25,10 @@ pub struct ExplainSpec {
     /// The threshold; `None`: everything above the run's p99.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub above: Option<Nanos>,
+    /// Record every kernel event latlab knows, not only those the attribution uses
+    /// (`--explain-events all`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub all_events: bool,
 }
 
 impl ExplainSpec {
@@ -32,6 +36,7 @@ impl ExplainSpec {
     pub const P99: ExplainSpec = ExplainSpec {
         enabled: true,
         above: None,
+        all_events: false,
     };
 }
 
@@ -190,8 +195,13 @@ pub fn stalls_of(gaps: &[Gap], cpu: Option<u32>, all: &[u32]) -> Vec<Stall> {
 
 /// The kernel half as every net command asks for it: every online CPU (a probe's path
 /// crosses the generator, the softirqs and the NF; on a small host that is all of them).
-pub fn kernel_request(clock: &Clock, fallback_reason: Option<&str>) -> KernelRequest {
+pub fn kernel_request(
+    clock: &Clock,
+    fallback_reason: Option<&str>,
+    spec: &ExplainSpec,
+) -> KernelRequest {
     KernelRequest {
+        all_events: spec.all_events,
         not_tsc: (!clock.is_tsc())
             .then(|| fallback_reason.unwrap_or("no reason recorded").to_string()),
         cpus: online(),

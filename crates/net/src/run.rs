@@ -88,7 +88,7 @@ pub fn nf(
     let udp_before = latlab_sys::netstat::udp_rcvbuf_errors();
     let ks = job.explain.enabled.then(|| {
         KernelSession::start(
-            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &job.explain),
             notice,
         )
     });
@@ -247,7 +247,7 @@ pub fn probe(
     let wall_start = std::time::SystemTime::now();
     let ks = cfg.explain.enabled.then(|| {
         KernelSession::start(
-            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &cfg.explain),
             notice,
         )
     });

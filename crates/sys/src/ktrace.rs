@@ -9,10 +9,23 @@
 //! `trace` text and lost-event counts, and removes the instance; dropping a recorder also
 //! removes it, so nothing is left behind on an error path.
 //!
-//! Only the OS access lives here: the trace text is returned as is, and decoding it into
-//! events is the job of `latlab-explain`. The parsers of the control files
+//! By default the recorder streams: a reader thread ([`stream`]) drains every CPU's
+//! `trace_pipe_raw` (binary pages) during the run, so long high-rate runs do not overrun
+//! the ring and nothing is formatted as text; the pages, the event `format` files and
+//! the kernel's symbols are returned, for `latlab_core::ftrace_raw` to decode. When the
+//! binary path cannot be set up (a `format` or `header_page` the decoder does not
+//! accept, a `trace_pipe_raw` that does not open) it falls back to reading the `trace`
+//! text after the run, and [`Recording::reader`] says which was used and why.
+//!
+//! Only the OS access lives here: the pages and the trace text are returned as is, and
+//! decoding them into events is the job of `latlab-explain`. The parsers of the control files
 //! ([`parse_stats`], [`parse_trace_clock`], [`cpumask_hex`]) are pure and unit-tested.
 
+mod stream;
+
+pub use stream::RawCpu;
+
+use latlab_core::ftrace_raw::{EventFormat, PageLayout, Symbols};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,7 +33,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// Where tracefs is mounted on current kernels.
 pub const TRACEFS: &str = "/sys/kernel/tracing";
 
-/// The events recorded by default, as `group/name`.
+/// The events the attribution uses, recorded by default, as `group/name`. [`events`]
+/// with `all` adds [`EXTRA_EVENTS`].
 pub const DEFAULT_EVENTS: &[&str] = &[
     "irq/irq_handler_entry",
     "irq/irq_handler_exit",
@@ -40,13 +54,36 @@ pub const DEFAULT_EVENTS: &[&str] = &[
     "irq_vectors/x86_platform_ipi_exit",
     "nmi/nmi_handler",
     "sched/sched_switch",
-    "sched/sched_wakeup",
     "timer/hrtimer_expire_entry",
     "timer/hrtimer_expire_exit",
     "workqueue/workqueue_execute_start",
     "workqueue/workqueue_execute_end",
-    "napi/napi_poll",
 ];
+
+/// The events recorded only when asked (`--explain-events all`): the attribution does
+/// not use them, and they are two more tracepoint hits per wake-up and per NAPI poll,
+/// the busiest events of a ping-pong.
+pub const EXTRA_EVENTS: &[&str] = &["sched/sched_wakeup", "napi/napi_poll"];
+
+/// The events to record: [`DEFAULT_EVENTS`], plus [`EXTRA_EVENTS`] when `all`.
+pub fn events(all: bool) -> Vec<String> {
+    let extra = if all { EXTRA_EVENTS } else { &[] };
+    DEFAULT_EVENTS
+        .iter()
+        .chain(extra)
+        .map(|e| (*e).to_string())
+        .collect()
+}
+
+/// How the recorder reads the ring.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ReaderKind {
+    /// Stream `trace_pipe_raw` during the run (falls back to [`ReaderKind::Text`]).
+    #[default]
+    Stream,
+    /// Read each CPU's `trace` text after the run.
+    Text,
+}
 
 /// What to record.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +94,8 @@ pub struct KtraceConfig {
     pub buffer_kb: u32,
     /// Events as `group/name`.
     pub events: Vec<String>,
+    /// How to read the ring.
+    pub reader: ReaderKind,
 }
 
 impl Default for KtraceConfig {
@@ -64,7 +103,8 @@ impl Default for KtraceConfig {
         KtraceConfig {
             cpus: Vec::new(),
             buffer_kb: 32768,
-            events: DEFAULT_EVENTS.iter().map(|s| (*s).to_string()).collect(),
+            events: events(false),
+            reader: ReaderKind::Stream,
         }
     }
 }
@@ -117,7 +157,8 @@ pub enum KtraceError {
 pub struct CpuTrace {
     /// The CPU.
     pub cpu: u32,
-    /// The `per_cpu/cpuN/trace` text (one event a line; `#` lines are comments).
+    /// The `per_cpu/cpuN/trace` text (one event a line; `#` lines are comments); empty
+    /// when the ring was streamed ([`Recording::raw`]).
     pub text: String,
     /// Events lost on this CPU (`overrun` + `dropped events` of its `stats`).
     pub lost: u64,
@@ -134,6 +175,25 @@ pub struct Recording {
     pub missing: Vec<String>,
     /// Whether this recorder mounted tracefs.
     pub mounted_tracefs: bool,
+    /// The streamed pages, when the ring was streamed.
+    pub raw: Option<RawTrace>,
+    /// Which reader was used: `trace_pipe_raw`, or `text` with why the binary path was
+    /// not (e.g. `text (asked for)`, `text (opening …: …)`).
+    pub reader: String,
+}
+
+/// What the streaming reader returns: the pages and what decodes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RawTrace {
+    /// The page header's layout (`events/header_page`).
+    pub layout: PageLayout,
+    /// The enabled events' formats (`events/<group>/<name>/format`).
+    pub formats: Vec<EventFormat>,
+    /// Each traced CPU's pages.
+    pub cpus: Vec<RawCpu>,
+    /// The kernel's text symbols (`/proc/kallsyms`), for function addresses; empty when
+    /// unreadable (functions then print as addresses).
+    pub symbols: Symbols,
 }
 
 impl Recording {
@@ -147,6 +207,8 @@ impl Recording {
 #[derive(Debug)]
 pub struct Recorder {
     dir: PathBuf,
+    stream: Option<(stream::Streamer, PageLayout, Vec<EventFormat>)>,
+    reader: String,
     cpus: Vec<u32>,
     enabled: Vec<String>,
     missing: Vec<String>,
@@ -245,6 +307,8 @@ impl Recorder {
         // From here on `Drop` removes the instance on every path.
         let mut rec = Recorder {
             dir,
+            stream: None,
+            reader: "text (asked for)".into(),
             cpus: cfg.cpus.clone(),
             enabled: Vec::new(),
             missing: Vec::new(),
@@ -279,7 +343,32 @@ impl Recorder {
             });
         }
         write_file(&d.join("trace"), "")?;
+        if cfg.reader == ReaderKind::Stream {
+            match self.open_stream() {
+                Ok(s) => {
+                    self.stream = Some(s);
+                    self.reader = "trace_pipe_raw".into();
+                }
+                Err(why) => self.reader = format!("text ({why})"),
+            }
+        }
         write_file(&d.join("tracing_on"), "1")
+    }
+
+    /// Reads and checks what the binary path needs (the page layout, every enabled
+    /// event's format) and starts the reader; any failure is the fallback's reason.
+    fn open_stream(&self) -> Result<(stream::Streamer, PageLayout, Vec<EventFormat>), String> {
+        let events = self.dir.join("events");
+        let read = |p: &Path| read_whole(p).map_err(|e| format!("{}: {e}", p.display()));
+        let layout =
+            PageLayout::parse(&read(&events.join("header_page"))?).map_err(|e| e.to_string())?;
+        let mut formats = Vec::with_capacity(self.enabled.len());
+        for ev in &self.enabled {
+            let text = read(&events.join(ev).join("format"))?;
+            formats.push(EventFormat::parse(&text).map_err(|e| format!("{ev}: {e}"))?);
+        }
+        let s = stream::Streamer::start(&self.dir, &self.cpus)?;
+        Ok((s, layout, formats))
     }
 
     /// The instance's directory (for diagnostics).
@@ -298,11 +387,26 @@ impl Recorder {
     /// [`KtraceError::Io`]; the instance is removed either way.
     pub fn stop(mut self) -> Result<Recording, KtraceError> {
         write_file(&self.dir.join("tracing_on"), "0")?;
+        let raw = match self.stream.take() {
+            Some((s, layout, formats)) => Some(RawTrace {
+                layout,
+                formats,
+                cpus: s.finish().map_err(io("streaming", &self.dir))?,
+                symbols: std::fs::read_to_string("/proc/kallsyms")
+                    .map(|t| Symbols::parse(&t))
+                    .unwrap_or_default(),
+            }),
+            None => None,
+        };
         let mut cpus = Vec::with_capacity(self.cpus.len());
         for &cpu in &self.cpus {
             let pc = self.dir.join("per_cpu").join(format!("cpu{cpu}"));
-            let text = std::fs::read_to_string(pc.join("trace"))
-                .map_err(io("reading", &pc.join("trace")))?;
+            let text = if raw.is_some() {
+                String::new()
+            } else {
+                std::fs::read_to_string(pc.join("trace"))
+                    .map_err(io("reading", &pc.join("trace")))?
+            };
             let stats = std::fs::read_to_string(pc.join("stats"))
                 .map_err(io("reading", &pc.join("stats")))?;
             let s = parse_stats(&stats);
@@ -318,6 +422,8 @@ impl Recorder {
             enabled: std::mem::take(&mut self.enabled),
             missing: std::mem::take(&mut self.missing),
             mounted_tracefs: self.mounted_tracefs,
+            raw,
+            reader: std::mem::take(&mut self.reader),
         })
     }
 
@@ -325,8 +431,10 @@ impl Recorder {
         if self.removed {
             return Ok(());
         }
-        // Tracing off first; the rmdir frees the buffers.
+        // Tracing off first, the reader stopped (its files closed); the rmdir frees the
+        // buffers.
         let _ = std::fs::write(self.dir.join("tracing_on"), "0");
+        drop(self.stream.take());
         self.removed = true;
         std::fs::remove_dir(&self.dir).map_err(io("removing the tracefs instance", &self.dir))
     }
@@ -336,6 +444,26 @@ impl Drop for Recorder {
     fn drop(&mut self) {
         let _ = self.remove();
     }
+}
+
+/// Reads a tracefs file with reads of 64 KiB. `std::fs::read_to_string` starts with a
+/// 32-byte probe read when the size is 0 (as tracefs reports), and `events/header_page`
+/// answers a read at a non-zero offset with end of file: it would come back cut after
+/// its first 32 bytes.
+fn read_whole(p: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(p)?;
+    let mut out = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match f.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    String::from_utf8(out).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
 /// Counters of one CPU's `stats` file.
@@ -469,6 +597,22 @@ mod tests {
         let out = rec.stop().unwrap();
         assert!(!dir.exists(), "instance {} left behind", dir.display());
         assert_eq!(out.cpus.len(), 1);
+        // Streamed by default: pages, no text, the formats of what was enabled.
+        assert_eq!(out.reader, "trace_pipe_raw");
+        let raw = out.raw.as_ref().unwrap();
+        assert_eq!(raw.formats.len(), out.enabled.len());
+        assert_eq!(raw.cpus.len(), 1);
+        assert_eq!(raw.cpus[0].pages.len() % raw.cpus[0].page_size, 0);
+        assert!(out.cpus[0].text.is_empty());
+        // The text reader when asked for.
+        let rec = Recorder::start(&KtraceConfig {
+            reader: ReaderKind::Text,
+            ..cfg.clone()
+        })
+        .unwrap();
+        let out = rec.stop().unwrap();
+        assert_eq!(out.reader, "text (asked for)");
+        assert!(out.raw.is_none());
         // Dropping without stop removes it too.
         let rec = Recorder::start(&cfg).unwrap();
         let dir = rec.dir().to_path_buf();

@@ -120,6 +120,20 @@ pub struct NetExplainArgs {
     /// (implies --explain), e.g. 50us.
     #[arg(long, value_name = "DUR", value_parser = positive_duration_arg)]
     pub explain_above: Option<Nanos>,
+    /// Which kernel events to record with --explain: `attribution` (those the attribution
+    /// uses) or `all` (also `sched_wakeup` and `napi_poll`, two more tracepoint hits per
+    /// wake-up and NAPI poll, for reading the raw events).
+    #[arg(long, value_enum, value_name = "SET", default_value_t = ExplainEventsArg::Attribution)]
+    pub explain_events: ExplainEventsArg,
+}
+
+/// `--explain-events`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainEventsArg {
+    /// The events the attribution uses.
+    Attribution,
+    /// Every event latlab knows.
+    All,
 }
 
 impl NetExplainArgs {
@@ -128,6 +142,7 @@ impl NetExplainArgs {
         latlab_net::explain::ExplainSpec {
             enabled: self.explain || self.explain_above.is_some(),
             above: self.explain_above,
+            all_events: self.explain_events == ExplainEventsArg::All,
         }
     }
 }

@@ -669,6 +669,7 @@ impl TryFrom<&KillerUsArgs> for KillerUsConfig {
             explain: latlab_net::explain::ExplainSpec {
                 enabled: !a.no_explain && latlab_sys::netns::is_root(),
                 above: None,
+                all_events: false,
             },
         })
     }

@@ -44,7 +44,11 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     };
     let ks = spec.enabled.then(|| {
         latlab_explain::KernelSession::start(
-            &latlab_net::explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &latlab_net::explain::kernel_request(
+                &clock,
+                timebase.fallback_reason.as_deref(),
+                &spec,
+            ),
             &mut notice,
         )
     });
@@ -195,7 +199,11 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
     };
     let ks = cfg.stalls.then(|| {
         latlab_explain::KernelSession::start(
-            &latlab_net::explain::kernel_request(&clock, timebase.fallback_reason.as_deref()),
+            &latlab_net::explain::kernel_request(
+                &clock,
+                timebase.fallback_reason.as_deref(),
+                &a.explain.spec(),
+            ),
             &mut notice,
         )
     });

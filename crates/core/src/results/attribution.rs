@@ -140,6 +140,11 @@ pub struct Attribution {
     /// *outside the kernel*. Absent when not read.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steal: Vec<CpuSteal>,
+    /// How the kernel events were read: `trace_pipe_raw` (streamed during the run) or
+    /// `text (why)` (each CPU's `trace` read after the run: asked for, or why the binary
+    /// path could not be set up). Absent without kernel events and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reader: Option<String>,
 }
 
 /// Steal time of one CPU over a run.

@@ -685,7 +685,11 @@ pub fn run(
     let mut notices = Vec::new();
     let ks = cfg.explain.then(|| {
         latlab_explain::KernelSession::start(
-            &latlab_net::explain::kernel_request(clock, None),
+            &latlab_net::explain::kernel_request(
+                clock,
+                None,
+                &latlab_net::explain::ExplainSpec::P99,
+            ),
             &mut |l: &str| notices.push(l.to_string()),
         )
     });
