@@ -358,31 +358,6 @@ pub struct ThreadStalls<'a> {
     pub loop_cost: u64,
 }
 
-/// Attributes the delay engine's stalls over every engine run of an injector check
-/// (`--testbed`, where-time's check): the engine pinned on `engine_cpu`; `span` the
-/// check's clock readings.
-pub fn attribute_check(
-    got: &KernelCollected,
-    clock: &Clock,
-    above: Option<Nanos>,
-    check: &crate::delay::testbed::CheckOutcome,
-    engine_cpu: Option<u32>,
-    span: (u64, u64),
-) -> (Attribution, ExplainData) {
-    let threads: Vec<ThreadStalls<'_>> = check
-        .engine_zero
-        .iter()
-        .chain(&check.engine_delayed)
-        .map(|r| ThreadStalls {
-            cpu: engine_cpu,
-            gaps: &r.stalls,
-            overflow: r.stall_overflow,
-            loop_cost: r.loop_cost,
-        })
-        .collect();
-    attribute_stalls(got, clock, above, &threads, span)
-}
-
 /// Attributes the stalls of busy threads (a network function's, the delay engine's):
 /// each stall at least `above` long (default: every stall recorded) is a window on its
 /// thread's CPU, split by the rule of [`latlab_explain::path`] with the stall itself as

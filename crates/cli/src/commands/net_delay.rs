@@ -240,12 +240,11 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
     let mut result = ResultFile::new(report::CHECK_KIND, argv, config, provenance);
     report::fill_check(&mut result, &c, delay_ns)?;
     if let Some(got) = &got {
-        let (attr, data) = latlab_net::explain::attribute_check(
+        let (attr, data) = latlab_net::explain::attribute_stalls(
             got,
             &clock,
             a.explain.spec().above,
-            &c,
-            cpu,
+            &c.engine_stalls(cpu),
             (span_start, span_end),
         );
         latlab_net::explain::record(&mut result, attr, data);

@@ -712,12 +712,11 @@ pub fn run(
     let got = ks.map(|k| k.finish(&mut |l: &str| notices.push(l.to_string())));
     let check = check?;
     let explained = got.map(|g| {
-        latlab_net::explain::attribute_check(
+        latlab_net::explain::attribute_stalls(
             &g,
             clock,
             None,
-            &check,
-            cfg.engine_cpu,
+            &check.engine_stalls(cfg.engine_cpu),
             (span_start, span_end),
         )
     });

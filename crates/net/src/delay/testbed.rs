@@ -358,7 +358,7 @@ pub struct CheckConfig {
     /// Run the engine, client and server under SCHED_FIFO at this priority (the engine
     /// then owns its CPU; the kernel's RT throttling still leaves others 5 %).
     pub fifo: Option<i32>,
-    /// Record the engine's stalls (for `--explain`: [`crate::explain::attribute_check`]).
+    /// Record the engine's stalls (for `--explain`: [`CheckOutcome::engine_stalls`]).
     pub stalls: bool,
 }
 
@@ -377,6 +377,23 @@ pub struct CheckOutcome {
     pub engine_zero: Vec<super::engine::EngineReport>,
     /// The engine's reports of the delayed runs.
     pub engine_delayed: Vec<super::engine::EngineReport>,
+}
+
+impl CheckOutcome {
+    /// The engine's stalls over every engine run of the check, as
+    /// [`crate::explain::attribute_stalls`] takes them (the engine pinned on `engine_cpu`).
+    pub fn engine_stalls(&self, engine_cpu: Option<u32>) -> Vec<crate::explain::ThreadStalls<'_>> {
+        self.engine_zero
+            .iter()
+            .chain(&self.engine_delayed)
+            .map(|r| crate::explain::ThreadStalls {
+                cpu: engine_cpu,
+                gaps: &r.stalls,
+                overflow: r.stall_overflow,
+                loop_cost: r.loop_cost,
+            })
+            .collect()
+    }
 }
 
 fn merge_into(acc: &mut Option<PingOutcome>, o: PingOutcome) -> io::Result<()> {
