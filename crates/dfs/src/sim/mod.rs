@@ -23,6 +23,7 @@
 mod config;
 mod data;
 mod engine;
+pub mod fabric;
 pub mod net;
 pub mod result;
 pub mod rng;
