@@ -9,6 +9,7 @@ use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
 use latlab_dfs::params::MAX_DRIFT_PPM;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
+use latlab_dfs::sim::fabric::{FabricParams, Routing};
 use latlab_dfs::sim::{NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
 use latlab_dfs::Mode;
 use std::path::PathBuf;
@@ -71,6 +72,73 @@ pub enum ModeArg {
     Both,
 }
 
+/// Which network model the simulator uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetworkArg {
+    /// Fluid ports sharing bandwidth instantly and perfectly (fast).
+    Fluid,
+    /// The packet-level Dragonfly fabric with credit flow control (slow, congests).
+    Dragonfly,
+}
+
+/// Routing in the Dragonfly fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RoutingArg {
+    /// Minimal paths only.
+    Minimal,
+    /// UGAL-L: minimal unless its first queue is much longer than a Valiant path's.
+    Ugal,
+}
+
+/// The simulator's network, shared by `dfs sim` and `experiment dfs`.
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    /// Network model: fluid ports (fast default) or the packet-level Dragonfly fabric.
+    #[arg(long, value_enum, default_value_t = NetworkArg::Fluid)]
+    pub network: NetworkArg,
+    /// Routing in the Dragonfly fabric (with --network dragonfly).
+    #[arg(long, value_enum, default_value_t = RoutingArg::Ugal)]
+    pub routing: RoutingArg,
+    /// Dragonfly shape NODES:ROUTERSxCHASSIS:GLOBAL — nodes per router, routers per
+    /// chassis × chassis per group, global links per router (Aries: 4:16x6:10).
+    #[arg(long, default_value = "4:16x6:10", value_parser = dragonfly_shape)]
+    pub dragonfly_shape: [usize; 4],
+}
+
+/// Parses NODES:ROUTERSxCHASSIS:GLOBAL.
+fn dragonfly_shape(s: &str) -> Result<[usize; 4], String> {
+    let err = || format!("'{s}': expected NODES:ROUTERSxCHASSIS:GLOBAL, e.g. 4:16x6:10");
+    let (n, rest) = s.split_once(':').ok_or_else(err)?;
+    let (rc, g) = rest.split_once(':').ok_or_else(err)?;
+    let (r, c) = rc.split_once('x').ok_or_else(err)?;
+    let mut v = [0usize; 4];
+    for (k, part) in [n, r, c, g].iter().enumerate() {
+        v[k] = part.trim().parse().map_err(|_| err())?;
+        if v[k] == 0 && k < 3 || v[k] > 1024 {
+            return Err(err());
+        }
+    }
+    Ok(v)
+}
+
+impl NetworkArgs {
+    /// The fabric parameters, or None for the fluid model.
+    pub fn fabric(&self) -> Option<FabricParams> {
+        let [n, r, c, g] = self.dragonfly_shape;
+        (self.network == NetworkArg::Dragonfly).then(|| FabricParams {
+            nodes_per_router: n,
+            chassis_routers: r,
+            group_chassis: c,
+            global_per_router: g,
+            routing: match self.routing {
+                RoutingArg::Minimal => Routing::Minimal,
+                RoutingArg::Ugal => Routing::Ugal,
+            },
+            ..FabricParams::default()
+        })
+    }
+}
+
 /// Sizes and DFS parameters shared by `dfs sim` and `dfs run`.
 #[derive(Debug, Args)]
 pub struct ModelArgs {
@@ -129,6 +197,8 @@ pub enum SsuCriterionArg {
 pub struct SimArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Best effort, DFS, or both.
     #[arg(long, value_enum, default_value_t = ModeArg::Both)]
     pub mode: ModeArg,
@@ -266,6 +336,8 @@ pub struct DfsExperimentArgs {
     /// Seed of the simulations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Figure format: svg or png.
     #[arg(long, default_value = "svg", value_parser = ["svg", "png"])]
     pub format: String,
@@ -353,6 +425,7 @@ impl TryFrom<&SimArgs> for SimConfig {
         base.drops = parse_all("drop", &a.drop)?;
         base.dde_replicas = a.dde_replicas;
         base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
+        base.fabric = a.network.fabric();
         Ok(base)
     }
 }
@@ -414,6 +487,7 @@ impl From<&DfsExperimentArgs> for ExperimentConfig {
             ranks: a.ranks,
             mpi_time_slices: a.mpi_time_slices,
             seed: a.seed,
+            fabric: a.network.fabric(),
             format: if a.format == "png" {
                 FigureFormat::Png
             } else {

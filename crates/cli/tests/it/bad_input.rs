@@ -283,3 +283,46 @@ fn negative_values_reach_the_flag_that_judges_them() {
     let out = latlab_line("dfs run --drift-ppm -5").output().unwrap();
     assert_one_line_error(&out, 2, &["MPI ranks"]);
 }
+
+#[test]
+fn a_dragonfly_that_cannot_hold_the_nodes_is_refused_before_anything_runs() {
+    // 2 nodes per router, 2×2 routers per group, 1 global link per router: 5 groups of 8
+    for args in [
+        &[
+            "dfs",
+            "sim",
+            "--network",
+            "dragonfly",
+            "--dragonfly-shape",
+            "2:2x2:1",
+            "--nodes",
+            "42",
+        ][..],
+        &[
+            "experiment",
+            "dfs",
+            "--no-mpi",
+            "--network",
+            "dragonfly",
+            "--dragonfly-shape",
+            "2:2x2:1",
+            "--nodes",
+            "8,42",
+        ],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        rejected_in(
+            dir.path(),
+            args,
+            &["--dragonfly-shape", "6 groups", "at most 5 groups"],
+        );
+    }
+    for bad in ["0:16x6:10", "4:16x6", "4:16:6:10", "4:x6:10", "4:16x6:NaN"] {
+        let dir = tempfile::tempdir().unwrap();
+        rejected_in(
+            dir.path(),
+            &["dfs", "sim", "--dragonfly-shape", bad],
+            &["--dragonfly-shape", "NODES:ROUTERSxCHASSIS:GLOBAL"],
+        );
+    }
+}

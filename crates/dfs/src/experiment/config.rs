@@ -46,6 +46,9 @@ pub struct ExperimentConfig {
     pub mpi_time_slices: u64,
     /// Seed of the simulations.
     pub seed: u64,
+    /// The packet-level Dragonfly fabric for every simulation (None: the fluid model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<crate::sim::fabric::FabricParams>,
     /// Figure format.
     pub format: FigureFormat,
 }
@@ -104,6 +107,12 @@ impl ExperimentConfig {
         if self.intervals < 4 || self.drop_intervals < 30 {
             return bad("--intervals must be at least 4 and --drop-intervals at least 30");
         }
+        if let Some(f) = self.fabric {
+            for &n in self.nodes.iter().chain([&self.drop_nodes]) {
+                crate::sim::fabric::Dragonfly::new(f, n)
+                    .map_err(|e| ExperimentError::Config(e.to_string()))?;
+            }
+        }
         Ok(())
     }
 
@@ -112,6 +121,7 @@ impl ExperimentConfig {
         serde_json::json!({
             "nodes": self.nodes, "intervals": self.intervals, "ts_per_interval": self.ts_per_interval, "drop_intervals": self.drop_intervals,
             "mpi": self.mpi, "ranks": self.ranks, "mpi_time_slices": self.mpi_time_slices, "seed": self.seed,
+            "network": self.fabric.map_or(serde_json::json!("fluid"), |f| serde_json::json!({"dragonfly": f})),
         })
     }
 }

@@ -100,6 +100,7 @@ pub fn run(
         let mut pair = Vec::new();
         for mode in [Mode::BestEffort, Mode::Dfs] {
             let mut sc = SimConfig::new(n / 2, n / 2, mode);
+            sc.fabric = cfg.fabric;
             sc.seed = cfg.seed;
             sc.params.ts_per_intvl = cfg.ts_per_interval;
             sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
@@ -120,6 +121,7 @@ pub fn run(
     for dropped in [false, true] {
         let half = cfg.drop_nodes / 2;
         let mut sc = SimConfig::new(half, half, Mode::Dfs);
+        sc.fabric = cfg.fabric;
         sc.seed = cfg.seed;
         sc.time_slices = cfg.drop_intervals * sc.params.interval_len(half);
         if dropped {

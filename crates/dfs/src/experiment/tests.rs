@@ -26,6 +26,7 @@ fn small() -> ExperimentConfig {
         ranks: 8,
         mpi_time_slices: 10_000,
         seed: 1,
+        fabric: None,
         format: FigureFormat::Svg,
     }
 }

@@ -1,6 +1,7 @@
 //! What a simulation is told: the network and node model, slow nodes, bandwidth drops,
 //! DDE faults ([`SimConfig`]), and its check ([`SimConfig::validate`]).
 
+use super::fabric::{Dragonfly, FabricError, FabricParams};
 use crate::params::{in_range, DfsParams, Mode, ParamError, Topology, MAX_DRIFT_PPM};
 use serde::{Deserialize, Serialize};
 
@@ -139,6 +140,9 @@ pub struct SimConfig {
     pub sample_ns: i64,
     /// Seed of every random draw.
     pub seed: u64,
+    /// The packet-level Dragonfly fabric in place of the fluid ports (None: fluid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricParams>,
 }
 
 impl SimConfig {
@@ -164,6 +168,7 @@ impl SimConfig {
             dde_faults: Vec::new(),
             sample_ns: 0,
             seed: 1,
+            fabric: None,
         }
     }
 
@@ -226,6 +231,9 @@ impl SimConfig {
                 )));
             }
         }
+        if let Some(f) = self.fabric {
+            Dragonfly::new(f, self.topology.inputs + self.topology.computes)?;
+        }
         Ok(())
     }
 
@@ -253,4 +261,7 @@ pub enum SimError {
     /// Any other invalid setting.
     #[error("invalid simulation setting: {0}")]
     Invalid(String),
+    /// The Dragonfly fabric cannot be built.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
 }

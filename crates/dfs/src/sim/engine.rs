@@ -3,9 +3,10 @@
 
 mod finish;
 
+use super::backend::Net;
 use super::config::{DropWindow, Role, SimConfig, SimError};
 use super::data::{FillSample, FiveNum, SimOutcome};
-use super::net::{Network, Reschedule};
+use super::net::Reschedule;
 use super::rng::Rng;
 use crate::compute::{Arrival, ArrivalOutcome, ComputeNode};
 use crate::dde::Dde;
@@ -103,7 +104,7 @@ pub(super) struct Sim<'a> {
     seq: u64,
     heap: BinaryHeap<Entry>,
     rng: Rng,
-    net: Network,
+    net: Net,
     inputs: Vec<InputNode>,
     computes: Vec<ComputeSide>,
     ddes: Vec<Option<Dde>>,
@@ -194,7 +195,7 @@ impl<'a> Sim<'a> {
             seq: 0,
             heap: BinaryHeap::new(),
             rng,
-            net: Network::new(inj_v, ej_v),
+            net: Net::for_config(cfg, inj_v, ej_v),
             inputs,
             computes,
             ddes,
@@ -293,10 +294,12 @@ impl<'a> Sim<'a> {
                 }
                 Ev::FlowDone(id, v) => {
                     if self.net.is_current(id, v) {
-                        let (i, ts) = self.net.finish(id, self.now, &mut self.resched);
+                        self.net.finish(id, self.now, &mut self.resched);
                         self.flush_resched();
-                        let d = self.msg_delay();
-                        self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        while let Some((i, ts)) = self.net.take_done() {
+                            let d = self.msg_delay() - self.net.latency_included();
+                            self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        }
                     }
                 }
                 Ev::Arrive(i, ts) => self.arrive(i as usize, ts),

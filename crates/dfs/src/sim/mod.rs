@@ -20,6 +20,7 @@
 //!
 //! The same configuration and seed always give the same result.
 
+mod backend;
 mod config;
 mod data;
 mod engine;

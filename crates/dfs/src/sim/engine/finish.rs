@@ -97,7 +97,7 @@ impl Sim<'_> {
             ie,
             dde,
             sent: self.sent,
-            events: self.events,
+            events: self.events + self.net.internal_events(),
             complete: compute.completed == total && incomplete == 0,
         };
         SimOutcome {

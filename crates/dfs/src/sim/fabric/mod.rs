@@ -94,13 +94,13 @@ pub const VCS: usize = 3;
 #[non_exhaustive]
 pub enum FabricError {
     /// A size parameter is zero or a bandwidth/latency is not positive and finite.
-    #[error("dragonfly: {0}")]
+    #[error("--dragonfly-shape: {0}")]
     Invalid(String),
     /// The Dragonfly cannot connect enough groups for the node count.
     #[error(
-        "dragonfly: {nodes} nodes need {groups} groups of {per_group} nodes, but a group has \
-         only {ports} global links (at most {} groups); use more global links per router or \
-         larger groups", ports + 1
+        "--dragonfly-shape: {nodes} nodes need {groups} groups of {per_group} nodes, but a \
+         group has only {ports} global links (at most {} groups); give more global links per \
+         router or larger groups, e.g. 4:16x6:10", ports + 1
     )]
     TooSmall {
         /// Nodes asked for.

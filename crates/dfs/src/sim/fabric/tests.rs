@@ -158,3 +158,47 @@ fn incast_slows_a_victim_sharing_its_path() {
         "victim off the tree slowed too: {apart} vs {alone}"
     );
 }
+
+#[test]
+fn the_simulator_runs_on_the_fabric_deterministically() {
+    use crate::params::Mode;
+    use crate::sim::{run, SimConfig};
+    for mode in [Mode::BestEffort, Mode::Dfs] {
+        let mut cfg = SimConfig::new(8, 8, mode);
+        cfg.time_slices = 400;
+        cfg.params.ts_per_intvl = 40;
+        cfg.fabric = Some(small(Routing::Ugal));
+        let a = run(&cfg).unwrap().data;
+        let b = run(&cfg).unwrap().data;
+        assert!(a.complete, "{mode:?} did not build every time-slice");
+        assert_eq!(a.completion_ms, b.completion_ms);
+        assert_eq!(a.events, b.events);
+        let fluid = run(&SimConfig {
+            fabric: None,
+            ..cfg.clone()
+        })
+        .unwrap()
+        .data;
+        // 64 KiB contributions are 16 packets of several hops each
+        assert!(
+            a.events > 10 * fluid.events,
+            "{} vs {}",
+            a.events,
+            fluid.events
+        );
+        // the fabric's links never carry more than the NICs offer
+        assert!(
+            a.bandwidth_gbs <= 8.0 * cfg.net.inj_gbs,
+            "{}",
+            a.bandwidth_gbs
+        );
+    }
+    let mut cfg = SimConfig::new(8, 8, Mode::Dfs);
+    cfg.fabric = Some(FabricParams {
+        global_per_router: 0,
+        ..small(Routing::Minimal)
+    });
+    cfg.topology.inputs = 20; // 28 nodes: two groups of 16 without global links
+    let e = run(&cfg).unwrap_err();
+    assert!(e.to_string().contains("--dragonfly-shape"), "{e}");
+}
