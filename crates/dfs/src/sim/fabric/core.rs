@@ -430,25 +430,28 @@ impl Fabric {
         self.try_router(r);
     }
 
-    /// Switch allocation: every input FIFO's head packet whose output link is idle and
-    /// has a downstream credit for its VC goes, input queues taken round-robin; repeated
-    /// until nothing more can go.
+    /// Switch allocation: from every input VC buffer the first packet (among the first
+    /// `alloc_window`) whose output link is idle and has a downstream credit for its VC
+    /// goes, input buffers taken round-robin; repeated until nothing more can go.
     fn try_router(&mut self, r: usize) {
         let nq = self.routers[r].ins.len() * VCS;
+        let window = self.topo.p.alloc_window as usize;
         loop {
             let mut moved = false;
             let start = self.routers[r].rr;
             for k in 0..nq {
                 let qi = (start + k) % nq;
                 let (ip, vc) = (qi / VCS, qi % VCS);
-                let Some(&pkt) = self.routers[r].ins[ip].q[vc].front() else {
-                    continue;
-                };
-                let p = self.packets[pkt as usize];
-                let o = &self.routers[r].outs[p.out as usize];
-                let ok = !o.busy && (o.kind == LinkKind::Terminal || o.credits[p.ovc as usize] > 0);
-                if ok {
-                    self.routers[r].ins[ip].q[vc].pop_front();
+                let q = &self.routers[r].ins[ip].q[vc];
+                let ready = q.iter().take(window).position(|&pkt| {
+                    let p = &self.packets[pkt as usize];
+                    let o = &self.routers[r].outs[p.out as usize];
+                    !o.busy && (o.kind == LinkKind::Terminal || o.credits[p.ovc as usize] > 0)
+                });
+                if let Some(j) = ready {
+                    let pkt = self.routers[r].ins[ip].q[vc]
+                        .remove(j)
+                        .expect("in the queue");
                     self.forward(r, ip, vc as u8, pkt);
                     self.routers[r].rr = (qi + 1) % nq;
                     moved = true;

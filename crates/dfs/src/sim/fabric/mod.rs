@@ -63,6 +63,10 @@ pub struct FabricParams {
     pub packet_bytes: u32,
     /// Input buffer per port and virtual channel, in packets.
     pub buffer_packets: u32,
+    /// How many packets from the head of an input VC buffer the switch allocator may
+    /// consider (1: a strict FIFO with full head-of-line blocking; `buffer_packets`: any
+    /// buffered packet, like Aries's tiled crossbar with row and column buffers).
+    pub alloc_window: u32,
     /// Routing algorithm.
     pub routing: Routing,
 }
@@ -81,6 +85,7 @@ impl Default for FabricParams {
             global_latency_ns: 150,
             packet_bytes: 4096,
             buffer_packets: 4,
+            alloc_window: 4,
             routing: Routing::Minimal,
         }
     }
@@ -123,6 +128,7 @@ impl FabricParams {
             ("chassis per group", self.group_chassis),
             ("packet bytes", self.packet_bytes as usize),
             ("buffer packets", self.buffer_packets as usize),
+            ("allocation window", self.alloc_window as usize),
         ];
         for (name, v) in sizes {
             if v == 0 {

@@ -125,12 +125,11 @@ fn victim_rate(p: FabricParams, pairs: &[(usize, usize)], until: i64) -> f64 {
     victim as f64 / until as f64
 }
 
-#[test]
-fn incast_slows_a_victim_sharing_its_path() {
-    let p = small(Routing::Minimal);
+/// The victim's rate alone, sharing the incast's path, and apart from it.
+fn incast(p: FabricParams) -> (f64, f64, f64) {
     // routers hold nodes (2r, 2r+1); routers 0..4 are one chassis (rank-1 all-to-all).
     // victim: node 0 (router 0) -> node 2 (router 1). Incast: node 1 (router 0, same
-    // rank-1 link 0->1 as the victim) and nodes on routers 2, 3, 4..7 -> node 3 (router 1).
+    // rank-1 link 0->1 as the victim) and nodes on routers 2..5 -> node 3 (router 1).
     let victim = (0, 2);
     let alone = victim_rate(p, &[victim], 300_000);
     let incast: Vec<(usize, usize)> = std::iter::once(victim)
@@ -143,19 +142,37 @@ fn incast_slows_a_victim_sharing_its_path() {
         .collect();
     let apart = victim_rate(p, &control, 300_000);
     eprintln!(
-        "victim GB/s: alone {alone:.2}, sharing the incast's path {shared:.2}, apart {apart:.2}"
+        "window {}: victim GB/s alone {alone:.2}, sharing the incast's path {shared:.2}, apart {apart:.2}",
+        p.alloc_window
     );
     assert!(
         alone > 3.0,
         "an idle fabric should carry the NIC rate: {alone}"
     );
     assert!(
-        shared < 0.6 * alone,
-        "no congestion tree: {shared} vs {alone}"
-    );
-    assert!(
         apart > 0.8 * alone,
         "victim off the tree slowed too: {apart} vs {alone}"
+    );
+    (alone, shared, apart)
+}
+
+#[test]
+fn incast_slows_a_victim_sharing_its_path() {
+    // strict FIFOs: the incast's packets at the head of router 1's input block the victim's
+    let (alone, shared, _) = incast(FabricParams {
+        alloc_window: 1,
+        ..small(Routing::Minimal)
+    });
+    assert!(
+        shared < 0.6 * alone,
+        "no head-of-line blocking: {shared} vs {alone}"
+    );
+    // the allocator may pass blocked packets, but the incast still holds the shared
+    // buffer's credits on the link they share (the congestion tree)
+    let (alone, shared, _) = incast(small(Routing::Minimal));
+    assert!(
+        shared < 0.85 * alone,
+        "no congestion tree: {shared} vs {alone}"
     );
 }
 
