@@ -49,11 +49,10 @@ impl Net {
             fab, wake, armed, ..
         } = self
         {
-            let next = fab.next_time();
-            if next.is_some() && next != *armed {
+            if let Some(t) = fab.next_time().filter(|&t| Some(t) != *armed) {
                 *wake = wake.wrapping_add(1);
-                *armed = next;
-                out.push((FABRIC_WAKE, next.expect("some"), *wake));
+                *armed = Some(t);
+                out.push((FABRIC_WAKE, t, *wake));
             }
         }
     }
