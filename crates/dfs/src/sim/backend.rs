@@ -23,6 +23,8 @@ pub(crate) enum Net {
         done: VecDeque<(usize, u64)>,
         scratch: Vec<Completion>,
         latency_ns: i64,
+        /// Fabric node of every engine node.
+        place: Vec<usize>,
     },
 }
 
@@ -32,8 +34,9 @@ impl Net {
     }
 
     /// `latency_ns`: the engine's one-way latency, which the fabric's delivery already
-    /// contains (see [`Net::latency_included`]).
-    pub(crate) fn fabric(fab: Fabric, latency_ns: i64) -> Net {
+    /// contains (see [`Net::latency_included`]); `place`: the fabric node of every engine
+    /// node.
+    pub(crate) fn fabric(fab: Fabric, latency_ns: i64, place: Vec<usize>) -> Net {
         Net::Fabric {
             fab: Box::new(fab),
             wake: 0,
@@ -41,6 +44,7 @@ impl Net {
             done: VecDeque::new(),
             scratch: Vec::new(),
             latency_ns,
+            place,
         }
     }
 
@@ -70,7 +74,7 @@ impl Net {
             Net::Fluid { net, .. } => {
                 net.start(src, dst, bytes, tag, now, out);
             }
-            Net::Fabric { fab, .. } => fab.start(src, dst, bytes, tag, now),
+            Net::Fabric { fab, place, .. } => fab.start(place[src], place[dst], bytes, tag, now),
         }
         self.arm(out);
     }
@@ -128,14 +132,14 @@ impl Net {
     pub(crate) fn set_inj(&mut self, node: usize, bw: f64, now: i64, out: &mut Vec<Reschedule>) {
         match self {
             Net::Fluid { net, .. } => net.set_inj(node, bw, now, out),
-            Net::Fabric { fab, .. } => fab.set_inj(node, bw),
+            Net::Fabric { fab, place, .. } => fab.set_inj(place[node], bw),
         }
     }
 
     pub(crate) fn set_ej(&mut self, node: usize, bw: f64, now: i64, out: &mut Vec<Reschedule>) {
         match self {
             Net::Fluid { net, .. } => net.set_ej(node, bw, now, out),
-            Net::Fabric { fab, .. } => fab.set_ej(node, bw),
+            Net::Fabric { fab, place, .. } => fab.set_ej(place[node], bw),
         }
     }
 
@@ -149,14 +153,48 @@ impl Net {
 }
 
 impl Net {
-    /// The network a validated configuration asks for.
-    pub(crate) fn for_config(cfg: &super::SimConfig, inj: Vec<f64>, ej: Vec<f64>) -> Net {
-        match cfg.fabric {
-            None => Net::fluid(Network::new(inj, ej)),
-            Some(p) => Net::fabric(
-                Fabric::new(p, inj, ej, cfg.seed).expect("validated configuration"),
-                cfg.net.latency_ns,
-            ),
+    /// The network a validated configuration asks for. In the fabric, inputs and compute
+    /// nodes are interleaved (input 0, compute 0, input 1, …; the rest in order), so every
+    /// router holds both kinds, as a rank-ordered job of alternating roles would.
+    pub(crate) fn for_config(cfg: &super::config::SimConfig, inj: Vec<f64>, ej: Vec<f64>) -> Net {
+        let Some(p) = cfg.fabric else {
+            return Net::fluid(Network::new(inj, ej));
+        };
+        let place = interleaved(cfg.topology.inputs, cfg.topology.computes);
+        let mut finj = vec![0.0; inj.len()];
+        let mut fej = vec![0.0; ej.len()];
+        for (n, &f) in place.iter().enumerate() {
+            finj[f] = inj[n];
+            fej[f] = ej[n];
         }
+        let fab = Fabric::new(p, finj, fej, cfg.seed).expect("validated configuration");
+        Net::fabric(fab, cfg.net.latency_ns, place)
+    }
+}
+
+/// The fabric node of every engine node (inputs 0..ni, then computes): roles alternate.
+fn interleaved(ni: usize, nc: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = Vec::with_capacity(ni + nc);
+    for k in 0..ni.max(nc) {
+        if k < ni {
+            order.push(k);
+        }
+        if k < nc {
+            order.push(ni + k);
+        }
+    }
+    let mut place = vec![0; ni + nc];
+    for (f, &n) in order.iter().enumerate() {
+        place[n] = f;
+    }
+    place
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn roles_alternate_on_the_fabric() {
+        assert_eq!(super::interleaved(2, 2), vec![0, 2, 1, 3]);
+        assert_eq!(super::interleaved(3, 1), vec![0, 2, 3, 1]);
     }
 }

@@ -3,8 +3,8 @@
 //! output links with per-VC credits for the downstream buffer, and an event queue of its
 //! own that the caller advances to its time.
 
+use super::knobs::{FabricError, FabricParams, Routing, VCS};
 use super::topology::{Dragonfly, LinkKind, Peer};
-use super::{FabricError, FabricParams, Routing, VCS};
 use crate::sim::rng::Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

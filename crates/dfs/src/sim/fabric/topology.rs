@@ -3,7 +3,7 @@
 //! between the same slot of every chassis (Aries), and global links spread evenly over
 //! every pair of groups. Ports, links and minimal next hops; no state.
 
-use super::{FabricError, FabricParams};
+use super::knobs::{FabricError, FabricParams};
 
 /// The far end of an output port.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,8 @@
 //! every node offers messages at a share of its injection bandwidth, destinations by
 //! pattern; the accepted throughput is what reaches the nodes after a warm-up.
 
-use super::{Completion, Fabric, FabricError, FabricParams};
+use super::core::{Completion, Fabric};
+use super::knobs::{FabricError, FabricParams};
 use crate::sim::rng::Rng;
 
 /// Where messages go.
