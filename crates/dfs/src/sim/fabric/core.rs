@@ -19,6 +19,20 @@ pub struct Completion {
 }
 
 const NONE: u32 = u32::MAX;
+
+/// Stores `v` in a free slot of `slab` (or a new one); returns its index.
+fn alloc<T>(slab: &mut Vec<T>, free: &mut Vec<u32>, v: T) -> u32 {
+    match free.pop() {
+        Some(i) => {
+            slab[i as usize] = v;
+            i
+        }
+        None => {
+            slab.push(v);
+            (slab.len() - 1) as u32
+        }
+    }
+}
 /// UGAL-L threshold, packets.
 const UGAL_THRESHOLD: u32 = 2;
 
@@ -217,16 +231,7 @@ impl Fabric {
             unsent: bytes.max(1),
             left: bytes.max(1).div_ceil(pb) as u32,
         };
-        let id = match self.free_msgs.pop() {
-            Some(id) => {
-                self.msgs[id as usize] = m;
-                id
-            }
-            None => {
-                self.msgs.push(m);
-                (self.msgs.len() - 1) as u32
-            }
-        };
+        let id = alloc(&mut self.msgs, &mut self.free_msgs, m);
         self.nics[src].active.push_back(id);
         self.try_nic(src);
     }
@@ -331,16 +336,7 @@ impl Fabric {
             ovc: 0,
             decided: false,
         };
-        let pid = match self.free_pkts.pop() {
-            Some(p) => {
-                self.packets[p as usize] = pkt;
-                p
-            }
-            None => {
-                self.packets.push(pkt);
-                (self.packets.len() - 1) as u32
-            }
-        };
+        let pid = alloc(&mut self.packets, &mut self.free_pkts, pkt);
         let rate = self.inj[n] * self.scale;
         let now = self.now;
         self.push(now + Self::ser(bytes, rate), Ev::NicFree(n as u32));
