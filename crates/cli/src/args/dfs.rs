@@ -33,6 +33,7 @@ pub enum DfsCommand {
   latlab dfs sim --nodes 384 --time-slices 1000 --mode dfs -o big.json
   latlab dfs sim --nodes 192 --time-slices 40000 --mode dfs --drop 15-25:0.75
   latlab dfs sim --inputs 8 --computes 8 --slow input:3:0.5 --drop 20ms-40ms:0.5
+  latlab dfs sim --nodes 64 --time-slices 2000 --network dragonfly --routing minimal
   latlab dfs sim --nodes 16 --dde-replicas 2 --kill-dde 0@50ms
 
 With --mode both (the default) two result files are written, <output>-best-effort.json
