@@ -18,6 +18,9 @@
 //!   `[1 − noise, 1]` of nominal (OS noise, routing, contention from other jobs); optional
 //!   slow nodes and bandwidth drops (by time or by interval).
 //!
+//! With `fabric` set (`--network dragonfly`) the ports are replaced by the packet-level
+//! Dragonfly of [`fabric`] (finite buffers, credits, routing); see docs/dfs.md.
+//!
 //! The same configuration and seed always give the same result.
 
 mod backend;
