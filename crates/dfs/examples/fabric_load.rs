@@ -1,6 +1,7 @@
 //! Throughput against offered load of the packet-level Dragonfly fabric, and its speed.
 //!
-//! `cargo run -p latlab-dfs --example fabric_load -- [NODES] [SHAPE n:RxC:G] [DURATION_US] [MSG_BYTES]`
+//! `cargo run -p latlab-dfs --example fabric_load -- [NODES] [SHAPE n:RxC:G] [DURATION_US] [MSG_BYTES]
+//! [BUFFER_PACKETS]`
 //! prints, per pattern and routing, accepted throughput (share of injection bandwidth),
 //! mean message latency and fabric events per wall-clock second (docs/benchmarks.md).
 
@@ -18,6 +19,9 @@ fn main() {
         .collect();
     let dur_us: i64 = args.get(2).map_or(200, |s| s.parse().expect("DURATION_US"));
     let msg: u64 = args.get(3).map_or(65536, |s| s.parse().expect("MSG_BYTES"));
+    let buffer: u32 = args
+        .get(4)
+        .map_or(4, |s| s.parse().expect("BUFFER_PACKETS"));
     for pattern in [
         Pattern::UniformRandom,
         Pattern::AllToAll,
@@ -30,6 +34,8 @@ fn main() {
                 group_chassis: shape[2],
                 global_per_router: shape[3],
                 routing,
+                buffer_packets: buffer,
+                alloc_window: buffer,
                 ..FabricParams::default()
             };
             for offered in [0.1, 0.3, 0.5, 0.7, 0.9, 1.0] {
