@@ -9,7 +9,11 @@ use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
 use latlab_dfs::params::MAX_DRIFT_PPM;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
-use latlab_dfs::sim::{NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
+use latlab_dfs::sim::{
+    NetModel, NoiseTrace, SimConfig, MAX_SPEED_SPREAD, OFFERED_LOAD_RANGE,
+    SIM_DEFAULT_TS_PER_INTERVAL,
+};
+use latlab_dfs::tsm::TsmParams;
 use latlab_dfs::Mode;
 use std::path::PathBuf;
 #[cfg(feature = "mpi")]
@@ -58,6 +62,14 @@ completion-duration histograms. Rank 0 resolves the flags and writes the result.
 
 Its bandwidth is the reference the DFS runs are compared against (Fig. 7).")]
     Bench(BenchArgs),
+    /// The gap histogram the simulator's node stalls are drawn from (--noise-trace), in the
+    /// text format it also reads: stalls per second and share of time stalled.
+    #[command(after_help = "Examples:
+  latlab dfs noise-trace                               (the trace shipped with latlab)
+  latlab host noise --cpu 1 --duration 10s --no-kernel -o noise.json
+  latlab dfs noise-trace noise.json > my-trace.txt
+  latlab dfs sim --nodes 128 --noise-trace my-trace.txt")]
+    NoiseTrace(NoiseTraceArgs),
 }
 
 /// Which modes to run.
@@ -69,6 +81,11 @@ pub enum ModeArg {
     Dfs,
     /// Both, one after the other, same seed.
     Both,
+    /// FLESnet today: a central time-slice manager assigns time-slices (produced at
+    /// --offered-load) to builders with room and discards the rest (simulator only).
+    Flesnet,
+    /// Best effort, DFS and FLESnet, one after the other, same seed.
+    All,
 }
 
 /// Sizes and DFS parameters shared by `dfs sim` and `dfs run`.
@@ -172,8 +189,36 @@ pub struct SimArgs {
     /// Kill DDE replica R at time T: R@T, e.g. 0@50ms (repeatable).
     #[arg(long, value_name = "R@TIME")]
     pub kill_dde: Vec<String>,
+    /// Node stalls from a measured gap trace: a `latlab host noise` or `latlab sched`
+    /// result, or a text histogram (docs/dfs.md); default: the trace shipped with latlab.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_stalls")]
+    pub noise_trace: Option<PathBuf>,
+    /// Nodes never stall (no gap trace at all).
+    #[arg(long)]
+    pub no_stalls: bool,
+    /// Persistent speed differences: each node's bandwidth × a factor drawn uniformly in
+    /// [1 - spread, 1].
+    #[arg(long, default_value_t = 0.0, value_parser = |s: &str| number_in(s, 0.0, MAX_SPEED_SPREAD))]
+    pub speed_spread: f64,
+    /// FLESnet mode: rate at which time-slices are produced, as a fraction of the inputs'
+    /// nominal bandwidth.
+    #[arg(long, default_value_t = TsmParams::default().offered_load,
+          value_parser = |s: &str| number_in(s, OFFERED_LOAD_RANGE.0, OFFERED_LOAD_RANGE.1))]
+    pub offered_load: f64,
+    /// FLESnet mode: time-slices a builder may have pending.
+    #[arg(long, default_value_t = TsmParams::default().max_in_flight,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub tsm_max_in_flight: u32,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs noise-trace`.
+#[derive(Debug, Args)]
+pub struct NoiseTraceArgs {
+    /// A `latlab host noise` or `latlab sched` result, or a text histogram; without it the
+    /// trace shipped with latlab.
+    pub file: Option<PathBuf>,
 }
 
 /// Options of `latlab dfs run`.
@@ -281,6 +326,8 @@ impl ModeArg {
             ModeArg::BestEffort => vec![Mode::BestEffort],
             ModeArg::Dfs => vec![Mode::Dfs],
             ModeArg::Both => vec![Mode::BestEffort, Mode::Dfs],
+            ModeArg::Flesnet => vec![Mode::Flesnet],
+            ModeArg::All => vec![Mode::BestEffort, Mode::Dfs, Mode::Flesnet],
         }
     }
 }
@@ -353,6 +400,16 @@ impl TryFrom<&SimArgs> for SimConfig {
         base.drops = parse_all("drop", &a.drop)?;
         base.dde_replicas = a.dde_replicas;
         base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
+        base.stalls = match (&a.noise_trace, a.no_stalls) {
+            (_, true) => None,
+            (None, false) => Some(NoiseTrace::measured_default()),
+            (Some(p), false) => Some(NoiseTrace::load(p).map_err(|e| usage(e.to_string()))?),
+        };
+        base.speed_spread = a.speed_spread;
+        base.tsm = TsmParams {
+            offered_load: a.offered_load,
+            max_in_flight: a.tsm_max_in_flight,
+        };
         Ok(base)
     }
 }

@@ -69,6 +69,28 @@ impl NoiseTrace {
         NoiseTrace::parse_text(DEFAULT_TRACE, "default").expect("the shipped trace parses")
     }
 
+    /// Reads a trace file: a latlab result (JSON, see [`NoiseTrace::from_result`]) or a
+    /// text histogram ([`NoiseTrace::parse_text`]).
+    ///
+    /// # Errors
+    /// [`NoiseError`] naming the file and what is wrong with it (one line).
+    pub fn load(path: &std::path::Path) -> Result<NoiseTrace, NoiseError> {
+        let name = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| NoiseError::Invalid {
+            file: name.clone(),
+            why: format!("cannot read it: {e}"),
+        })?;
+        if text.trim_start().starts_with('{') {
+            let r = ResultFile::from_json(&text, path).map_err(|e| NoiseError::Invalid {
+                file: name.clone(),
+                why: e.to_string().replace('\n', " "),
+            })?;
+            NoiseTrace::from_result(&r, &name)
+        } else {
+            NoiseTrace::parse_text(&text, &name)
+        }
+    }
+
     /// Parses the text histogram format: `#` comments and blank lines are skipped; one line
     /// `duration_ns N` (how long the measurement ran, > 0), then one line per bin
     /// `LO_NS HI_NS COUNT` (integers, 0 < LO ≤ HI, bins ascending and not overlapping).
