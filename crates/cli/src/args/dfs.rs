@@ -314,6 +314,13 @@ pub struct DfsExperimentArgs {
     /// Figure format: svg or png.
     #[arg(long, default_value = "svg", value_parser = ["svg", "png"])]
     pub format: String,
+    /// Simulations run at once (default: the CPUs available).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Node count of the sensitivity sweep (best effort vs DFS with one mechanism changed
+    /// at a time); 0: no sweep.
+    #[arg(long, default_value_t = 128)]
+    pub sweep_nodes: usize,
     /// Print only the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -471,6 +478,11 @@ impl From<&DfsExperimentArgs> for ExperimentConfig {
             ranks: a.ranks,
             mpi_time_slices: a.mpi_time_slices,
             seed: a.seed,
+            threads: a.jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                |j| j as usize,
+            ),
+            sweep_nodes: a.sweep_nodes,
             format: if a.format == "png" {
                 FigureFormat::Png
             } else {

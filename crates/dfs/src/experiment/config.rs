@@ -48,6 +48,16 @@ pub struct ExperimentConfig {
     pub seed: u64,
     /// Figure format.
     pub format: FigureFormat,
+    /// Simulations run at once (threads).
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// Node count of the sensitivity sweep (0: no sweep).
+    #[serde(default)]
+    pub sweep_nodes: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Why the experiment failed.
@@ -95,6 +105,12 @@ impl ExperimentConfig {
         if !even(self.drop_nodes) {
             return bad("--drop-nodes: need an even number of at least 2");
         }
+        if self.sweep_nodes != 0 && !even(self.sweep_nodes) {
+            return bad("--sweep-nodes: need an even number of at least 2, or 0 for no sweep");
+        }
+        if self.threads == 0 {
+            return bad("--jobs must be at least 1");
+        }
         if !even(self.ranks) {
             return bad("--ranks: need an even number of at least 2");
         }
@@ -112,6 +128,7 @@ impl ExperimentConfig {
         serde_json::json!({
             "nodes": self.nodes, "intervals": self.intervals, "ts_per_interval": self.ts_per_interval, "drop_intervals": self.drop_intervals,
             "mpi": self.mpi, "ranks": self.ranks, "mpi_time_slices": self.mpi_time_slices, "seed": self.seed,
+            "threads": self.threads, "sweep_nodes": self.sweep_nodes,
         })
     }
 }

@@ -27,6 +27,8 @@ fn small() -> ExperimentConfig {
         mpi_time_slices: 10_000,
         seed: 1,
         format: FigureFormat::Svg,
+        threads: 2,
+        sweep_nodes: 0,
     }
 }
 
@@ -43,6 +45,7 @@ fn run_small(name: &str) -> (PathBuf, ExperimentOutcome) {
         argv: vec!["latlab".into(), "experiment".into(), "dfs".into()],
         provenance: &test_provenance,
         progress: &|_| {},
+        elapsed: &|| 0.0,
         figures: &Titles,
     };
     let out = run(&small(), &dir, &cx).unwrap();
@@ -199,4 +202,9 @@ fn another_kind_is_refused_naming_the_input() {
         e.contains("odd.json") && e.contains("dfs.experiment"),
         "{e}"
     );
+}
+
+#[test]
+fn the_sweep_has_its_advertised_variants() {
+    assert_eq!(policies::variants().len(), SWEEP_VARIANTS);
 }

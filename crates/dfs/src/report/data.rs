@@ -155,7 +155,8 @@ pub struct SummaryRow {
 
 /// The summary row of a simulation.
 pub fn sim_summary(d: &SimData) -> SummaryRow {
-    let expected = d.time_slices * d.config.topology.inputs as u64;
+    // time-slices the FLESnet manager discarded were never sent
+    let expected = (d.time_slices - d.discarded) * d.config.topology.inputs as u64;
     SummaryRow {
         runtime: "sim".into(),
         mode: d.config.mode,

@@ -76,7 +76,13 @@ impl Sim<'_> {
         };
         let total = cfg.total_ts();
         let (complete, discarded) = match &self.fles {
-            Some(f) => (f.built() + f.tsm.discarded() == total, f.tsm.discarded()),
+            Some(f) => {
+                // the builders are not ring-buffer compute nodes: count what they stored
+                compute.stored = self.delivered;
+                compute.completed = f.built();
+                compute.released = f.built();
+                (f.built() + f.tsm.discarded() == total, f.tsm.discarded())
+            }
             None => (compute.completed == total && incomplete == 0, 0),
         };
         let halves = (!self.halves[0].is_empty() && !self.halves[1].is_empty()).then(|| {
