@@ -168,3 +168,27 @@ fn experiment_writes_results_figures_and_summary() {
     let svg = std::fs::read_to_string(out.join("fig6-completion.svg")).unwrap();
     assert!(svg.contains("best effort") && svg.contains("DFS"));
 }
+
+#[test]
+fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(&trace, "duration_ns 1000000000\n20000 40000 500\n").unwrap();
+    let shown = run_ok(latlab_line("dfs noise-trace").arg(&trace));
+    assert!(shown.contains("500 gaps") && shown.contains("500.0 stalls/s"), "{shown}");
+    let out = dir.path().join("q.json");
+    let stdout = run_ok(
+        latlab_line("dfs sim --nodes 8 --time-slices 200 --ts-per-interval 20 --mode all --speed-spread 0.05 --noise-trace")
+            .arg(&trace)
+            .arg("-o")
+            .arg(&out),
+    );
+    for m in ["best-effort", "dfs", "flesnet"] {
+        assert!(dir.path().join(format!("q-{m}.json")).exists(), "{m}: {stdout}");
+    }
+    assert!(stdout.contains("steady state and cost:"), "{stdout}");
+    assert!(stdout.contains("best effort / DFS:"), "{stdout}");
+    let r = latlab_core::results::ResultFile::load(&dir.path().join("q-flesnet.json")).unwrap();
+    assert_eq!(r.data["config"]["stalls"]["bins"][0]["count"], 500);
+    assert_eq!(r.data["config"]["speed_spread"], 0.05);
+}

@@ -123,11 +123,32 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
     assert_eq!(r.config["nodes"], serde_json::json!([4, 8]));
     assert_eq!(
         out.results.len(),
-        6,
-        "four sweep runs and the drop pair: {:?}",
+        8,
+        "three policies at two node counts and the drop pair: {:?}",
         out.results
     );
+    // every policy at every node count, in order, with the paper's figure where it has one
+    let pol: Vec<_> = d
+        .policies
+        .iter()
+        .map(|p| (p.nodes, p.policy.as_str()))
+        .collect();
+    assert_eq!(
+        pol,
+        [
+            (4, "best-effort"),
+            (4, "dfs"),
+            (4, "flesnet"),
+            (8, "best-effort"),
+            (8, "dfs"),
+            (8, "flesnet")
+        ]
+    );
+    assert!(d.policies.iter().all(|p| p.paper_pct.is_none() && p.events > 0));
+    assert!(d.sweep.is_empty());
+    assert!(out.summary.extra.contains("Three policies"));
     for f in [
+        "sim-8-flesnet.json",
         "fig6-completion.svg",
         "fig8-intervals.svg",
         "sim-drop-4.json",
