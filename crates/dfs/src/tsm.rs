@@ -113,10 +113,7 @@ mod tests {
         // 3 builders, room for 2 pending each (by count), memory for 3 time-slices
         let mut m = TsManager::new(3, 300, 100, 2);
         let got: Vec<_> = (0..6).map(|_| m.assign()).collect();
-        assert_eq!(
-            got,
-            [Some(0), Some(1), Some(2), Some(0), Some(1), Some(2)]
-        );
+        assert_eq!(got, [Some(0), Some(1), Some(2), Some(0), Some(1), Some(2)]);
         // everyone is full by count: discarded
         assert_eq!(m.assign(), None);
         assert_eq!(m.discarded(), 1);

@@ -46,10 +46,18 @@ fn stalls_are_reproducible_and_change_the_run() {
     assert!(a.complete);
     assert_ne!(a.completion_ms, quiet.completion_ms);
     // stalled inputs send nothing meanwhile: the run takes longer than without stalls
-    assert!(a.duration_ms > quiet.duration_ms, "{} vs {}", a.duration_ms, quiet.duration_ms);
+    assert!(
+        a.duration_ms > quiet.duration_ms,
+        "{} vs {}",
+        a.duration_ms,
+        quiet.duration_ms
+    );
     cfg.seed = 2;
     let c = sim::run(&cfg).unwrap().data;
-    assert_ne!(a.completion_ms, c.completion_ms, "another seed, other stalls");
+    assert_ne!(
+        a.completion_ms, c.completion_ms,
+        "another seed, other stalls"
+    );
 }
 
 #[test]

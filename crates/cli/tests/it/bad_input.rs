@@ -292,7 +292,11 @@ fn dfs_sim_refuses_a_malformed_noise_trace_with_one_line() {
         ("words.txt", "duration_ns 1000\n10 x 3\n", "line 2"),
         ("nodur.txt", "10 20 3\n", "duration_ns"),
         ("empty.txt", "duration_ns 1000\n10 20 0\n", "no gaps"),
-        ("overlap.txt", "duration_ns 10000\n5 9 1\n8 20 1\n", "line 3"),
+        (
+            "overlap.txt",
+            "duration_ns 10000\n5 9 1\n8 20 1\n",
+            "line 3",
+        ),
         ("foreign.json", "{\"schema\": 1}", "foreign.json"),
     ] {
         let p = traces.path().join(name);
@@ -312,6 +316,10 @@ fn dfs_sim_refuses_a_malformed_noise_trace_with_one_line() {
     );
     // the FLESnet policy exists only in the simulator: dfs run refuses it by name
     let args = ["dfs", "run", "--mode", "flesnet"];
-    let o = latlab().current_dir(out.path()).args(args).output().unwrap();
+    let o = latlab()
+        .current_dir(out.path())
+        .args(args)
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }

@@ -175,7 +175,10 @@ fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
     let trace = dir.path().join("trace.txt");
     std::fs::write(&trace, "duration_ns 1000000000\n20000 40000 500\n").unwrap();
     let shown = run_ok(latlab_line("dfs noise-trace").arg(&trace));
-    assert!(shown.contains("500 gaps") && shown.contains("500.0 stalls/s"), "{shown}");
+    assert!(
+        shown.contains("500 gaps") && shown.contains("500.0 stalls/s"),
+        "{shown}"
+    );
     let out = dir.path().join("q.json");
     let stdout = run_ok(
         latlab_line("dfs sim --nodes 8 --time-slices 200 --ts-per-interval 20 --mode all --speed-spread 0.05 --noise-trace")
@@ -184,7 +187,10 @@ fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
             .arg(&out),
     );
     for m in ["best-effort", "dfs", "flesnet"] {
-        assert!(dir.path().join(format!("q-{m}.json")).exists(), "{m}: {stdout}");
+        assert!(
+            dir.path().join(format!("q-{m}.json")).exists(),
+            "{m}: {stdout}"
+        );
     }
     assert!(stdout.contains("steady state and cost:"), "{stdout}");
     assert!(stdout.contains("best effort / DFS:"), "{stdout}");

@@ -1,9 +1,11 @@
 //! What the experiment is told ([`ExperimentConfig`], checked once by
 //! [`ExperimentConfig::validate`]) and how it fails ([`ExperimentError`]).
 
+use crate::report::ReportError;
 use crate::sim::SimError;
+use latlab_core::results::{Provenance, ResultFile};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Figure file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,5 +132,40 @@ impl ExperimentConfig {
             "mpi": self.mpi, "ranks": self.ranks, "mpi_time_slices": self.mpi_time_slices, "seed": self.seed,
             "threads": self.threads, "sweep_nodes": self.sweep_nodes,
         })
+    }
+}
+
+/// What the caller supplies besides the configuration.
+pub struct Context<'a> {
+    /// Recorded in every result file.
+    pub argv: Vec<String>,
+    /// Provenance of the simulations and the summary (host facts, a simulated timebase).
+    pub provenance: &'a dyn Fn() -> Provenance,
+    /// Progress lines (the caller decides whether to show them).
+    pub progress: &'a dyn Fn(&str),
+    /// Seconds since some fixed start (the caller's monotonic clock): the wall time of
+    /// each simulation, for its events per second.
+    pub elapsed: &'a (dyn Fn() -> f64 + Sync),
+    /// Draws the figure files (the CLI passes `latlab-report`'s; this crate never draws).
+    pub figures: &'a dyn latlab_core::doc::FigureSink,
+}
+
+/// Loads `p` and reads its data with `data`.
+pub(super) fn read<T>(
+    p: &Path,
+    data: impl Fn(&ResultFile) -> Result<T, ReportError>,
+) -> Result<T, ExperimentError> {
+    let err = |detail: String| ExperimentError::Read {
+        path: p.to_path_buf(),
+        detail,
+    };
+    let r = ResultFile::load(p).map_err(|e| err(e.to_string()))?;
+    data(&r).map_err(|e| err(e.to_string()))
+}
+
+pub(super) fn write_error(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
     }
 }

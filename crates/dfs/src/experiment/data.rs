@@ -27,10 +27,10 @@ pub struct ExperimentData {
     pub files: Vec<String>,
     /// Every policy (best effort, DFS, FLESnet) at every node count, beside the paper.
     #[serde(default)]
-    pub policies: Vec<super::PolicyRow>,
+    pub policies: Vec<super::policies::PolicyRow>,
     /// The sensitivity sweep (best effort vs DFS with one mechanism changed).
     #[serde(default)]
-    pub sweep: Vec<super::SweepRow>,
+    pub sweep: Vec<super::policies::SweepRow>,
 }
 
 impl ExperimentData {

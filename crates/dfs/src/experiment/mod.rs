@@ -17,7 +17,8 @@ mod mpi;
 mod policies;
 mod sections;
 
-pub use config::{ExperimentConfig, ExperimentError, FigureFormat};
+use config::{read, write_error};
+pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat};
 pub use data::{findings, ExperimentData, Summary, RESULT_KIND};
 pub use policies::{markdown as policies_markdown, PolicyRow, SweepRow, SWEEP_VARIANTS};
 pub use sections::ExperimentSections;
@@ -26,27 +27,11 @@ use crate::paper::{FIG8_DROP_FACTOR, FIG8_DROP_FIRST, FIG8_DROP_LAST};
 use crate::params::Mode;
 use crate::report::{
     bench_data, bench_reference, compare, compare_rows, drop_summary, run_data, run_summary,
-    sim_data, Comparison, ReportError,
+    sim_data, Comparison,
 };
 use crate::sim::{BandwidthDrop, DropWindow, SimConfig};
 use data::fixed;
-use latlab_core::results::{Provenance, ResultFile};
 use std::path::{Path, PathBuf};
-
-/// What the caller supplies besides the configuration.
-pub struct Context<'a> {
-    /// Recorded in every result file.
-    pub argv: Vec<String>,
-    /// Provenance of the simulations and the summary (host facts, a simulated timebase).
-    pub provenance: &'a dyn Fn() -> Provenance,
-    /// Progress lines (the caller decides whether to show them).
-    pub progress: &'a dyn Fn(&str),
-    /// Seconds since some fixed start (the caller's monotonic clock): the wall time of
-    /// each simulation, for its events per second.
-    pub elapsed: &'a (dyn Fn() -> f64 + Sync),
-    /// Draws the figure files (the CLI passes `latlab-report`'s; this crate never draws).
-    pub figures: &'a dyn latlab_core::doc::FigureSink,
-}
 
 /// What the experiment wrote and found.
 #[derive(Clone, Debug)]
@@ -160,7 +145,7 @@ pub fn run(
         }
     }
     let base = 3 * cfg.nodes.len();
-    let drop_paths = vec![paths[base].clone(), paths[base + 1].clone()];
+    let drop_paths = [paths[base].clone(), paths[base + 1].clone()];
     let mut sweep = Vec::new();
     if cfg.sweep_nodes > 0 {
         for (k, (name, _)) in variants.iter().enumerate() {
@@ -295,26 +280,6 @@ fn row(
             fixed(c.p90_ratio, 2),
             fixed(c.variance_ratio, 1),
         ])
-}
-
-/// Loads `p` and reads its data with `data`.
-fn read<T>(
-    p: &Path,
-    data: impl Fn(&ResultFile) -> Result<T, ReportError>,
-) -> Result<T, ExperimentError> {
-    let err = |detail: String| ExperimentError::Read {
-        path: p.to_path_buf(),
-        detail,
-    };
-    let r = ResultFile::load(p).map_err(|e| err(e.to_string()))?;
-    data(&r).map_err(|e| err(e.to_string()))
-}
-
-fn write_error(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
-    ExperimentError::Write {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The three policies against the paper, and the sensitivity sweep: the simulations run in
 //! parallel ([`run_parallel`]); every table is computed from the saved result files.
 
-use super::{read, write_error, Context, ExperimentError};
+use super::config::{read, write_error, Context, ExperimentError};
 use crate::paper::PAPER_BANDWIDTH_PCT;
 use crate::report::{compare, sim_data};
 use crate::sim::{self, result::to_result, SimConfig, SimData};
@@ -92,8 +92,11 @@ pub struct SweepRow {
 /// How many variants the sensitivity sweep has.
 pub const SWEEP_VARIANTS: usize = 11;
 
-/// The sweep's variants: a name and the change to the default configuration.
-pub(super) fn variants() -> Vec<(&'static str, fn(&mut SimConfig))> {
+/// A variant of the sweep: its name and the change to the default configuration.
+pub(super) type Variant = (&'static str, fn(&mut SimConfig));
+
+/// The sweep's variants.
+pub(super) fn variants() -> Vec<Variant> {
     vec![
         ("default model", |_| {}),
         ("no node stalls", |c| c.stalls = None),
@@ -207,9 +210,23 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
     let mut md = String::new();
     if !policies.is_empty() {
         let mut t = Table::new([
-            "nodes", "policy", "min ms", "p10 ms", "median ms", "p90 ms", "max ms", "var ms2",
-            "BW %", "paper BW %", "discarded %", "warm-up ms", "p90 1st/2nd half ms",
-            "sim ms", "events", "wall s", "events/s",
+            "nodes",
+            "policy",
+            "min ms",
+            "p10 ms",
+            "median ms",
+            "p90 ms",
+            "max ms",
+            "var ms2",
+            "BW %",
+            "paper BW %",
+            "discarded %",
+            "warm-up ms",
+            "p90 1st/2nd half ms",
+            "sim ms",
+            "events",
+            "wall s",
+            "events/s",
         ]);
         for r in policies {
             let c = r.completion_ms;
@@ -244,8 +261,15 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
     }
     if !sweep.is_empty() {
         let mut t = Table::new([
-            "variant", "nodes", "BE p90 ms", "DFS p90 ms", "p90 BE/DFS", "var BE/DFS",
-            "BE BW %", "DFS BW %", "BW DFS/BE",
+            "variant",
+            "nodes",
+            "BE p90 ms",
+            "DFS p90 ms",
+            "p90 BE/DFS",
+            "var BE/DFS",
+            "BE BW %",
+            "DFS BW %",
+            "BW DFS/BE",
         ]);
         for r in sweep {
             t.row(vec![

@@ -62,8 +62,19 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
     let mut t = Table::new(
         "Policies",
         &[
-            "input", "nodes", "policy", "median", "p90", "max", "variance ms²", "BW %",
-            "paper BW %", "discarded %", "warm-up ms", "p90 halves", "wall s",
+            "input",
+            "nodes",
+            "policy",
+            "median",
+            "p90",
+            "max",
+            "variance ms²",
+            "BW %",
+            "paper BW %",
+            "discarded %",
+            "warm-up ms",
+            "p90 halves",
+            "wall s",
         ],
     );
     for (label, d) in datas {
@@ -93,7 +104,12 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
     let mut t = Table::new(
         "Sensitivity sweep, best effort against DFS",
         &[
-            "input", "variant", "nodes", "p90 BE / DFS", "variance BE / DFS", "BE BW %",
+            "input",
+            "variant",
+            "nodes",
+            "p90 BE / DFS",
+            "variance BE / DFS",
+            "BE BW %",
             "DFS BW %",
         ],
     );

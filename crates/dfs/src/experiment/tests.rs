@@ -1,6 +1,8 @@
 use super::*;
+use crate::report::ReportError;
 use crate::sim::result::{test_input, test_provenance};
 use latlab_core::doc::{Block, DrawError, Figure, FigureSink, Input, SectionProvider};
+use latlab_core::results::ResultFile;
 
 /// Writes each figure's title where the figure file goes: what the library asked to draw,
 /// and where (drawing itself is latlab-report's, tested there and by the golden reports).
@@ -144,7 +146,10 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
             (8, "flesnet")
         ]
     );
-    assert!(d.policies.iter().all(|p| p.paper_pct.is_none() && p.events > 0));
+    assert!(d
+        .policies
+        .iter()
+        .all(|p| p.paper_pct.is_none() && p.events > 0));
     assert!(d.sweep.is_empty());
     assert!(out.summary.extra.contains("Three policies"));
     for f in [

@@ -142,7 +142,7 @@ pub(super) struct Sim<'a> {
     /// Completion durations after warm-up, first and second half of the time-slices.
     halves: [LatencyHistogram; 2],
     half_ts: u64,
-    fles: Option<fles::Fles>,
+    fles: Option<super::builders::Fles>,
 }
 
 const GB: f64 = 1e9;
@@ -253,7 +253,7 @@ impl<'a> Sim<'a> {
                 LatencyHistogram::new(hc).expect("valid config"),
             ],
             half_ts: warmup_ts + (total - warmup_ts) / 2,
-            fles: (cfg.mode == Mode::Flesnet).then(|| fles::Fles::new(cfg)),
+            fles: (cfg.mode == Mode::Flesnet).then(|| super::builders::Fles::new(cfg)),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
         for (r, d) in s.ddes.iter_mut().enumerate() {
@@ -442,8 +442,7 @@ impl<'a> Sim<'a> {
     fn count_delivery(&mut self) {
         self.delivered += 1;
         self.last_arrival = self.now;
-        if self.warm_time.is_none() && self.delivered >= self.warmup_ts * self.inputs.len() as u64
-        {
+        if self.warm_time.is_none() && self.delivered >= self.warmup_ts * self.inputs.len() as u64 {
             self.warm_time = Some(self.now);
         }
     }

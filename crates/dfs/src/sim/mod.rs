@@ -26,6 +26,7 @@
 //!
 //! The same configuration and seed always give the same result.
 
+mod builders;
 mod config;
 mod data;
 mod engine;
@@ -39,8 +40,8 @@ pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
     MAX_SPEED_SPREAD, OFFERED_LOAD_RANGE, SIM_DEFAULT_TS_PER_INTERVAL,
 };
-pub use noise::{NoiseError, NoiseTrace};
 pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
+pub use noise::{NoiseError, NoiseTrace};
 
 /// Runs a simulation to the end.
 pub fn run(cfg: &SimConfig) -> Result<SimOutcome, SimError> {

@@ -358,7 +358,9 @@ mod tests {
             ("hello\n", "line 1"),
         ];
         for (text, want) in cases {
-            let e = NoiseTrace::parse_text(text, "f.txt").unwrap_err().to_string();
+            let e = NoiseTrace::parse_text(text, "f.txt")
+                .unwrap_err()
+                .to_string();
             assert!(e.contains(want) && e.contains("f.txt"), "{text:?}: {e}");
             assert!(!e.contains('\n'), "one line: {e}");
         }

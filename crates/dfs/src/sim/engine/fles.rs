@@ -5,62 +5,7 @@
 //! manager (each message takes the model's latency).
 
 use super::{Ev, Sim};
-use crate::sim::config::SimConfig;
-use crate::tsm::TsManager;
-use std::collections::{HashMap, VecDeque};
-
-/// A time-slice being built.
-struct Building {
-    builder: usize,
-    arrived: usize,
-    first_local: i64,
-}
-
-pub(super) struct Fles {
-    pub(super) tsm: TsManager,
-    /// Per input: assigned (time-slice, builder) not yet sent, in assignment order.
-    pub(super) queues: Vec<VecDeque<(u64, u32)>>,
-    building: HashMap<u64, Building>,
-    produced: u64,
-    built: u64,
-    period_ns: f64,
-}
-
-impl Fles {
-    pub(super) fn new(cfg: &SimConfig) -> Fles {
-        let t = cfg.topology;
-        let ts_bytes = t.mts_bytes * t.inputs as u64;
-        // a builder has the memory a DFS compute node has: `slots` contributions per input
-        let buffer = ts_bytes * u64::from(t.slots_per_input);
-        Fles {
-            tsm: TsManager::new(t.computes, buffer, ts_bytes, cfg.tsm.max_in_flight),
-            queues: vec![VecDeque::new(); t.inputs],
-            building: HashMap::new(),
-            produced: 0,
-            built: 0,
-            // one input's contribution takes mts / bandwidth at nominal speed
-            period_ns: t.mts_bytes as f64 / (cfg.net.inj_gbs * cfg.tsm.offered_load),
-        }
-    }
-
-    /// The builder time-slice `ts` was assigned to.
-    pub(super) fn builder_of(&self, ts: u64) -> usize {
-        self.building[&ts].builder
-    }
-
-    /// Time-slices built or discarded.
-    pub(super) fn settled(&self) -> u64 {
-        self.built + self.tsm.discarded()
-    }
-
-    pub(super) fn unfinished(&self, total: u64) -> bool {
-        self.settled() < total
-    }
-
-    pub(super) fn built(&self) -> u64 {
-        self.built
-    }
-}
+use crate::sim::builders::{Building, Fles};
 
 impl Sim<'_> {
     pub(super) fn fles_mut(&mut self) -> &mut Fles {
