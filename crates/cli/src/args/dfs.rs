@@ -37,10 +37,13 @@ pub enum DfsCommand {
   latlab dfs sim --nodes 192 --time-slices 40000 --mode dfs --drop 15-25:0.75
   latlab dfs sim --inputs 8 --computes 8 --slow input:3:0.5 --drop 20ms-40ms:0.5
   latlab dfs sim --nodes 16 --dde-replicas 2 --kill-dde 0@50ms
+  latlab dfs sim --nodes 128 --mode all --speed-spread 0.05     (best effort, DFS and FLESnet)
+  latlab dfs sim --nodes 64 --noise-trace noise.json             (stalls from `latlab host noise`)
 
 With --mode both (the default) two result files are written, <output>-best-effort.json
 and <output>-dfs.json, and the table ends with the best-effort/DFS ratios. The model and
-every default are documented in docs/dfs.md.")]
+every default are documented in docs/dfs.md. Nodes stall as the shipped gap trace says
+(`latlab dfs noise-trace` shows it) unless --noise-trace or --no-stalls says otherwise.")]
     Sim(SimArgs),
     /// Build time-slices over MPI: inputs write contributions into the compute nodes' RMA
     /// windows (MPI_Put), control messages are two-sided. Start under mpirun with
