@@ -180,16 +180,35 @@ fn incast_slows_a_victim_sharing_its_path() {
 fn the_simulator_runs_on_the_fabric_deterministically() {
     use crate::params::Mode;
     use crate::sim::{run, SimConfig};
-    for mode in [Mode::BestEffort, Mode::Dfs] {
+    // node stalls (on by default) and the speed spread act above the network: they must
+    // reach the fabric's runs as they reach the fluid model's
+    for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
         let mut cfg = SimConfig::new(8, 8, mode);
         cfg.time_slices = 400;
         cfg.params.ts_per_intvl = 40;
+        cfg.speed_spread = 0.1;
         cfg.fabric = Some(small(Routing::Ugal));
+        assert!(cfg.stalls.is_some());
         let a = run(&cfg).unwrap().data;
         let b = run(&cfg).unwrap().data;
-        assert!(a.complete, "{mode:?} did not build every time-slice");
+        assert!(
+            a.complete,
+            "{mode:?} did not build or discard every time-slice"
+        );
         assert_eq!(a.completion_ms, b.completion_ms);
         assert_eq!(a.events, b.events);
+        let calm = run(&SimConfig {
+            stalls: None,
+            speed_spread: 0.0,
+            ..cfg.clone()
+        })
+        .unwrap()
+        .data;
+        assert_ne!(
+            (a.events, a.duration_ms),
+            (calm.events, calm.duration_ms),
+            "{mode:?}: stalls and speed spread changed nothing on the fabric"
+        );
         let fluid = run(&SimConfig {
             fabric: None,
             ..cfg.clone()
