@@ -8,6 +8,8 @@
 //! - [`model`]: time-slice assignment (offset-based round-robin), checksums, payloads.
 //! - [`compute`]: a compute node — ring buffer per input, credits, completion detection.
 //! - [`sender`]: the best-effort sender (FLESnet without DFS).
+//! - [`tsm`]: FLESnet today's central time-slice manager (round-robin to builders with
+//!   room, discard when none has).
 //! - [`ie`]: the DFS Input Engine (Eq. 4 pacing, θ acknowledgements, fallback, proposals).
 //! - [`dde`]: the Distributed Deterministic Engine — history manager, proposer, staged
 //!   speed-up (Eq. 1), clock synchroniser (Eqs. 2–3).
@@ -49,6 +51,7 @@ pub mod report;
 pub mod sender;
 pub mod sim;
 mod stats;
+pub mod tsm;
 
 pub use params::Mode;
 

@@ -113,6 +113,11 @@ impl RunConfig {
     /// rank 0, before the run starts).
     pub fn validate(&self) -> Result<(), ParamError> {
         self.topology.validate()?;
+        if self.mode == crate::Mode::Flesnet {
+            return Err(ParamError::Unsupported(
+                "--mode flesnet: the time-slice manager runs in the simulator only (latlab dfs sim)",
+            ));
+        }
         if self.time_slices == 0 {
             return Err(ParamError::Zero("--time-slices"));
         }

@@ -16,3 +16,7 @@ pub const FIG8_DROP_FACTOR: f64 = 0.75;
 pub const FIG9_NODES: usize = 128;
 /// The node counts whose ratios the paper's text quotes (§V-B).
 pub const QUOTED_NODES: [usize; 2] = [128, 384];
+/// Aggregate bandwidth in percent of the libfabric benchmark (§V-B, Fig. 7): (nodes, best
+/// effort, DFS).
+pub const PAPER_BANDWIDTH_PCT: [(usize, f64, f64); 3] =
+    [(128, 53.0, 80.0), (192, 45.0, 62.5), (384, 44.0, 67.0)];

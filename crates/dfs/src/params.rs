@@ -39,6 +39,9 @@ pub enum ParamError {
     /// A count or size that must be positive is zero (named by its flag).
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    /// A setting this runtime does not support (the message names the flag).
+    #[error("{0}")]
+    Unsupported(&'static str),
     /// A percentage outside its range.
     #[error("{name} must be in {lo}..={hi} (got {value})")]
     Range {
@@ -219,6 +222,9 @@ pub enum Mode {
     BestEffort,
     /// The Data-Flow Scheduler.
     Dfs,
+    /// FLESnet today: a central time-slice manager assigns each time-slice to a builder
+    /// with room or discards it ([`crate::tsm`]; simulator only).
+    Flesnet,
 }
 
 impl Mode {
@@ -227,6 +233,7 @@ impl Mode {
         match self {
             Mode::BestEffort => "best-effort",
             Mode::Dfs => "dfs",
+            Mode::Flesnet => "flesnet",
         }
     }
 }

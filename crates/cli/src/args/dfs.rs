@@ -9,7 +9,12 @@ use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
 use latlab_dfs::params::MAX_DRIFT_PPM;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
-use latlab_dfs::sim::{NetModel, SimConfig, SIM_DEFAULT_TS_PER_INTERVAL};
+use latlab_dfs::sim::fabric::{FabricParams, Routing};
+use latlab_dfs::sim::{
+    NetModel, NoiseTrace, SimConfig, MAX_SPEED_SPREAD, OFFERED_LOAD_RANGE,
+    SIM_DEFAULT_TS_PER_INTERVAL,
+};
+use latlab_dfs::tsm::TsmParams;
 use latlab_dfs::Mode;
 use std::path::PathBuf;
 #[cfg(feature = "mpi")]
@@ -32,11 +37,15 @@ pub enum DfsCommand {
   latlab dfs sim --nodes 384 --time-slices 1000 --mode dfs -o big.json
   latlab dfs sim --nodes 192 --time-slices 40000 --mode dfs --drop 15-25:0.75
   latlab dfs sim --inputs 8 --computes 8 --slow input:3:0.5 --drop 20ms-40ms:0.5
+  latlab dfs sim --nodes 64 --time-slices 2000 --network dragonfly --routing minimal
   latlab dfs sim --nodes 16 --dde-replicas 2 --kill-dde 0@50ms
+  latlab dfs sim --nodes 128 --mode all --speed-spread 0.05     (best effort, DFS and FLESnet)
+  latlab dfs sim --nodes 64 --noise-trace noise.json             (stalls from `latlab host noise`)
 
 With --mode both (the default) two result files are written, <output>-best-effort.json
 and <output>-dfs.json, and the table ends with the best-effort/DFS ratios. The model and
-every default are documented in docs/dfs.md.")]
+every default are documented in docs/dfs.md. Nodes stall as the shipped gap trace says
+(`latlab dfs noise-trace` shows it) unless --noise-trace or --no-stalls says otherwise.")]
     Sim(SimArgs),
     /// Build time-slices over MPI: inputs write contributions into the compute nodes' RMA
     /// windows (MPI_Put), control messages are two-sided. Start under mpirun with
@@ -60,6 +69,14 @@ completion-duration histograms. Rank 0 resolves the flags and writes the result.
 
 Its bandwidth is the reference the DFS runs are compared against (Fig. 7).")]
     Bench(BenchArgs),
+    /// The gap histogram the simulator's node stalls are drawn from (--noise-trace), in the
+    /// text format it also reads: stalls per second and share of time stalled.
+    #[command(after_help = "Examples:
+  latlab dfs noise-trace                               (the trace shipped with latlab)
+  latlab host noise --cpu 1 --duration 10s --no-kernel -o noise.json
+  latlab dfs noise-trace noise.json > my-trace.txt
+  latlab dfs sim --nodes 128 --noise-trace my-trace.txt")]
+    NoiseTrace(NoiseTraceArgs),
 }
 
 /// Which modes to run.
@@ -71,6 +88,78 @@ pub enum ModeArg {
     Dfs,
     /// Both, one after the other, same seed.
     Both,
+    /// FLESnet today: a central time-slice manager assigns time-slices (produced at
+    /// --offered-load) to builders with room and discards the rest (simulator only).
+    Flesnet,
+    /// Best effort, DFS and FLESnet, one after the other, same seed.
+    All,
+}
+
+/// Which network model the simulator uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum NetworkArg {
+    /// Fluid ports sharing bandwidth instantly and perfectly (fast).
+    Fluid,
+    /// The packet-level Dragonfly fabric with credit flow control (slow, congests).
+    Dragonfly,
+}
+
+/// Routing in the Dragonfly fabric.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RoutingArg {
+    /// Minimal paths only.
+    Minimal,
+    /// UGAL-L: minimal unless its first queue is much longer than a Valiant path's.
+    Ugal,
+}
+
+/// The simulator's network, shared by `dfs sim` and `experiment dfs`.
+#[derive(Debug, Args)]
+pub struct NetworkArgs {
+    /// Network model: fluid ports (fast default) or the packet-level Dragonfly fabric.
+    #[arg(long, value_enum, default_value_t = NetworkArg::Fluid)]
+    pub network: NetworkArg,
+    /// Routing in the Dragonfly fabric (with --network dragonfly).
+    #[arg(long, value_enum, default_value_t = RoutingArg::Ugal)]
+    pub routing: RoutingArg,
+    /// Dragonfly shape NODES:ROUTERSxCHASSIS:GLOBAL — nodes per router, routers per
+    /// chassis × chassis per group, global links per router (Aries: 4:16x6:10).
+    #[arg(long, default_value = "4:16x6:10", value_parser = dragonfly_shape)]
+    pub dragonfly_shape: [usize; 4],
+}
+
+/// Parses NODES:ROUTERSxCHASSIS:GLOBAL.
+fn dragonfly_shape(s: &str) -> Result<[usize; 4], String> {
+    let err = || format!("'{s}': expected NODES:ROUTERSxCHASSIS:GLOBAL, e.g. 4:16x6:10");
+    let (n, rest) = s.split_once(':').ok_or_else(err)?;
+    let (rc, g) = rest.split_once(':').ok_or_else(err)?;
+    let (r, c) = rc.split_once('x').ok_or_else(err)?;
+    let mut v = [0usize; 4];
+    for (k, part) in [n, r, c, g].iter().enumerate() {
+        v[k] = part.trim().parse().map_err(|_| err())?;
+        if v[k] == 0 && k < 3 || v[k] > 1024 {
+            return Err(err());
+        }
+    }
+    Ok(v)
+}
+
+impl NetworkArgs {
+    /// The fabric parameters, or None for the fluid model.
+    pub fn fabric(&self) -> Option<FabricParams> {
+        let [n, r, c, g] = self.dragonfly_shape;
+        (self.network == NetworkArg::Dragonfly).then(|| FabricParams {
+            nodes_per_router: n,
+            chassis_routers: r,
+            group_chassis: c,
+            global_per_router: g,
+            routing: match self.routing {
+                RoutingArg::Minimal => Routing::Minimal,
+                RoutingArg::Ugal => Routing::Ugal,
+            },
+            ..FabricParams::default()
+        })
+    }
 }
 
 /// Sizes and DFS parameters shared by `dfs sim` and `dfs run`.
@@ -131,6 +220,8 @@ pub enum SsuCriterionArg {
 pub struct SimArgs {
     #[command(flatten)]
     pub model: ModelArgs,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Best effort, DFS, or both.
     #[arg(long, value_enum, default_value_t = ModeArg::Both)]
     pub mode: ModeArg,
@@ -174,8 +265,36 @@ pub struct SimArgs {
     /// Kill DDE replica R at time T: R@T, e.g. 0@50ms (repeatable).
     #[arg(long, value_name = "R@TIME")]
     pub kill_dde: Vec<String>,
+    /// Node stalls from a measured gap trace: a `latlab host noise` or `latlab sched`
+    /// result, or a text histogram (docs/dfs.md); default: the trace shipped with latlab.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_stalls")]
+    pub noise_trace: Option<PathBuf>,
+    /// Nodes never stall (no gap trace at all).
+    #[arg(long)]
+    pub no_stalls: bool,
+    /// Persistent speed differences: each node's bandwidth × a factor drawn uniformly in
+    /// [1 - spread, 1].
+    #[arg(long, default_value_t = 0.0, value_parser = |s: &str| number_in(s, 0.0, MAX_SPEED_SPREAD))]
+    pub speed_spread: f64,
+    /// FLESnet mode: rate at which time-slices are produced, as a fraction of the inputs'
+    /// nominal bandwidth.
+    #[arg(long, default_value_t = TsmParams::default().offered_load,
+          value_parser = |s: &str| number_in(s, OFFERED_LOAD_RANGE.0, OFFERED_LOAD_RANGE.1))]
+    pub offered_load: f64,
+    /// FLESnet mode: time-slices a builder may have pending.
+    #[arg(long, default_value_t = TsmParams::default().max_in_flight,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub tsm_max_in_flight: u32,
     #[command(flatten)]
     pub out: OutputArgs,
+}
+
+/// Options of `latlab dfs noise-trace`.
+#[derive(Debug, Args)]
+pub struct NoiseTraceArgs {
+    /// A `latlab host noise` or `latlab sched` result, or a text histogram; without it the
+    /// trace shipped with latlab.
+    pub file: Option<PathBuf>,
 }
 
 /// Options of `latlab dfs run`.
@@ -313,9 +432,18 @@ pub struct DfsExperimentArgs {
     /// Seed of the simulations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    #[command(flatten)]
+    pub network: NetworkArgs,
     /// Figure format: svg or png.
     #[arg(long, default_value = "svg", value_parser = ["svg", "png"])]
     pub format: String,
+    /// Simulations run at once (default: the CPUs available).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
+    /// Node count of the sensitivity sweep (best effort vs DFS with one mechanism changed
+    /// at a time); 0: no sweep.
+    #[arg(long, default_value_t = 128)]
+    pub sweep_nodes: usize,
     /// Print only the summary.
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -328,6 +456,8 @@ impl ModeArg {
             ModeArg::BestEffort => vec![Mode::BestEffort],
             ModeArg::Dfs => vec![Mode::Dfs],
             ModeArg::Both => vec![Mode::BestEffort, Mode::Dfs],
+            ModeArg::Flesnet => vec![Mode::Flesnet],
+            ModeArg::All => vec![Mode::BestEffort, Mode::Dfs, Mode::Flesnet],
         }
     }
 }
@@ -400,6 +530,17 @@ impl TryFrom<&SimArgs> for SimConfig {
         base.drops = parse_all("drop", &a.drop)?;
         base.dde_replicas = a.dde_replicas;
         base.dde_faults = parse_all("kill-dde", &a.kill_dde)?;
+        base.fabric = a.network.fabric();
+        base.stalls = match (&a.noise_trace, a.no_stalls) {
+            (_, true) => None,
+            (None, false) => Some(NoiseTrace::measured_default()),
+            (Some(p), false) => Some(NoiseTrace::load(p).map_err(|e| usage(e.to_string()))?),
+        };
+        base.speed_spread = a.speed_spread;
+        base.tsm = TsmParams {
+            offered_load: a.offered_load,
+            max_in_flight: a.tsm_max_in_flight,
+        };
         Ok(base)
     }
 }
@@ -461,6 +602,12 @@ impl From<&DfsExperimentArgs> for ExperimentConfig {
             ranks: a.ranks,
             mpi_time_slices: a.mpi_time_slices,
             seed: a.seed,
+            fabric: a.network.fabric(),
+            threads: a.jobs.map_or_else(
+                || std::thread::available_parallelism().map_or(1, |n| n.get()),
+                |j| j as usize,
+            ),
+            sweep_nodes: a.sweep_nodes,
             format: if a.format == "png" {
                 FigureFormat::Png
             } else {

@@ -283,3 +283,86 @@ fn negative_values_reach_the_flag_that_judges_them() {
     let out = latlab_line("dfs run --drift-ppm -5").output().unwrap();
     assert_one_line_error(&out, 2, &["MPI ranks"]);
 }
+
+#[test]
+fn a_dragonfly_that_cannot_hold_the_nodes_is_refused_before_anything_runs() {
+    // 2 nodes per router, 2×2 routers per group, 1 global link per router: 5 groups of 8
+    for args in [
+        &[
+            "dfs",
+            "sim",
+            "--network",
+            "dragonfly",
+            "--dragonfly-shape",
+            "2:2x2:1",
+            "--nodes",
+            "42",
+        ][..],
+        &[
+            "experiment",
+            "dfs",
+            "--no-mpi",
+            "--network",
+            "dragonfly",
+            "--dragonfly-shape",
+            "2:2x2:1",
+            "--nodes",
+            "8,42",
+        ],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        rejected_in(
+            dir.path(),
+            args,
+            &["--dragonfly-shape", "6 groups", "at most 5 groups"],
+        );
+    }
+    for bad in ["0:16x6:10", "4:16x6", "4:16:6:10", "4:x6:10", "4:16x6:NaN"] {
+        let dir = tempfile::tempdir().unwrap();
+        rejected_in(
+            dir.path(),
+            &["dfs", "sim", "--dragonfly-shape", bad],
+            &["--dragonfly-shape", "NODES:ROUTERSxCHASSIS:GLOBAL"],
+        );
+    }
+}
+
+#[test]
+fn dfs_sim_refuses_a_malformed_noise_trace_with_one_line() {
+    let traces = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    for (name, text, needle) in [
+        ("words.txt", "duration_ns 1000\n10 x 3\n", "line 2"),
+        ("nodur.txt", "10 20 3\n", "duration_ns"),
+        ("empty.txt", "duration_ns 1000\n10 20 0\n", "no gaps"),
+        (
+            "overlap.txt",
+            "duration_ns 10000\n5 9 1\n8 20 1\n",
+            "line 3",
+        ),
+        ("foreign.json", "{\"schema\": 1}", "foreign.json"),
+    ] {
+        let p = traces.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        let p = p.to_str().unwrap();
+        rejected_in(
+            out.path(),
+            &["dfs", "sim", "--time-slices", "100", "--noise-trace", p],
+            &["--noise-trace", needle],
+        );
+    }
+    let missing = traces.path().join("missing.txt");
+    rejected_in(
+        out.path(),
+        &["dfs", "sim", "--noise-trace", missing.to_str().unwrap()],
+        &["--noise-trace", "cannot read"],
+    );
+    // the FLESnet policy exists only in the simulator: dfs run refuses it by name
+    let args = ["dfs", "run", "--mode", "flesnet"];
+    let o = latlab()
+        .current_dir(out.path())
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+}

@@ -153,9 +153,11 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
 fn experiment_writes_results_figures_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp");
-    let stdout = run_ok(latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 -q --out-dir").arg(&out));
+    let stdout = run_ok(latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 --sweep-nodes 4 --jobs 2 -q --out-dir").arg(&out));
     for f in [
         "sim-4-best-effort.json",
+        "sim-8-flesnet.json",
+        "sweep-10-dfs.json",
         "sim-8-dfs.json",
         "sim-drop-4.json",
         "sim-nodrop-4.json",
@@ -173,6 +175,13 @@ fn experiment_writes_results_figures_and_summary() {
     assert_eq!(r.data["sim"].as_array().unwrap().len(), 2);
     assert_eq!(r.data["mpi_skipped"], "--no-mpi");
     assert!(stdout.contains("median BE/DFS"), "{stdout}");
+    // three policies at two node counts, and every sweep variant at 4 nodes
+    assert_eq!(r.data["policies"].as_array().unwrap().len(), 6);
+    assert_eq!(r.data["sweep"].as_array().unwrap().len(), 11);
+    assert!(
+        stdout.contains("Sensitivity sweep") && stdout.contains("no node stalls"),
+        "{stdout}"
+    );
     let svg = std::fs::read_to_string(out.join("fig6-completion.svg")).unwrap();
     assert!(svg.contains("best effort") && svg.contains("DFS"));
 }
@@ -286,4 +295,33 @@ fn ofi_provider_without_ofi_transport_is_refused() {
             &["--ofi-provider", "--transport ofi"],
         );
     }
+
+#[test]
+fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.txt");
+    std::fs::write(&trace, "duration_ns 1000000000\n20000 40000 500\n").unwrap();
+    let shown = run_ok(latlab_line("dfs noise-trace").arg(&trace));
+    assert!(
+        shown.contains("500 gaps") && shown.contains("500.0 stalls/s"),
+        "{shown}"
+    );
+    let out = dir.path().join("q.json");
+    let stdout = run_ok(
+        latlab_line("dfs sim --nodes 8 --time-slices 200 --ts-per-interval 20 --mode all --speed-spread 0.05 --noise-trace")
+            .arg(&trace)
+            .arg("-o")
+            .arg(&out),
+    );
+    for m in ["best-effort", "dfs", "flesnet"] {
+        assert!(
+            dir.path().join(format!("q-{m}.json")).exists(),
+            "{m}: {stdout}"
+        );
+    }
+    assert!(stdout.contains("steady state and cost:"), "{stdout}");
+    assert!(stdout.contains("best effort / DFS:"), "{stdout}");
+    let r = latlab_core::results::ResultFile::load(&dir.path().join("q-flesnet.json")).unwrap();
+    assert_eq!(r.data["config"]["stalls"]["bins"][0]["count"], 500);
+    assert_eq!(r.data["config"]["speed_spread"], 0.05);
 }

@@ -1,9 +1,11 @@
 //! What the experiment is told ([`ExperimentConfig`], checked once by
 //! [`ExperimentConfig::validate`]) and how it fails ([`ExperimentError`]).
 
+use crate::report::ReportError;
 use crate::sim::SimError;
+use latlab_core::results::{Provenance, ResultFile};
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Figure file format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,8 +48,21 @@ pub struct ExperimentConfig {
     pub mpi_time_slices: u64,
     /// Seed of the simulations.
     pub seed: u64,
+    /// The packet-level Dragonfly fabric for every simulation (None: the fluid model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<crate::sim::fabric::FabricParams>,
     /// Figure format.
     pub format: FigureFormat,
+    /// Simulations run at once (threads).
+    #[serde(default = "one")]
+    pub threads: usize,
+    /// Node count of the sensitivity sweep (0: no sweep).
+    #[serde(default)]
+    pub sweep_nodes: usize,
+}
+
+fn one() -> usize {
+    1
 }
 
 /// Why the experiment failed.
@@ -95,6 +110,12 @@ impl ExperimentConfig {
         if !even(self.drop_nodes) {
             return bad("--drop-nodes: need an even number of at least 2");
         }
+        if self.sweep_nodes != 0 && !even(self.sweep_nodes) {
+            return bad("--sweep-nodes: need an even number of at least 2, or 0 for no sweep");
+        }
+        if self.threads == 0 {
+            return bad("--jobs must be at least 1");
+        }
         if !even(self.ranks) {
             return bad("--ranks: need an even number of at least 2");
         }
@@ -104,6 +125,13 @@ impl ExperimentConfig {
         if self.intervals < 4 || self.drop_intervals < 30 {
             return bad("--intervals must be at least 4 and --drop-intervals at least 30");
         }
+        if let Some(f) = self.fabric {
+            let sweep = (self.sweep_nodes > 0).then_some(&self.sweep_nodes);
+            for &n in self.nodes.iter().chain([&self.drop_nodes]).chain(sweep) {
+                crate::sim::fabric::Dragonfly::new(f, n)
+                    .map_err(|e| ExperimentError::Config(e.to_string()))?;
+            }
+        }
         Ok(())
     }
 
@@ -112,6 +140,43 @@ impl ExperimentConfig {
         serde_json::json!({
             "nodes": self.nodes, "intervals": self.intervals, "ts_per_interval": self.ts_per_interval, "drop_intervals": self.drop_intervals,
             "mpi": self.mpi, "ranks": self.ranks, "mpi_time_slices": self.mpi_time_slices, "seed": self.seed,
+            "network": self.fabric.map_or(serde_json::json!("fluid"), |f| serde_json::json!({"dragonfly": f})),
+            "threads": self.threads, "sweep_nodes": self.sweep_nodes,
         })
+    }
+}
+
+/// What the caller supplies besides the configuration.
+pub struct Context<'a> {
+    /// Recorded in every result file.
+    pub argv: Vec<String>,
+    /// Provenance of the simulations and the summary (host facts, a simulated timebase).
+    pub provenance: &'a dyn Fn() -> Provenance,
+    /// Progress lines (the caller decides whether to show them).
+    pub progress: &'a dyn Fn(&str),
+    /// Seconds since some fixed start (the caller's monotonic clock): the wall time of
+    /// each simulation, for its events per second.
+    pub elapsed: &'a (dyn Fn() -> f64 + Sync),
+    /// Draws the figure files (the CLI passes `latlab-report`'s; this crate never draws).
+    pub figures: &'a dyn latlab_core::doc::FigureSink,
+}
+
+/// Loads `p` and reads its data with `data`.
+pub(super) fn read<T>(
+    p: &Path,
+    data: impl Fn(&ResultFile) -> Result<T, ReportError>,
+) -> Result<T, ExperimentError> {
+    let err = |detail: String| ExperimentError::Read {
+        path: p.to_path_buf(),
+        detail,
+    };
+    let r = ResultFile::load(p).map_err(|e| err(e.to_string()))?;
+    data(&r).map_err(|e| err(e.to_string()))
+}
+
+pub(super) fn write_error(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
+    ExperimentError::Write {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
     }
 }

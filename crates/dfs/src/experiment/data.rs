@@ -25,6 +25,12 @@ pub struct ExperimentData {
     pub drop: Option<DropSummary>,
     /// Result files and figures written (relative to the output directory).
     pub files: Vec<String>,
+    /// Every policy (best effort, DFS, FLESnet) at every node count, beside the paper.
+    #[serde(default)]
+    pub policies: Vec<super::policies::PolicyRow>,
+    /// The sensitivity sweep (best effort vs DFS with one mechanism changed).
+    #[serde(default)]
+    pub sweep: Vec<super::policies::SweepRow>,
 }
 
 impl ExperimentData {
@@ -111,6 +117,8 @@ pub struct Summary {
     pub findings: Vec<String>,
     /// Files written (relative to the output directory).
     pub files: Vec<String>,
+    /// Further Markdown sections (the policies and the sweep).
+    pub extra: String,
 }
 
 impl Summary {
@@ -124,6 +132,10 @@ impl Summary {
         md.push_str("```\n\n");
         for f in &self.findings {
             md.push_str(&format!("- {f}\n"));
+        }
+        if !self.extra.is_empty() {
+            md.push('\n');
+            md.push_str(&self.extra);
         }
         md.push_str(
             "\nWhy the model's ratios differ from the paper's is discussed in docs/dfs.md.\n\nFiles:\n",

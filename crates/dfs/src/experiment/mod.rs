@@ -14,34 +14,24 @@ mod config;
 mod data;
 mod figures;
 mod mpi;
+mod policies;
 mod sections;
 
-pub use config::{ExperimentConfig, ExperimentError, FigureFormat};
+use config::{read, write_error};
+pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat};
 pub use data::{findings, ExperimentData, Summary, RESULT_KIND};
+pub use policies::{markdown as policies_markdown, PolicyRow, SweepRow, SWEEP_VARIANTS};
 pub use sections::ExperimentSections;
 
 use crate::paper::{FIG8_DROP_FACTOR, FIG8_DROP_FIRST, FIG8_DROP_LAST};
 use crate::params::Mode;
 use crate::report::{
     bench_data, bench_reference, compare, compare_rows, drop_summary, run_data, run_summary,
-    sim_data, Comparison, ReportError,
+    sim_data, Comparison,
 };
-use crate::sim::{self, result::to_result, BandwidthDrop, DropWindow, SimConfig};
+use crate::sim::{BandwidthDrop, DropWindow, SimConfig};
 use data::fixed;
-use latlab_core::results::{Provenance, ResultFile};
 use std::path::{Path, PathBuf};
-
-/// What the caller supplies besides the configuration.
-pub struct Context<'a> {
-    /// Recorded in every result file.
-    pub argv: Vec<String>,
-    /// Provenance of the simulations and the summary (host facts, a simulated timebase).
-    pub provenance: &'a dyn Fn() -> Provenance,
-    /// Progress lines (the caller decides whether to show them).
-    pub progress: &'a dyn Fn(&str),
-    /// Draws the figure files (the CLI passes `latlab-report`'s; this crate never draws).
-    pub figures: &'a dyn latlab_core::doc::FigureSink,
-}
 
 /// What the experiment wrote and found.
 #[derive(Clone, Debug)]
@@ -94,32 +84,24 @@ pub fn run(
         }
     }
 
-    // 2. the simulator sweep
-    let mut sims: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
+    // 2. the simulations, all at once on `threads` threads: every policy at every node
+    // count, the bandwidth drop (192 nodes by default) with and without the drop, and the
+    // sensitivity sweep (best effort and DFS with one mechanism changed)
+    let mut runs: Vec<(SimConfig, String)> = Vec::new();
     for &n in &cfg.nodes {
-        let mut pair = Vec::new();
-        for mode in [Mode::BestEffort, Mode::Dfs] {
+        for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
             let mut sc = SimConfig::new(n / 2, n / 2, mode);
+            sc.fabric = cfg.fabric;
             sc.seed = cfg.seed;
             sc.params.ts_per_intvl = cfg.ts_per_interval;
             sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
-            say(&format!(
-                "simulating {n} nodes, {}, {} time-slices",
-                mode.name(),
-                sc.time_slices
-            ));
-            let name = format!("sim-{n}-{}.json", mode.name());
-            pair.push(simulate(&sc, dir, &name, cx, &mut files)?);
+            runs.push((sc, format!("sim-{n}-{}.json", mode.name())));
         }
-        let dfs = pair.pop().expect("two modes");
-        sims.push((n, pair.pop().expect("two modes"), dfs));
     }
-
-    // 3. the bandwidth drop (192 nodes by default) and the same run without it
-    let mut drop_paths = Vec::new();
     for dropped in [false, true] {
         let half = cfg.drop_nodes / 2;
         let mut sc = SimConfig::new(half, half, Mode::Dfs);
+        sc.fabric = cfg.fabric;
         sc.seed = cfg.seed;
         sc.time_slices = cfg.drop_intervals * sc.params.interval_len(half);
         if dropped {
@@ -131,19 +113,49 @@ pub fn run(
                 factor: FIG8_DROP_FACTOR,
             });
         }
-        say(&format!(
-            "simulating {} nodes, dfs, {} ({} time-slices)",
-            cfg.drop_nodes,
-            if dropped {
-                format!("25 % drop in intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST}")
-            } else {
-                "no drop".into()
-            },
-            sc.time_slices
-        ));
         let what = if dropped { "drop" } else { "nodrop" };
-        let name = format!("sim-{what}-{}.json", cfg.drop_nodes);
-        drop_paths.push(simulate(&sc, dir, &name, cx, &mut files)?);
+        runs.push((sc, format!("sim-{what}-{}.json", cfg.drop_nodes)));
+    }
+    let variants = policies::variants();
+    if cfg.sweep_nodes > 0 {
+        let half = cfg.sweep_nodes / 2;
+        for (k, (_, change)) in variants.iter().enumerate() {
+            for mode in [Mode::BestEffort, Mode::Dfs] {
+                let mut sc = SimConfig::new(half, half, mode);
+                sc.fabric = cfg.fabric;
+                sc.seed = cfg.seed;
+                sc.params.ts_per_intvl = cfg.ts_per_interval;
+                sc.time_slices = cfg.intervals * sc.params.interval_len(half);
+                change(&mut sc);
+                runs.push((sc, format!("sweep-{k}-{}.json", mode.name())));
+            }
+        }
+    }
+    say(&format!(
+        "{} simulations on {} threads",
+        runs.len(),
+        cfg.threads
+    ));
+    let paths = policies::run_parallel(&runs, cfg.threads, dir, cx, &mut files)?;
+    let mut sims: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
+    let mut policy_rows = Vec::new();
+    for (k, &n) in cfg.nodes.iter().enumerate() {
+        let p = &paths[3 * k..3 * k + 3];
+        sims.push((n, p[0].clone(), p[1].clone()));
+        for q in p {
+            let (d, wall) = policies::load(q)?;
+            policy_rows.push(PolicyRow::new(&d, wall));
+        }
+    }
+    let base = 3 * cfg.nodes.len();
+    let drop_paths = [paths[base].clone(), paths[base + 1].clone()];
+    let mut sweep = Vec::new();
+    if cfg.sweep_nodes > 0 {
+        for (k, (name, _)) in variants.iter().enumerate() {
+            let (be, _) = policies::load(&paths[base + 2 + 2 * k])?;
+            let (dfs, _) = policies::load(&paths[base + 3 + 2 * k])?;
+            sweep.push(policies::sweep_row(name, &be, &dfs));
+        }
     }
 
     // 4. everything below is computed from the saved files
@@ -214,12 +226,15 @@ pub fn run(
         mpi_skipped,
         drop,
         files: files.clone(),
+        policies: policy_rows,
+        sweep,
     };
     let summary = Summary {
         header: SUMMARY_HEADER.to_vec(),
         rows,
         findings: findings(&data, cfg.drop_nodes),
         files: files.clone(),
+        extra: policies::markdown(&data.policies, &data.sweep),
     };
     let r = data.to_result(cx.argv.clone(), cfg.result_config(), (cx.provenance)());
     let path = dir.join("experiment.json");
@@ -268,42 +283,6 @@ fn row(
             fixed(c.p90_ratio, 2),
             fixed(c.variance_ratio, 1),
         ])
-}
-
-/// Runs one simulation and saves it as `name` in `dir`.
-fn simulate(
-    sc: &SimConfig,
-    dir: &Path,
-    name: &str,
-    cx: &Context<'_>,
-    files: &mut Vec<String>,
-) -> Result<PathBuf, ExperimentError> {
-    let o = sim::run(sc)?;
-    let r = to_result(&o, cx.argv.clone(), (cx.provenance)());
-    let p = dir.join(name);
-    r.save(&p).map_err(|e| write_error(&p, e))?;
-    files.push(name.to_string());
-    Ok(p)
-}
-
-/// Loads `p` and reads its data with `data`.
-fn read<T>(
-    p: &Path,
-    data: impl Fn(&ResultFile) -> Result<T, ReportError>,
-) -> Result<T, ExperimentError> {
-    let err = |detail: String| ExperimentError::Read {
-        path: p.to_path_buf(),
-        detail,
-    };
-    let r = ResultFile::load(p).map_err(|e| err(e.to_string()))?;
-    data(&r).map_err(|e| err(e.to_string()))
-}
-
-fn write_error(path: &Path, e: impl std::fmt::Display) -> ExperimentError {
-    ExperimentError::Write {
-        path: path.to_path_buf(),
-        detail: e.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -22,12 +22,17 @@ impl KindSections for ExperimentSections {
         let datas = decoded(inputs, |r| {
             ExperimentData::from_result(r).map_err(|e| format!("not a dfs.experiment record: {e}"))
         })?;
-        Ok(vec![
-            findings_section(&datas),
-            ratios_section(&datas),
-            drop_section(&datas),
-            files_section(&datas),
-        ])
+        let mut out = vec![findings_section(&datas), ratios_section(&datas)];
+        // results written before the three policies and the sweep existed have neither
+        if datas
+            .iter()
+            .any(|(_, d)| !d.policies.is_empty() || !d.sweep.is_empty())
+        {
+            out.push(policies_section(&datas));
+        }
+        out.push(drop_section(&datas));
+        out.push(files_section(&datas));
+        Ok(out)
     }
 }
 
@@ -46,6 +51,82 @@ fn findings_section(datas: &[(String, ExperimentData)]) -> Section {
             s.push(Block::Paragraph(line));
         }
     }
+    s
+}
+
+fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
+    let mut s = Section::new("DFS experiment: three policies and the sensitivity sweep");
+    s.push(Block::Paragraph(
+        "Best effort, DFS and FLESnet's time-slice manager at every node count: completion duration after warm-up (ms), bandwidth in percent of the benchmark reference beside the paper's, FLESnet's discards, the warm-up left out and p90 of the first and second half after it (similar halves: stationary). Then the sweep: best effort against DFS with one mechanism changed at a time.".into(),
+    ));
+    let mut t = Table::new(
+        "Policies",
+        &[
+            "input",
+            "nodes",
+            "policy",
+            "median",
+            "p90",
+            "max",
+            "variance ms²",
+            "BW %",
+            "paper BW %",
+            "discarded %",
+            "warm-up ms",
+            "p90 halves",
+            "wall s",
+        ],
+    );
+    for (label, d) in datas {
+        for r in &d.policies {
+            let c = r.completion_ms;
+            t.rows.push(vec![
+                Cell::text(label.as_str()),
+                Cell::number(r.nodes.to_string()),
+                Cell::text(r.policy.as_str()),
+                Cell::number(ms(c.median)),
+                Cell::number(ms(c.p90)),
+                Cell::number(ms(c.max)),
+                Cell::number(f(r.variance_ms2, 4)),
+                Cell::number(f(r.bandwidth_pct, 1)),
+                Cell::number(r.paper_pct.map_or("–".into(), |p| f(p, 1))),
+                Cell::number(f(r.discarded_pct, 2)),
+                Cell::number(f(r.warmup_ms, 1)),
+                Cell::text(
+                    r.p90_halves_ms
+                        .map_or("–".into(), |h| format!("{} / {}", ms(h[0]), ms(h[1]))),
+                ),
+                Cell::number(f(r.wall_s, 1)),
+            ]);
+        }
+    }
+    s.push(Block::Table(t));
+    let mut t = Table::new(
+        "Sensitivity sweep, best effort against DFS",
+        &[
+            "input",
+            "variant",
+            "nodes",
+            "p90 BE / DFS",
+            "variance BE / DFS",
+            "BE BW %",
+            "DFS BW %",
+        ],
+    );
+    for (label, d) in datas {
+        for r in &d.sweep {
+            t.rows.push(vec![
+                Cell::text(label.as_str()),
+                Cell::text(r.variant.as_str()),
+                Cell::number(r.nodes.to_string()),
+                Cell::number(format!("{}×", f(r.p90_ratio, 2))),
+                Cell::number(format!("{}×", f(r.variance_ratio, 1))),
+                Cell::number(f(r.bandwidth_pct[0], 1)),
+                Cell::number(f(r.bandwidth_pct[1], 1)),
+            ]);
+        }
+    }
+    s.push(Block::Table(t));
     s
 }
 

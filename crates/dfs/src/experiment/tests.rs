@@ -1,6 +1,8 @@
 use super::*;
+use crate::report::ReportError;
 use crate::sim::result::{test_input, test_provenance};
 use latlab_core::doc::{Block, DrawError, Figure, FigureSink, Input, SectionProvider};
+use latlab_core::results::ResultFile;
 
 /// Writes each figure's title where the figure file goes: what the library asked to draw,
 /// and where (drawing itself is latlab-report's, tested there and by the golden reports).
@@ -26,7 +28,10 @@ fn small() -> ExperimentConfig {
         ranks: 8,
         mpi_time_slices: 10_000,
         seed: 1,
+        fabric: None,
         format: FigureFormat::Svg,
+        threads: 2,
+        sweep_nodes: 0,
     }
 }
 
@@ -43,6 +48,7 @@ fn run_small(name: &str) -> (PathBuf, ExperimentOutcome) {
         argv: vec!["latlab".into(), "experiment".into(), "dfs".into()],
         provenance: &test_provenance,
         progress: &|_| {},
+        elapsed: &|| 0.0,
         figures: &Titles,
     };
     let out = run(&small(), &dir, &cx).unwrap();
@@ -88,6 +94,27 @@ fn the_configuration_is_checked_once_with_the_setting_named() {
 }
 
 #[test]
+fn a_dragonfly_must_hold_the_sweep_too() {
+    // 2 nodes per router, 2×2 routers per group, 1 global link each: at most 5 groups of 8
+    let tiny = crate::sim::fabric::FabricParams {
+        nodes_per_router: 2,
+        chassis_routers: 2,
+        group_chassis: 2,
+        global_per_router: 1,
+        ..Default::default()
+    };
+    let on = |sweep_nodes| ExperimentConfig {
+        fabric: Some(tiny),
+        sweep_nodes,
+        ..small()
+    };
+    on(0).validate().unwrap();
+    on(40).validate().unwrap();
+    let e = on(42).validate().unwrap_err().to_string();
+    assert!(e.contains("--dragonfly-shape"), "{e}");
+}
+
+#[test]
 fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
     let (dir, out) = run_small("report");
     // The one schema type reads back what it wrote.
@@ -96,9 +123,19 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
     let d = ExperimentData::from_result(&r).unwrap();
     // (floats through JSON to the last bit only with serde_json's float_roundtrip)
     assert_eq!(
-        (&d.files, &d.mpi_skipped, &d.drop),
-        (&out.data.files, &out.data.mpi_skipped, &out.data.drop)
+        (&d.files, &d.mpi_skipped),
+        (&out.data.files, &out.data.mpi_skipped)
     );
+    let (a, b) = (d.drop.as_ref().unwrap(), out.data.drop.as_ref().unwrap());
+    assert_eq!(a.speedups_after, b.speedups_after);
+    for (x, y) in [
+        (a.before_ms, b.before_ms),
+        (a.actual_in_drop_ms, b.actual_in_drop_ms),
+        (a.peak_ms, b.peak_ms),
+        (a.last_ms, b.last_ms),
+    ] {
+        assert!((x - y).abs() < 1e-9, "{x} {y}");
+    }
     for (a, b) in d.sim.iter().zip(&out.data.sim) {
         assert_eq!(a.nodes, b.nodes);
         assert!((a.bandwidth_ratio - b.bandwidth_ratio).abs() < 1e-12);
@@ -110,11 +147,35 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
     assert_eq!(r.config["nodes"], serde_json::json!([4, 8]));
     assert_eq!(
         out.results.len(),
-        6,
-        "four sweep runs and the drop pair: {:?}",
+        8,
+        "three policies at two node counts and the drop pair: {:?}",
         out.results
     );
+    // every policy at every node count, in order, with the paper's figure where it has one
+    let pol: Vec<_> = d
+        .policies
+        .iter()
+        .map(|p| (p.nodes, p.policy.as_str()))
+        .collect();
+    assert_eq!(
+        pol,
+        [
+            (4, "best-effort"),
+            (4, "dfs"),
+            (4, "flesnet"),
+            (8, "best-effort"),
+            (8, "dfs"),
+            (8, "flesnet")
+        ]
+    );
+    assert!(d
+        .policies
+        .iter()
+        .all(|p| p.paper_pct.is_none() && p.events > 0));
+    assert!(d.sweep.is_empty());
+    assert!(out.summary.extra.contains("Three policies"));
     for f in [
+        "sim-8-flesnet.json",
         "fig6-completion.svg",
         "fig8-intervals.svg",
         "sim-drop-4.json",
@@ -189,4 +250,9 @@ fn another_kind_is_refused_naming_the_input() {
         e.contains("odd.json") && e.contains("dfs.experiment"),
         "{e}"
     );
+}
+
+#[test]
+fn the_sweep_has_its_advertised_variants() {
+    assert_eq!(policies::variants().len(), SWEEP_VARIANTS);
 }

@@ -110,6 +110,7 @@ pub(super) fn input_loop(
                             break;
                         }
                     },
+                    Mode::Flesnet => unreachable!("RunConfig::validate refuses flesnet"),
                     Mode::Dfs => {
                         let now = clock.now();
                         match ie.poll(now, &mut |ts| credits.allows(ts)) {

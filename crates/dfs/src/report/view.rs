@@ -155,6 +155,7 @@ pub(crate) fn mode_name(m: Mode) -> &'static str {
     match m {
         Mode::BestEffort => "best effort",
         Mode::Dfs => "DFS",
+        Mode::Flesnet => "FLESnet (time-slice manager)",
     }
 }
 

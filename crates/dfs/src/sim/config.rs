@@ -1,7 +1,10 @@
 //! What a simulation is told: the network and node model, slow nodes, bandwidth drops,
 //! DDE faults ([`SimConfig`]), and its check ([`SimConfig::validate`]).
 
+use super::fabric::{Dragonfly, FabricError, FabricParams};
+use super::noise::{NoiseError, NoiseTrace};
 use crate::params::{in_range, DfsParams, Mode, ParamError, Topology, MAX_DRIFT_PPM};
+use crate::tsm::TsmParams;
 use serde::{Deserialize, Serialize};
 
 /// Network and node model parameters.
@@ -139,7 +142,25 @@ pub struct SimConfig {
     pub sample_ns: i64,
     /// Seed of every random draw.
     pub seed: u64,
+    /// The packet-level Dragonfly fabric in place of the fluid ports (None: fluid).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricParams>,
+    /// Node stalls drawn from a measured gap trace, per node (None: nodes never stall).
+    #[serde(default)]
+    pub stalls: Option<NoiseTrace>,
+    /// Persistent speed differences: each node's port bandwidth is multiplied by a factor
+    /// drawn once, uniformly in [1 − spread, 1] (0: all nodes equal).
+    #[serde(default)]
+    pub speed_spread: f64,
+    /// The FLESnet policy's parameters ([`Mode::Flesnet`]).
+    #[serde(default)]
+    pub tsm: TsmParams,
 }
+
+/// Largest accepted `--speed-spread`.
+pub const MAX_SPEED_SPREAD: f64 = 0.9;
+/// Accepted `--offered-load` range (fraction of the nominal injection bandwidth).
+pub const OFFERED_LOAD_RANGE: (f64, f64) = (0.01, 2.0);
 
 impl SimConfig {
     /// Defaults for `inputs` × `computes` in `mode`: Table I parameters except an interval
@@ -164,6 +185,10 @@ impl SimConfig {
             dde_faults: Vec::new(),
             sample_ns: 0,
             seed: 1,
+            fabric: None,
+            stalls: Some(NoiseTrace::measured_default()),
+            speed_spread: 0.0,
+            tsm: TsmParams::default(),
         }
     }
 
@@ -173,6 +198,20 @@ impl SimConfig {
         self.params.validate()?;
         let n = &self.net;
         in_range("--drift-ppm", n.max_drift_ppm, 0.0, MAX_DRIFT_PPM)?;
+        in_range("--speed-spread", self.speed_spread, 0.0, MAX_SPEED_SPREAD)?;
+        let (lo, hi) = OFFERED_LOAD_RANGE;
+        in_range("--offered-load", self.tsm.offered_load, lo, hi)?;
+        if self.tsm.max_in_flight == 0 {
+            return Err(ParamError::Zero("--tsm-max-in-flight").into());
+        }
+        if let Some(t) = &self.stalls {
+            t.validate()?;
+        }
+        if n.max_clock_offset_ns < 0 || n.noise_period_ns < 0 {
+            return Err(SimError::Invalid(
+                "clock offset and noise period must be ≥ 0".into(),
+            ));
+        }
         if !(n.inj_gbs > 0.0 && n.ej_gbs > 0.0 && n.inj_gbs.is_finite() && n.ej_gbs.is_finite()) {
             return Err(SimError::Invalid(
                 "bandwidths must be positive and finite".into(),
@@ -226,6 +265,9 @@ impl SimConfig {
                 )));
             }
         }
+        if let Some(f) = self.fabric {
+            Dragonfly::new(f, self.topology.inputs + self.topology.computes)?;
+        }
         Ok(())
     }
 
@@ -250,7 +292,13 @@ pub enum SimError {
     /// A parameter is out of range.
     #[error(transparent)]
     Param(#[from] ParamError),
+    /// The noise trace is unusable.
+    #[error(transparent)]
+    Noise(#[from] NoiseError),
     /// Any other invalid setting.
     #[error("invalid simulation setting: {0}")]
     Invalid(String),
+    /// The Dragonfly fabric cannot be built.
+    #[error(transparent)]
+    Fabric(#[from] FabricError),
 }

@@ -82,8 +82,20 @@ pub struct SimData {
     pub sent: u64,
     /// Events processed.
     pub events: u64,
-    /// Whether every time-slice completed.
+    /// Whether every time-slice completed (FLESnet: was built or discarded).
     pub complete: bool,
+    /// Simulated time the warm-up took (from the first send until the warm-up
+    /// time-slices' contributions had arrived), ms: it is left out of the completion and
+    /// steady-state bandwidth figures.
+    #[serde(default)]
+    pub warmup_ms: f64,
+    /// Completion duration of the first and second half of the time-slices after warm-up,
+    /// ms: similar halves say the run was stationary.
+    #[serde(default)]
+    pub completion_halves_ms: Option<[FiveNum; 2]>,
+    /// Time-slices the FLESnet manager discarded because no builder had room.
+    #[serde(default)]
+    pub discarded: u64,
 }
 
 /// A finished simulation: the data plus the full completion histograms.

@@ -2,10 +2,13 @@
 //! compute nodes' and DDE replicas' state machines on the modelled network ([`super::net`]).
 
 mod finish;
+mod fles;
 
+use super::backend::Net;
 use super::config::{DropWindow, Role, SimConfig, SimError};
 use super::data::{FillSample, FiveNum, SimOutcome};
-use super::net::{Network, Reschedule};
+use super::net::Reschedule;
+use super::noise::Stalls;
 use super::rng::Rng;
 use crate::compute::{Arrival, ArrivalOutcome, ComputeNode};
 use crate::dde::Dde;
@@ -48,6 +51,14 @@ enum Ev {
     Scale(f64),
     Kill(u32),
     Restart(u32),
+    /// FLESnet: the detector produced the next time-slice.
+    Produce,
+    /// FLESnet: input `.0` learns that time-slice `.1` goes to builder `.2`.
+    Assigned(u32, u64, u32),
+    /// FLESnet: builder `.0` releases a built time-slice.
+    FlesRelease(u32),
+    /// FLESnet: the manager learns that builder `.0` has room again.
+    TsmFree(u32),
 }
 
 struct Entry {
@@ -103,7 +114,7 @@ pub(super) struct Sim<'a> {
     seq: u64,
     heap: BinaryHeap<Entry>,
     rng: Rng,
-    net: Network,
+    net: Net,
     inputs: Vec<InputNode>,
     computes: Vec<ComputeSide>,
     ddes: Vec<Option<Dde>>,
@@ -125,6 +136,14 @@ pub(super) struct Sim<'a> {
     input0_interval: Option<u64>,
     sample_ns: i64,
     scratch: Vec<u32>,
+    /// Per node (inputs, then computes): its stall process; empty without a noise trace.
+    stalls: Vec<Stalls>,
+    /// Per node: its persistent bandwidth factor.
+    speed: Vec<f64>,
+    /// Completion durations after warm-up, first and second half of the time-slices.
+    halves: [LatencyHistogram; 2],
+    half_ts: u64,
+    fles: Option<super::builders::Fles>,
 }
 
 const GB: f64 = 1e9;
@@ -136,8 +155,17 @@ impl<'a> Sim<'a> {
         let mut rng = Rng::new(cfg.seed);
         let inj = cfg.net.inj_gbs; // GB/s == bytes/ns
         let ej = cfg.net.ej_gbs;
-        let mut inj_v = vec![inj; ni + nc];
-        let mut ej_v = vec![ej; ni + nc];
+        // persistent speed differences come from their own generator, so a run without them
+        // draws exactly what it drew before they existed
+        let mut srng = Rng::new(cfg.seed ^ 0x5350_4545_4400_0000);
+        let speed: Vec<f64> = (0..ni + nc)
+            .map(|_| match cfg.speed_spread {
+                s if s > 0.0 => 1.0 - s * srng.unit(),
+                _ => 1.0,
+            })
+            .collect();
+        let mut inj_v: Vec<f64> = speed.iter().map(|f| inj * f).collect();
+        let mut ej_v: Vec<f64> = speed.iter().map(|f| ej * f).collect();
         for s in &cfg.slow {
             match s.role {
                 Role::Input => inj_v[s.index] *= s.factor,
@@ -194,7 +222,7 @@ impl<'a> Sim<'a> {
             seq: 0,
             heap: BinaryHeap::new(),
             rng,
-            net: Network::new(inj_v, ej_v),
+            net: Net::for_config(cfg, inj_v, ej_v),
             inputs,
             computes,
             ddes,
@@ -216,6 +244,17 @@ impl<'a> Sim<'a> {
             input0_interval: None,
             sample_ns,
             scratch: Vec::new(),
+            stalls: match &cfg.stalls {
+                Some(tr) => (0..ni + nc).map(|n| Stalls::new(tr, cfg.seed, n)).collect(),
+                None => Vec::new(),
+            },
+            speed,
+            halves: [
+                LatencyHistogram::new(hc).expect("valid config"),
+                LatencyHistogram::new(hc).expect("valid config"),
+            ],
+            half_ts: warmup_ts + (total - warmup_ts) / 2,
+            fles: (cfg.mode == Mode::Flesnet).then(|| super::builders::Fles::new(cfg)),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
         for (r, d) in s.ddes.iter_mut().enumerate() {
@@ -276,8 +315,9 @@ impl<'a> Sim<'a> {
                 }
             }
         }
-        let total = self.cfg.total_ts();
-        let need = total * self.inputs.len() as u64;
+        if self.fles.is_some() {
+            self.push(0, Ev::Produce);
+        }
         let mut percent = 0;
         progress.step("simulating", 0, 100);
         while let Some(e) = self.heap.pop() {
@@ -293,15 +333,21 @@ impl<'a> Sim<'a> {
                 }
                 Ev::FlowDone(id, v) => {
                     if self.net.is_current(id, v) {
-                        let (i, ts) = self.net.finish(id, self.now, &mut self.resched);
+                        self.net.finish(id, self.now, &mut self.resched);
                         self.flush_resched();
-                        let d = self.msg_delay();
-                        self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        while let Some((i, ts)) = self.net.take_done() {
+                            let d = self.msg_delay() - self.net.latency_included();
+                            self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        }
                     }
                 }
                 Ev::Arrive(i, ts) => self.arrive(i as usize, ts),
                 Ev::Ack(i, ts) => self.ack(i as usize, ts),
                 Ev::Release(c, local) => {
+                    if let Some(end) = self.stalled(self.inputs.len() + c as usize) {
+                        self.push(end, Ev::Release(c, local));
+                        continue;
+                    }
                     if let Some(ack) = self.computes[c as usize].node.release(local) {
                         for i in 0..self.inputs.len() {
                             let d = self.msg_delay();
@@ -316,25 +362,31 @@ impl<'a> Sim<'a> {
                         self.poll(i as usize);
                     }
                 }
-                Ev::Report(r, rep) => self.report(r as usize, &rep),
+                Ev::Report(r, rep) => {
+                    if let Some(end) = self.stalled(self.inputs.len() + r as usize) {
+                        self.push(end, Ev::Report(r, rep));
+                        continue;
+                    }
+                    self.report(r as usize, &rep)
+                }
                 Ev::Proposal(i, p) => {
                     self.inputs[i as usize].ie.on_proposal(p);
                     self.poll(i as usize);
                 }
                 Ev::Sample => {
                     self.sample();
-                    let now = (self.delivered * 100).checked_div(need).unwrap_or(100);
+                    let now = self.percent_done();
                     if now > percent {
                         percent = now.min(100);
                         progress.step("simulating", percent, 100);
                     }
-                    if self.delivered < need {
+                    if self.unfinished() {
                         self.push(self.now + self.sample_ns, Ev::Sample);
                     }
                 }
                 Ev::Noise => {
                     self.noise();
-                    if self.delivered < need {
+                    if self.unfinished() {
                         self.push(self.now + self.cfg.net.noise_period_ns, Ev::Noise);
                     }
                 }
@@ -346,9 +398,56 @@ impl<'a> Sim<'a> {
                 Ev::Restart(r) => {
                     self.ddes[r as usize] = Some(Dde::restarted(self.inputs.len(), self.cfg.params))
                 }
+                Ev::Produce => self.produce(),
+                Ev::Assigned(i, ts, b) => self.assigned(i as usize, ts, b as usize),
+                Ev::FlesRelease(b) => self.fles_release(b),
+                Ev::TsmFree(b) => self.fles_mut().tsm.release(b as usize),
             }
         }
         Ok(self.finish())
+    }
+
+    /// The end of the stall node `node` (inputs, then computes) is in now, if any.
+    fn stalled(&mut self, node: usize) -> Option<i64> {
+        let now = self.now;
+        self.stalls.get_mut(node)?.stalled_until(now)
+    }
+
+    /// Whether work remains (the periodic events keep going while it does).
+    fn unfinished(&self) -> bool {
+        match &self.fles {
+            Some(f) => f.unfinished(self.cfg.total_ts()),
+            None => self.delivered < self.cfg.total_ts() * self.inputs.len() as u64,
+        }
+    }
+
+    /// Share of the run done, percent.
+    fn percent_done(&self) -> u64 {
+        let total = self.cfg.total_ts();
+        match &self.fles {
+            Some(f) => (f.settled() * 100).checked_div(total).unwrap_or(100),
+            None => (self.delivered * 100)
+                .checked_div(total * self.inputs.len() as u64)
+                .unwrap_or(100),
+        }
+    }
+
+    /// Records a completed time-slice's duration (all, after warm-up, and by half).
+    fn record_completion(&mut self, ts: u64, d: u64) {
+        self.completion_all.record(Nanos(d));
+        if ts >= self.warmup_ts {
+            self.completion.record(Nanos(d));
+            self.halves[usize::from(ts >= self.half_ts)].record(Nanos(d));
+        }
+    }
+
+    /// Counts one delivered contribution (and the end of the warm-up).
+    fn count_delivery(&mut self) {
+        self.delivered += 1;
+        self.last_arrival = self.now;
+        if self.warm_time.is_none() && self.delivered >= self.warmup_ts * self.inputs.len() as u64 {
+            self.warm_time = Some(self.now);
+        }
     }
 
     fn apply_scale(&mut self) {
@@ -364,13 +463,16 @@ impl<'a> Sim<'a> {
         let base_ej = self.cfg.net.ej_gbs;
         let lo = 1.0 - self.cfg.net.noise;
         for n in 0..ni + nc {
+            let speed = self.speed[n];
             let slow = |role, idx| {
-                self.cfg
-                    .slow
-                    .iter()
-                    .filter(|s| s.role == role && s.index == idx)
-                    .map(|s| s.factor)
-                    .product::<f64>()
+                speed
+                    * self
+                        .cfg
+                        .slow
+                        .iter()
+                        .filter(|s| s.role == role && s.index == idx)
+                        .map(|s| s.factor)
+                        .product::<f64>()
             };
             if n < ni {
                 let f = self.rng.range(lo, 1.0) * slow(Role::Input, n);
@@ -398,12 +500,29 @@ impl<'a> Sim<'a> {
                 inp.idle = true;
                 return;
             }
+            if let Some(end) = self.stalled(i) {
+                let inp = &mut self.inputs[i];
+                inp.idle = true;
+                if end < inp.wake_at {
+                    inp.wake_at = end;
+                    self.push(end, Ev::Wake(i as u32));
+                }
+                return;
+            }
+            let inp = &mut self.inputs[i];
             let local = inp.clock.local(self.now);
-            let ts = match self.cfg.mode {
+            let (ts, cn) = match self.cfg.mode {
+                Mode::Flesnet => match self.fles.as_mut().and_then(|f| f.queues[i].pop_front()) {
+                    Some((ts, b)) => (ts, b as usize),
+                    None => {
+                        inp.idle = true;
+                        return;
+                    }
+                },
                 Mode::BestEffort => match inp.be.next(&inp.credits) {
                     Some(ts) => {
                         inp.be.sent();
-                        ts
+                        (ts, model::compute_of(ts, nc))
                     }
                     None => {
                         inp.idle = !inp.be.finished();
@@ -420,7 +539,7 @@ impl<'a> Sim<'a> {
                     match p {
                         Poll::Send(ts) => {
                             inp.ie.sent(ts, local);
-                            ts
+                            (ts, model::compute_of(ts, nc))
                         }
                         Poll::WaitUntil(tl) => {
                             inp.idle = true;
@@ -447,7 +566,6 @@ impl<'a> Sim<'a> {
             inp.inflight += 1;
             self.sent += 1;
             self.first_send.get_or_insert(self.now);
-            let cn = model::compute_of(ts, nc);
             self.net
                 .start(i, ni + cn, bytes, (i, ts), self.now, &mut self.resched);
             self.flush_resched();
@@ -491,7 +609,18 @@ impl<'a> Sim<'a> {
 
     fn arrive(&mut self, i: usize, ts: u64) {
         let nc = self.computes.len();
-        let c = model::compute_of(ts, nc);
+        let c = match &self.fles {
+            Some(f) => f.builder_of(ts),
+            None => model::compute_of(ts, nc),
+        };
+        // a stalled compute node handles the arrival (sees the SYNC, acknowledges) later
+        if let Some(end) = self.stalled(self.inputs.len() + c) {
+            self.push(end, Ev::Arrive(i as u32, ts));
+            return;
+        }
+        if self.fles.is_some() {
+            return self.fles_arrive(i, ts, c);
+        }
         let bytes = self.cfg.topology.mts_bytes;
         let cs = &mut self.computes[c];
         let local = cs.clock.local(self.now);
@@ -506,20 +635,11 @@ impl<'a> Sim<'a> {
             local,
         );
         if matches!(out, ArrivalOutcome::Stored | ArrivalOutcome::Completed(_)) {
-            self.delivered += 1;
-            self.last_arrival = self.now;
-            if self.warm_time.is_none()
-                && self.delivered >= self.warmup_ts * self.inputs.len() as u64
-            {
-                self.warm_time = Some(self.now);
-            }
+            self.count_delivery();
         }
         if let ArrivalOutcome::Completed(comp) = out {
             let d = comp.duration().max(0) as u64;
-            self.completion_all.record(Nanos(d));
-            if ts >= self.warmup_ts {
-                self.completion.record(Nanos(d));
-            }
+            self.record_completion(ts, d);
             let p = self.rng.exp(self.cfg.net.processing_ns).round() as i64;
             self.push(self.now + p, Ev::Release(c as u32, comp.local));
         }
@@ -568,6 +688,9 @@ impl<'a> Sim<'a> {
     }
 
     fn sample(&mut self) {
+        if self.fles.is_some() {
+            return; // the builders' buffers are the manager's counts, not rings per input
+        }
         let slots = self.cfg.topology.slots_per_input as usize;
         let mut counts = vec![0u64; slots + 1];
         let mut sum = 0u64;

@@ -16,23 +16,37 @@
 //!   state machines only ever see their node's clock;
 //! - seeded noise: every `noise_period` each node's port bandwidth is redrawn uniformly in
 //!   `[1 − noise, 1]` of nominal (OS noise, routing, contention from other jobs); optional
-//!   slow nodes and bandwidth drops (by time or by interval).
+//!   slow nodes and bandwidth drops (by time or by interval);
+//! - node stalls from a measured gap trace ([`noise`]): a stalled input sends nothing, a
+//!   stalled compute node neither handles arrivals (acknowledges) nor releases; and
+//!   persistent per-node speed differences (`speed_spread`);
+//! - three policies: best effort, DFS, and FLESnet today's time-slice manager
+//!   ([`crate::tsm`]), which assigns time-slices produced at a fixed rate to builders with
+//!   room and discards the rest.
+//!
+//! With `fabric` set (`--network dragonfly`) the ports are replaced by the packet-level
+//! Dragonfly of [`fabric`] (finite buffers, credits, routing); see docs/dfs.md.
 //!
 //! The same configuration and seed always give the same result.
 
+mod backend;
+mod builders;
 mod config;
 mod data;
 mod engine;
+pub mod fabric;
 pub mod net;
+pub mod noise;
 pub mod result;
 pub mod rng;
 mod spec;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
-    SIM_DEFAULT_TS_PER_INTERVAL,
+    MAX_SPEED_SPREAD, OFFERED_LOAD_RANGE, SIM_DEFAULT_TS_PER_INTERVAL,
 };
 pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
+pub use noise::{NoiseError, NoiseTrace};
 
 /// Runs a simulation to the end.
 pub fn run(cfg: &SimConfig) -> Result<SimOutcome, SimError> {

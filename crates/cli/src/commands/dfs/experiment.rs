@@ -10,11 +10,17 @@ use latlab_dfs::experiment::{self, Context, ExperimentConfig, ExperimentError};
 
 pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let started = latlab_sys::host::utc_now_rfc3339();
+    let t0 = std::time::Instant::now();
     let provenance = || super::sim::provenance(&started);
     // The runs and simulations are steps of the bar; anything else the experiment says
     // (a skipped MPI part, a failed benchmark) is a notice, printed above it.
     let cfg = ExperimentConfig::from(&a);
-    let steps = if cfg.mpi { 3 } else { 0 } + 2 * cfg.nodes.len() as u64 + 2;
+    let sweep = if cfg.sweep_nodes > 0 {
+        2 * latlab_dfs::experiment::SWEEP_VARIANTS as u64
+    } else {
+        0
+    };
+    let steps = if cfg.mpi { 3 } else { 0 } + 3 * cfg.nodes.len() as u64 + 2 + sweep;
     let pb = crate::output::progress(steps, f64::INFINITY, a.quiet);
     pb.set_prefix("dfs experiment");
     let progress = |s: &str| {
@@ -29,6 +35,7 @@ pub fn run(a: DfsExperimentArgs, argv: Vec<String>) -> anyhow::Result<()> {
         argv,
         provenance: &provenance,
         progress: &progress,
+        elapsed: &|| t0.elapsed().as_secs_f64(),
         figures: &latlab_report::FileFigures,
     };
     let dir = &a.out_dir;

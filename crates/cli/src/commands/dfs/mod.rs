@@ -15,6 +15,7 @@ use latlab_core::child::ChildJob;
 pub fn run(c: DfsCommand, argv: Vec<String>) -> anyhow::Result<()> {
     match c {
         DfsCommand::Sim(a) => sim::run(a, argv),
+        DfsCommand::NoiseTrace(a) => sim::noise_trace(&a),
         #[cfg(feature = "mpi")]
         DfsCommand::Run(a) => run::run(a, argv),
         #[cfg(feature = "mpi")]

@@ -58,6 +58,24 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `latlab dfs noise-trace [FILE]`: the gap histogram the stalls are drawn from.
+pub fn noise_trace(a: &crate::args::dfs::NoiseTraceArgs) -> anyhow::Result<()> {
+    let t = match &a.file {
+        Some(p) => sim::NoiseTrace::load(p).map_err(|e| usage(e.to_string()))?,
+        None => sim::NoiseTrace::measured_default(),
+    };
+    println!(
+        "# from {}: {} gaps in {:.3} s = {:.1} stalls/s, {:.3} % of the time stalled",
+        t.source,
+        t.gaps(),
+        t.duration_ns as f64 / 1e9,
+        t.rate_per_s(),
+        t.stalled_fraction() * 100.0
+    );
+    print!("{}", t.to_text());
+    Ok(())
+}
+
 /// Provenance of a simulation: the host that ran it, and a timebase that says no clock
 /// was read (all times are simulated).
 pub(crate) fn provenance(started_utc: &str) -> Provenance {
@@ -114,8 +132,42 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
     }
     println!("time-slice completion duration (last - first arrival), after warm-up:");
     print!("{}", t.render());
-    if let [be, dfs] = &datas[..] {
-        if be.config.mode == Mode::BestEffort && dfs.config.mode == Mode::Dfs {
+    let mut t = Table::new([
+        "mode",
+        "simulated ms",
+        "warm-up ms",
+        "p90 1st half ms",
+        "p90 2nd half ms",
+        "discarded",
+        "events",
+        "wall s",
+        "events/s",
+    ]);
+    for ((_, r), d) in saved.iter().zip(&datas) {
+        let wall_s = r.counters.get("wall_ms").copied().unwrap_or(0) as f64 / 1e3;
+        let halves = d.completion_halves_ms;
+        t.row(vec![
+            d.config.mode.name().to_string(),
+            f(d.duration_ms, 1),
+            f(d.warmup_ms, 1),
+            halves.map_or("-".into(), |h| f(h[0].p90, 3)),
+            halves.map_or("-".into(), |h| f(h[1].p90, 3)),
+            d.discarded.to_string(),
+            d.events.to_string(),
+            f(wall_s, 2),
+            if wall_s > 0.0 {
+                f(d.events as f64 / wall_s, 0)
+            } else {
+                "-".into()
+            },
+        ]);
+    }
+    println!("steady state and cost:");
+    print!("{}", t.render());
+    let be = datas.iter().find(|d| d.config.mode == Mode::BestEffort);
+    let dfs = datas.iter().find(|d| d.config.mode == Mode::Dfs);
+    if let (Some(be), Some(dfs)) = (be, dfs) {
+        {
             let c = compare(be, dfs);
             println!(
                 "best effort / DFS: median {}, p90 {}, variance {}; DFS / best effort bandwidth {}",

@@ -75,6 +75,22 @@ impl Sim<'_> {
             0.0
         };
         let total = cfg.total_ts();
+        let (complete, discarded) = match &self.fles {
+            Some(f) => {
+                // the builders are not ring-buffer compute nodes: count what they stored
+                compute.stored = self.delivered;
+                compute.completed = f.built();
+                compute.released = f.built();
+                (f.built() + f.tsm.discarded() == total, f.tsm.discarded())
+            }
+            None => (compute.completed == total && incomplete == 0, 0),
+        };
+        let halves = (!self.halves[0].is_empty() && !self.halves[1].is_empty()).then(|| {
+            [
+                FiveNum::from_hist(&self.halves[0], 1e6),
+                FiveNum::from_hist(&self.halves[1], 1e6),
+            ]
+        });
         let data = SimData {
             config: cfg.clone(),
             nodes: cfg.topology.inputs + cfg.topology.computes,
@@ -97,8 +113,11 @@ impl Sim<'_> {
             ie,
             dde,
             sent: self.sent,
-            events: self.events,
-            complete: compute.completed == total && incomplete == 0,
+            events: self.events + self.net.internal_events(),
+            complete,
+            warmup_ms: self.warm_time.map_or(0.0, |w| (w - start) as f64 / 1e6),
+            completion_halves_ms: halves,
+            discarded,
         };
         SimOutcome {
             data,

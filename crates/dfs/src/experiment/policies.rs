@@ -1,0 +1,292 @@
+//! The three policies against the paper, and the sensitivity sweep: the simulations run in
+//! parallel ([`run_parallel`]); every table is computed from the saved result files.
+
+use super::config::{read, write_error, Context, ExperimentError};
+use crate::paper::PAPER_BANDWIDTH_PCT;
+use crate::report::{compare, sim_data};
+use crate::sim::{self, result::to_result, SimConfig, SimData};
+use latlab_core::stats::FiveNum;
+use latlab_core::text::Table;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+/// One policy at one node count, beside the paper.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PolicyRow {
+    /// Nodes (inputs + computes).
+    pub nodes: usize,
+    /// `best-effort`, `dfs` or `flesnet`.
+    pub policy: String,
+    /// Completion duration after warm-up, ms.
+    pub completion_ms: FiveNum,
+    /// Its variance, ms².
+    pub variance_ms2: f64,
+    /// Steady-state aggregate bandwidth in percent of the benchmark reference (the model
+    /// bound I × bandwidth).
+    pub bandwidth_pct: f64,
+    /// The paper's figure for this policy and node count, percent (best effort and DFS at
+    /// 128/192/384 nodes).
+    pub paper_pct: Option<f64>,
+    /// Time-slices discarded, percent (FLESnet).
+    pub discarded_pct: f64,
+    /// Warm-up left out, ms of simulated time.
+    pub warmup_ms: f64,
+    /// p90 completion of the first and second half after warm-up, ms.
+    pub p90_halves_ms: Option<[f64; 2]>,
+    /// Simulated duration, ms.
+    pub simulated_ms: f64,
+    /// Events processed.
+    pub events: u64,
+    /// Wall time of the simulation, s.
+    pub wall_s: f64,
+}
+
+impl PolicyRow {
+    pub(super) fn new(d: &SimData, wall_s: f64) -> PolicyRow {
+        let policy = d.config.mode.name().to_string();
+        let paper_pct = PAPER_BANDWIDTH_PCT
+            .iter()
+            .find(|(n, _, _)| *n == d.nodes)
+            .and_then(|&(_, be, dfs)| match d.config.mode {
+                crate::Mode::BestEffort => Some(be),
+                crate::Mode::Dfs => Some(dfs),
+                crate::Mode::Flesnet => None,
+            });
+        PolicyRow {
+            nodes: d.nodes,
+            policy,
+            completion_ms: d.completion_ms,
+            variance_ms2: d.completion_var_ms2,
+            bandwidth_pct: 100.0 * d.steady_bandwidth_gbs / d.nominal_gbs,
+            paper_pct,
+            discarded_pct: 100.0 * d.discarded as f64 / d.time_slices.max(1) as f64,
+            warmup_ms: d.warmup_ms,
+            p90_halves_ms: d.completion_halves_ms.map(|h| [h[0].p90, h[1].p90]),
+            simulated_ms: d.duration_ms,
+            events: d.events,
+            wall_s,
+        }
+    }
+}
+
+/// One variant of the sensitivity sweep: best effort against DFS with one mechanism
+/// changed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepRow {
+    /// What was changed.
+    pub variant: String,
+    /// Nodes.
+    pub nodes: usize,
+    /// p90 completion, best effort and DFS, ms.
+    pub p90_ms: [f64; 2],
+    /// Completion ratios best effort / DFS: p90 and variance.
+    pub p90_ratio: f64,
+    /// Variance ratio.
+    pub variance_ratio: f64,
+    /// Bandwidth in percent of the model bound: best effort and DFS.
+    pub bandwidth_pct: [f64; 2],
+}
+
+/// How many variants the sensitivity sweep has.
+pub const SWEEP_VARIANTS: usize = 11;
+
+/// A variant of the sweep: its name and the change to the default configuration.
+pub(super) type Variant = (&'static str, fn(&mut SimConfig));
+
+/// The sweep's variants.
+pub(super) fn variants() -> Vec<Variant> {
+    vec![
+        ("default model", |_| {}),
+        ("no node stalls", |c| c.stalls = None),
+        ("no bandwidth noise", |c| c.net.noise = 0.0),
+        ("no stalls, no noise", |c| {
+            c.stalls = None;
+            c.net.noise = 0.0;
+        }),
+        ("speed spread 5 %", |c| c.speed_spread = 0.05),
+        ("speed spread 20 %", |c| c.speed_spread = 0.2),
+        ("stalls ×10 (rate)", |c| {
+            if let Some(t) = &mut c.stalls {
+                t.duration_ns = (t.duration_ns / 10).max(1);
+            }
+        }),
+        ("4 slots (credits)", |c| c.topology.slots_per_input = 4),
+        ("64 slots (credits)", |c| c.topology.slots_per_input = 64),
+        ("2 writes in flight", |c| c.net.max_inflight = 2),
+        ("interval ×4 (ts_per_intvl)", |c| {
+            c.params.ts_per_intvl *= 4;
+            c.time_slices *= 4;
+        }),
+    ]
+}
+
+/// Runs every configuration on `threads` threads, saving each result as its name in `dir`
+/// as soon as it finishes (wall time of each run in the counter `wall_ms`); returns the
+/// paths in the order given.
+pub(super) fn run_parallel(
+    runs: &[(SimConfig, String)],
+    threads: usize,
+    dir: &Path,
+    cx: &Context<'_>,
+    files: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, ExperimentError> {
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = mpsc::channel();
+    let mut paths = vec![None; runs.len()];
+    std::thread::scope(|s| -> Result<(), ExperimentError> {
+        for _ in 0..threads.clamp(1, runs.len().max(1)) {
+            let tx = tx.clone();
+            let next = &next;
+            let elapsed = cx.elapsed;
+            s.spawn(move || loop {
+                let k = next.fetch_add(1, Ordering::Relaxed);
+                let Some((cfg, _)) = runs.get(k) else { break };
+                let t0 = elapsed();
+                let o = sim::run(cfg);
+                if tx.send((k, o, elapsed() - t0)).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (k, o, wall_s) in rx {
+            let o = o?;
+            let (cfg, name) = &runs[k];
+            (cx.progress)(&format!(
+                "simulating {} nodes, {}, {} time-slices: {}",
+                cfg.topology.inputs + cfg.topology.computes,
+                cfg.mode.name(),
+                cfg.total_ts(),
+                name
+            ));
+            let mut r = to_result(&o, cx.argv.clone(), (cx.provenance)());
+            r.counters
+                .insert("wall_ms".into(), (wall_s * 1e3).round() as u64);
+            let p = dir.join(name);
+            r.save(&p).map_err(|e| write_error(&p, e))?;
+            paths[k] = Some(p);
+        }
+        Ok(())
+    })?;
+    let mut out = Vec::new();
+    for (p, (_, name)) in paths.into_iter().zip(runs) {
+        files.push(name.clone());
+        out.push(p.expect("every run reported"));
+    }
+    Ok(out)
+}
+
+/// A saved run's data and wall time.
+pub(super) fn load(p: &Path) -> Result<(SimData, f64), ExperimentError> {
+    let d = read(p, sim_data)?;
+    let r = read(p, |r| Ok(r.counters.get("wall_ms").copied().unwrap_or(0)))?;
+    Ok((d, r as f64 / 1e3))
+}
+
+/// The sweep row of a best-effort and a DFS run.
+pub(super) fn sweep_row(variant: &str, be: &SimData, dfs: &SimData) -> SweepRow {
+    let c = compare(be, dfs);
+    SweepRow {
+        variant: variant.into(),
+        nodes: be.nodes,
+        p90_ms: [be.completion_ms.p90, dfs.completion_ms.p90],
+        p90_ratio: c.p90_ratio,
+        variance_ratio: c.variance_ratio,
+        bandwidth_pct: [
+            100.0 * be.steady_bandwidth_gbs / be.nominal_gbs,
+            100.0 * dfs.steady_bandwidth_gbs / dfs.nominal_gbs,
+        ],
+    }
+}
+
+fn opt(x: Option<f64>, d: usize) -> String {
+    x.map_or("-".into(), |v| format!("{v:.d$}"))
+}
+
+/// The policies table and the sweep table as Markdown (empty when neither ran).
+pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
+    let mut md = String::new();
+    if !policies.is_empty() {
+        let mut t = Table::new([
+            "nodes",
+            "policy",
+            "min ms",
+            "p10 ms",
+            "median ms",
+            "p90 ms",
+            "max ms",
+            "var ms2",
+            "BW %",
+            "paper BW %",
+            "discarded %",
+            "warm-up ms",
+            "p90 1st/2nd half ms",
+            "sim ms",
+            "events",
+            "wall s",
+            "events/s",
+        ]);
+        for r in policies {
+            let c = r.completion_ms;
+            t.row(vec![
+                r.nodes.to_string(),
+                r.policy.clone(),
+                format!("{:.3}", c.min),
+                format!("{:.3}", c.p10),
+                format!("{:.3}", c.median),
+                format!("{:.3}", c.p90),
+                format!("{:.3}", c.max),
+                format!("{:.4}", r.variance_ms2),
+                format!("{:.1}", r.bandwidth_pct),
+                opt(r.paper_pct, 1),
+                format!("{:.2}", r.discarded_pct),
+                format!("{:.1}", r.warmup_ms),
+                r.p90_halves_ms
+                    .map_or("-".into(), |h| format!("{:.3}/{:.3}", h[0], h[1])),
+                format!("{:.1}", r.simulated_ms),
+                r.events.to_string(),
+                format!("{:.1}", r.wall_s),
+                if r.wall_s > 0.0 {
+                    format!("{:.0}", r.events as f64 / r.wall_s)
+                } else {
+                    "-".into()
+                },
+            ]);
+        }
+        md.push_str("## Three policies beside the paper\n\nBandwidth in percent of the benchmark reference (the model bound I × bandwidth); the paper's best effort 53/45/44 % and DFS 80/62.5/67 % at 128/192/384 nodes.\n\n```\n");
+        md.push_str(&t.render());
+        md.push_str("```\n\n");
+    }
+    if !sweep.is_empty() {
+        let mut t = Table::new([
+            "variant",
+            "nodes",
+            "BE p90 ms",
+            "DFS p90 ms",
+            "p90 BE/DFS",
+            "var BE/DFS",
+            "BE BW %",
+            "DFS BW %",
+            "BW DFS/BE",
+        ]);
+        for r in sweep {
+            t.row(vec![
+                r.variant.clone(),
+                r.nodes.to_string(),
+                format!("{:.3}", r.p90_ms[0]),
+                format!("{:.3}", r.p90_ms[1]),
+                format!("{:.2}", r.p90_ratio),
+                format!("{:.1}", r.variance_ratio),
+                format!("{:.1}", r.bandwidth_pct[0]),
+                format!("{:.1}", r.bandwidth_pct[1]),
+                format!("{:.3}", r.bandwidth_pct[1] / r.bandwidth_pct[0]),
+            ]);
+        }
+        md.push_str("## Sensitivity sweep (one mechanism changed at a time)\n\n```\n");
+        md.push_str(&t.render());
+        md.push_str("```\n\n");
+    }
+    md
+}
