@@ -295,6 +295,7 @@ fn ofi_provider_without_ofi_transport_is_refused() {
             &["--ofi-provider", "--transport ofi"],
         );
     }
+}
 
 #[test]
 fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
