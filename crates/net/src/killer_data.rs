@@ -228,6 +228,30 @@ pub struct TailShare {
 }
 
 impl TailShare {
+    /// Adds one run's tail (its attribution, where it has one) to its NF configuration's share.
+    pub fn add(shares: &mut Vec<TailShare>, conf: &str, r: &latlab_core::results::ResultFile) {
+        let Some(a) = r.explain.as_ref() else {
+            return;
+        };
+        if a.unavailable.is_some() {
+            return;
+        }
+        let i = match shares.iter().position(|s| s.config == conf) {
+            Some(i) => i,
+            None => {
+                shares.push(TailShare {
+                    config: conf.to_string(),
+                    ..Default::default()
+                });
+                shares.len() - 1
+            }
+        };
+        let s = &mut shares[i];
+        s.excess_ns += a.excess_ns;
+        s.outside_kernel_ns += a.class_time_ns("outside_kernel");
+        s.other_tasks_ns += a.class_time_ns("preempted");
+    }
+
     /// The share of the excess outside the system under test (hypervisor and other
     /// tasks), 0..=1; 0 without excess.
     pub fn outside_share(&self) -> f64 {
