@@ -4,9 +4,7 @@
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    if std::env::var_os("CARGO_FEATURE_OFI").is_none() {
-        return;
-    }
+    // build scripts are compiled with the package's features as cfg
     #[cfg(feature = "ofi")]
     ofi();
 }

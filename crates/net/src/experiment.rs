@@ -203,10 +203,8 @@ impl RunPlan<'_> {
         // testpmd's own count must cover what the generator received, or some probes did
         // not pass through it (seen intermittently; see docs/net.md)
         let received = res.counters.get("received_unique").copied().unwrap_or(0);
-        if let Some(f) = forwarded.filter(|f| *f < received) {
-            res.warnings.push(format!(
-                "testpmd counted {f} frames forwarded but the generator received {received} probes: not every probe passed through testpmd, so this run's latencies are not testpmd's alone"
-            ));
+        if let Some(w) = crate::testpmd::bypass_warning(forwarded, received) {
+            res.warnings.push(w);
             res.save(&probe_path)?;
         }
         Ok((res, [nf_path, probe_path]))
@@ -492,6 +490,17 @@ pub fn run(
                     Sources::ALL,
                 )?;
                 let fell = crate::result::probe_data(&res).is_some_and(|d| d.generator_behind);
+                if crate::testpmd::bypassed(&res)
+                    && attempt < RETRIES
+                    && !latlab_sys::signal::stop_requested()
+                {
+                    attempt += 1;
+                    repeated.push(name.clone());
+                    if !cfg.quiet {
+                        eprintln!("killer-us: not every probe of {name} passed through testpmd; running it once more");
+                    }
+                    continue;
+                }
                 if fell && attempt < RETRIES && !latlab_sys::signal::stop_requested() {
                     attempt += 1;
                     repeated.push(name.clone());
@@ -502,6 +511,15 @@ pub fn run(
                 }
                 break (res, paths);
             };
+            if crate::testpmd::bypassed(&res) {
+                // a latency that skipped the NF is not the NF's: the rung is not measured
+                let why = "not measurable on this host: the probes did not all pass through testpmd (its counters fell short of what the generator received, twice), so its latencies would not be testpmd's".to_string();
+                if !cfg.quiet {
+                    eprintln!("killer-us: NF {conf}: {why}");
+                }
+                not_measured.push((conf.to_string(), why));
+                break;
+            }
             if crate::result::probe_data(&res).is_some_and(|d| d.generator_behind) {
                 behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
             }
@@ -524,6 +542,9 @@ pub fn run(
             TailShare::add(&mut tail_shares, conf, &res);
             runs.push((conf.to_string(), rx.to_string(), res));
         }
+        if not_measured.iter().any(|(c, _)| c == conf) {
+            runs.retain(|(c, _, _)| c != conf);
+        }
         if let Some(g) = guard {
             if let Err(e) = g.restore() {
                 warnings.push(format!("real-time throttling could not be restored after {conf}: {e}; `sysctl -w kernel.sched_rt_runtime_us=950000` restores the default"));
@@ -531,7 +552,10 @@ pub fn run(
         }
     }
     if !behind.is_empty() {
-        warnings.insert(0, behind_warning(&behind, runs.len(), fit.milli_pps));
+        warnings.insert(
+            0,
+            crate::killer_data::behind_warning(&behind, runs.len(), fit.milli_pps),
+        );
     }
     if !explain_lost.is_empty() {
         let total: u64 = explain_lost.iter().map(|(_, n)| n).sum();
@@ -664,25 +688,6 @@ pub fn run(
         files,
         figures,
     })
-}
-
-/// One warning for every run whose generator fell behind (instead of one per run): how
-/// many, which, how late.
-fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
-    let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
-    let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
-    let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
-    format!(
-        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
-        behind.len(),
-        names.join(", "),
-        if lo == hi {
-            format_ns(lo as f64)
-        } else {
-            format!("{} to {}", format_ns(lo as f64), format_ns(hi as f64))
-        },
-        format_ns(1e12 / milli_pps.max(1) as f64)
-    )
 }
 
 fn summary_row(method: &str, conf: &str, h: &LatencyHistogram) -> SummaryRow {

@@ -303,3 +303,22 @@ pub struct KillerUsData {
     #[serde(default)]
     pub rt_throttle: Vec<(String, String)>,
 }
+
+/// One warning for every run whose generator fell behind (instead of one per run): how
+/// many, which, how late.
+pub fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
+    let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
+    let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
+    let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
+    format!(
+        "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
+        behind.len(),
+        names.join(", "),
+        if lo == hi {
+            latlab_core::units::format_ns(lo as f64)
+        } else {
+            format!("{} to {}", latlab_core::units::format_ns(lo as f64), latlab_core::units::format_ns(hi as f64))
+        },
+        latlab_core::units::format_ns(1e12 / milli_pps.max(1) as f64)
+    )
+}

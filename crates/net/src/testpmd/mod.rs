@@ -294,3 +294,39 @@ pub fn result(
     });
     r
 }
+
+/// How a probe result's warning begins when testpmd counted fewer frames than the
+/// generator received.
+const BYPASS: &str = "testpmd counted";
+
+/// The warning for a probe run through testpmd when testpmd's own count (`forwarded`)
+/// falls short of what the generator `received`: some probes did not pass through it.
+pub fn bypass_warning(forwarded: Option<u64>, received: u64) -> Option<String> {
+    forwarded.filter(|f| *f < received).map(|f| format!(
+        "{BYPASS} {f} frames forwarded but the generator received {received} probes: not every probe passed through testpmd, so this run's latencies are not testpmd's alone"
+    ))
+}
+
+/// Whether a probe result carries [`bypass_warning`]'s warning.
+pub fn bypassed(r: &latlab_core::results::ResultFile) -> bool {
+    r.warnings.iter().any(|w| w.starts_with(BYPASS))
+}
+
+#[cfg(test)]
+mod bypass_tests {
+    use super::*;
+
+    #[test]
+    fn a_short_count_is_a_bypass_and_a_full_one_is_not() {
+        let mut r = latlab_core::results::ResultFile::new(
+            "net.probe",
+            vec![],
+            serde_json::json!({}),
+            Default::default(),
+        );
+        assert_eq!(bypass_warning(Some(120), 120), None);
+        assert_eq!(bypass_warning(None, 120), None);
+        r.warnings.extend(bypass_warning(Some(0), 120));
+        assert!(bypassed(&r), "{:?}", r.warnings);
+    }
+}
