@@ -97,20 +97,7 @@ pub fn nf(
     ready(&handle.local);
     let stop = Arc::new(AtomicBool::new(false));
     if job.until_stdin_closes {
-        let s = stop.clone();
-        std::thread::spawn(move || {
-            let stdin = std::io::stdin();
-            let mut line = String::new();
-            while stdin
-                .lock()
-                .read_line(&mut line)
-                .map(|n| n > 0)
-                .unwrap_or(false)
-            {
-                line.clear();
-            }
-            s.store(true, Ordering::Relaxed);
-        });
+        raise_when_stdin_closes(stop.clone());
     }
     let deadline = job
         .duration
@@ -310,4 +297,22 @@ impl ProbeRecord {
         latlab_core::results::write_atomically(&hlog_path, &self.interval_log)?;
         Ok(hlog_path)
     }
+}
+
+/// Raises `flag` from a thread of its own once standard input reaches its end (an
+/// orchestrator closing it is how `--until-stdin-closes` NFs are told to stop).
+pub fn raise_when_stdin_closes(flag: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let stdin = std::io::stdin();
+        let mut line = String::new();
+        while stdin
+            .lock()
+            .read_line(&mut line)
+            .map(|n| n > 0)
+            .unwrap_or(false)
+        {
+            line.clear();
+        }
+        flag.store(true, Ordering::Relaxed);
+    });
 }

@@ -7,7 +7,7 @@ use anyhow::Context as _;
 use latlab_net::testbed;
 use latlab_net::testpmd::{self, Testpmd};
 use latlab_sys::host;
-use std::io::{BufRead as _, Write as _};
+use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -62,20 +62,7 @@ pub fn forward(a: &ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
     std::io::stdout().flush().ok();
     let closed = Arc::new(AtomicBool::new(false));
     if a.nf.until_stdin_closes {
-        let c = closed.clone();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let stdin = std::io::stdin();
-            while stdin
-                .lock()
-                .read_line(&mut line)
-                .map(|n| n > 0)
-                .unwrap_or(false)
-            {
-                line.clear();
-            }
-            c.store(true, Ordering::Relaxed);
-        });
+        latlab_net::run::raise_when_stdin_closes(closed.clone());
     }
     let limit = a.nf.duration.map(|d| Duration::from_nanos(d.get()));
     while !closed.load(Ordering::Relaxed)
