@@ -20,6 +20,9 @@ DEMO_PACKAGES += libfabric-dev
 TEST_PACKAGES += libfabric-dev
 # latlab net: namespaces and veth pairs through iproute2; sockperf for the ping-pong benchmark
 TEST_PACKAGES += sockperf
+# latlab explain: Debian's trace-cmd reads and decodes the reference instance the recorder is
+# compared with (crates/cli/tests/it/kernel_truth.rs)
+TEST_PACKAGES += trace-cmd
 # host breakdown, net delay and the where-time experiment: namespaces, offload control,
 # real servers and benchmark clients (memcaslap is in libmemcached-tools; postgresql brings
 # postgres, initdb and pgbench under /usr/lib/postgresql/<version>/bin)

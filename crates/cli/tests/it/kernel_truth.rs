@@ -5,7 +5,7 @@
 //! gaps (>= 5 us) that the attribution gives the cause against the interferer's own TSC
 //! record, and print the timing error of those gaps against it.
 
-use crate::util::{latlab, ok, require_root, system_turn};
+use crate::util::{latlab, ok, require_root, skip, system_turn};
 use latlab_core::results::ResultFile;
 use latlab_host::noise::{GapRecord, NoiseData};
 use latlab_sys::tsc;
@@ -323,14 +323,17 @@ fn a_thread_sleeping_on_an_hrtimer_is_found_as_timer_hrtimer_wakeup() {
     );
 }
 
-/// A second tracefs instance, set up by hand (no latlab code), recording
-/// `irq_handler_entry` and `sched_switch` on the x86-tsc clock: the reference latlab's
-/// recorder is compared with. Removed on drop.
+/// A second tracefs instance recording `irq_handler_entry` and `sched_switch` on the
+/// x86-tsc clock, read and decoded by Debian's `trace-cmd` (`trace-cmd extract -B` into a
+/// trace.dat, then `trace-cmd report -t`): the reference latlab's recorder is compared
+/// with. Removed on drop.
 ///
-/// Debian's `trace-cmd` (3.1.6) was meant to be the reference, but on this kernel it
-/// cannot record: `record` fails opening `set_ftrace_filter` (EPERM; the function tracer's
-/// files cannot be opened here, even with `-d`), and `start -d` segfaults. A bare instance
-/// is what `trace-cmd record -B` would have created.
+/// The instance is set up with plain file writes, as `trace-cmd record -B` would set it
+/// up, because on this kernel `trace-cmd record` (3.1.6) cannot start: it writes "1" to
+/// `/proc/sys/kernel/ftrace_enabled` (EPERM, though it reads 1) or, with `-d`, opens
+/// `set_ftrace_filter` (EPERM: the function tracer's files cannot be opened here, even by
+/// root), and records nothing. Reading and decoding the buffers, the half that could
+/// disagree with latlab's decoder, is trace-cmd's own.
 struct ReferenceInstance {
     dir: std::path::PathBuf,
 }
@@ -358,11 +361,10 @@ impl ReferenceInstance {
         std::fs::write(&p, value).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     }
 
-    /// Stops recording; returns each CPU's `(cpu, event name, tsc)` list and the events
-    /// the instance lost.
+    /// Stops recording; returns each CPU's `(cpu, event name, tsc)` list, as trace-cmd
+    /// decodes it, and the events the instance lost.
     fn stop(&self, cpus: u32) -> (Vec<(u32, String, u64)>, u64) {
         self.write("tracing_on", "0");
-        let mut events = Vec::new();
         let mut lost = 0;
         for cpu in 0..cpus {
             let d = self.dir.join(format!("per_cpu/cpu{cpu}"));
@@ -375,19 +377,52 @@ impl ReferenceInstance {
                     lost += v.trim().parse::<u64>().unwrap();
                 }
             }
-            let text = std::fs::read_to_string(d.join("trace")).unwrap();
-            for l in text.lines().filter(|l| !l.starts_with('#')) {
-                // `<comm>-<pid> [<cpu>] <flags> <tsc>: <event>: <fields>`
-                for e in Self::EVENTS {
-                    let name = e.split_once('/').unwrap().1;
-                    if let Some((head, _)) = l.split_once(&format!(" {name}: ")) {
-                        let tsc = head.trim_end_matches(':').rsplit(' ').next().unwrap();
-                        events.push((cpu, name.to_string(), tsc.parse().unwrap()));
-                    }
-                }
-            }
         }
+        let name = self.dir.file_name().unwrap().to_string_lossy().to_string();
+        let out = tempfile::tempdir().unwrap();
+        let dat = out.path().join("ref.dat");
+        let extract = Command::new("trace-cmd")
+            .args(["extract", "-B", &name, "-o"])
+            .arg(&dat)
+            .output()
+            .expect("running trace-cmd extract");
+        assert!(
+            extract.status.success() && dat.exists(),
+            "trace-cmd extract -B {name}: {}",
+            String::from_utf8_lossy(&extract.stderr)
+        );
+        let report = Command::new("trace-cmd")
+            .args(["report", "-t", "-i"])
+            .arg(&dat)
+            .output()
+            .expect("running trace-cmd report");
+        assert!(report.status.success(), "trace-cmd report failed");
+        let text = String::from_utf8_lossy(&report.stdout);
+        let events: Vec<(u32, String, u64)> =
+            text.lines().filter_map(Self::parse_report_line).collect();
         (events, lost)
+    }
+
+    /// One line of `trace-cmd report -t` for an instance:
+    /// `<instance>: <comm>-<pid> [<cpu>] <secs>.<nanos>: <event>: <fields>`. With the
+    /// x86-tsc clock trace-cmd prints the raw counter as if it were nanoseconds, so
+    /// `secs * 10^9 + nanos` is the TSC value.
+    fn parse_report_line(l: &str) -> Option<(u32, String, u64)> {
+        let open = l.find(" [")?;
+        let close = open + l[open..].find("] ")?;
+        let cpu: u32 = l[open + 2..close].trim().parse().ok()?;
+        let rest = l[close + 2..].trim_start();
+        let (ts, rest) = rest.split_once(": ")?;
+        let (secs, nanos) = ts.split_once('.')?;
+        if nanos.len() != 9 {
+            return None;
+        }
+        let tsc = secs.parse::<u64>().ok()? * 1_000_000_000 + nanos.parse::<u64>().ok()?;
+        let event = rest.split(':').next()?.trim();
+        Self::EVENTS
+            .iter()
+            .any(|e| e.ends_with(&format!("/{event}")))
+            .then(|| (cpu, event.to_string(), tsc))
     }
 }
 
@@ -399,8 +434,11 @@ impl Drop for ReferenceInstance {
 }
 
 #[test]
-fn the_recorder_agrees_with_a_second_instance_on_irq_and_switch_counts() {
+fn the_recorder_agrees_with_trace_cmd_on_irq_and_switch_counts() {
     require_root!("tracefs");
+    if Command::new("trace-cmd").arg("-h").output().is_err() {
+        skip!("trace-cmd not installed (Debian package trace-cmd; `make deps-test`)");
+    }
     let _turn = system_turn();
     let cpus = latlab_sys::sched::online_cpus();
     let reference = ReferenceInstance::start();
