@@ -301,6 +301,9 @@ pub fn cpus() -> (u32, u32) {
 #[must_use = "the testbed is taken down when this is dropped"]
 pub struct Prepared {
     brought_up: bool,
+    /// Deletes the testbed's namespaces should this process be killed before it takes
+    /// the testbed down (SIGKILL included); dismissed after [`Drop`] took it down.
+    _janitor: Option<latlab_sys::janitor::Janitor>,
 }
 
 impl Drop for Prepared {
@@ -315,11 +318,24 @@ impl Drop for Prepared {
 /// down again when dropped, unless it was already up.
 pub fn prepare(placement: Placement) -> Result<Prepared, OrchestrateError> {
     let mut brought_up = false;
+    let mut janitor = None;
     if placement == Placement::Testbed {
         brought_up = !testbed::status().map(|s| s.complete).unwrap_or(false);
+        if brought_up {
+            // started before the namespaces exist, so that a kill in the middle of
+            // building them is covered too
+            janitor = latlab_sys::janitor::Janitor::watch(&[
+                testbed::gen_ns(0),
+                testbed::NF_NS.to_string(),
+            ])
+            .ok();
+        }
         testbed::up()?;
     }
-    Ok(Prepared { brought_up })
+    Ok(Prepared {
+        brought_up,
+        _janitor: janitor,
+    })
 }
 
 #[cfg(test)]

@@ -18,6 +18,8 @@
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
 //!   busy polling and NIC timestamping capabilities;
 //! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
+//! - [`janitor`]: a child process that deletes the namespaces latlab created if latlab is
+//!   killed before it could (SIGKILL included);
 //! - [`netns`]: entering a named network namespace from one thread, building namespaces
 //!   and veths, running `ip` (and `ip netns exec`);
 //! - [`netstat`]: network drop counters, interrupts, sysctls, interfaces and routes from
@@ -39,6 +41,7 @@ pub mod clocks;
 pub mod futex;
 pub mod host;
 pub mod ipc;
+pub mod janitor;
 pub mod ktrace;
 #[cfg(feature = "mpi")]
 pub mod mpi_rma;

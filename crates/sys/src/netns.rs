@@ -126,6 +126,8 @@ pub fn exec_command(ns: &str, exe: &std::path::Path) -> Command {
 #[derive(Debug)]
 pub struct Namespaces {
     names: Vec<String>,
+    /// Deletes the namespaces should this process die before it drops them.
+    _janitor: Option<crate::janitor::Janitor>,
 }
 
 impl Namespaces {
@@ -138,7 +140,10 @@ impl Namespaces {
         if !is_root() {
             return Err(TopologyError::NotRoot);
         }
-        let mut ns = Namespaces { names: Vec::new() };
+        let mut ns = Namespaces {
+            names: Vec::new(),
+            _janitor: crate::janitor::Janitor::watch(names).ok(),
+        };
         for n in names {
             let _ = ip(&["netns", "del", n]);
             ip(&["netns", "add", n])?;

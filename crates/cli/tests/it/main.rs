@@ -24,6 +24,7 @@ mod net;
 mod net_agents;
 mod net_delay;
 mod net_explain;
+mod net_kill;
 mod net_load;
 mod net_testpmd;
 mod net_xdp;
