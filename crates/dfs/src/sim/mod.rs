@@ -46,7 +46,9 @@ pub use config::{
     MAX_DELAY_NS, MAX_SPEED_SPREAD, MAX_STATE_ENTRIES, MIN_NOISE_PERIOD_NS, OFFERED_LOAD_RANGE,
     SIM_DEFAULT_TS_PER_INTERVAL,
 };
-pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
+pub use data::{
+    BlockRow, FillSample, FiveNum, IntervalRow, SimData, SimOutcome, Trend, STATIONARY_CHANGE_PCT,
+};
 pub use noise::{NoiseError, NoiseTrace};
 
 /// Runs a simulation to the end.
