@@ -244,11 +244,11 @@ impl NoiseTrace {
         if self.bins.iter().any(|b| b.hi_ns > MAX_STALL_NS) {
             return bad("a gap longer than 10 s is not OS noise (a stalled clock or a suspended machine): at most 10000000000 ns");
         }
-        if self.rate_per_s() > MAX_STALL_RATE {
-            return bad("more than 1000000 stalls per second: not a gap trace of a running thread (is duration_ns in ns?)");
-        }
         if self.stalled_fraction() >= 0.5 {
             return bad("the gaps cover half the measurement or more: not noise, a machine that hardly ran the thread");
+        }
+        if self.rate_per_s() > MAX_STALL_RATE {
+            return bad("more than 1000000 stalls per second: not a gap trace of a running thread (is duration_ns in ns?)");
         }
         Ok(())
     }
@@ -372,6 +372,15 @@ mod tests {
             ("duration_ns 100\n10 200 3\n", "half the measurement"),
             ("duration_ns -4\n", "line 1"),
             ("hello\n", "line 1"),
+            (
+                "duration_ns 100000000000000000\n1000000000 99000000000 1\n",
+                "longer than 10 s",
+            ),
+            ("duration_ns 1000000000\n1 1 2000000\n", "stalls per second"),
+            (
+                "duration_ns 1000\n1 1 18446744073709551615\n2 2 18446744073709551615\n",
+                "half the measurement",
+            ),
         ];
         for (text, want) in cases {
             let e = NoiseTrace::parse_text(text, "f.txt")
