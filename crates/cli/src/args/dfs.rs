@@ -41,6 +41,7 @@ pub enum DfsCommand {
   latlab dfs sim --nodes 16 --dde-replicas 2 --kill-dde 0@50ms
   latlab dfs sim --nodes 128 --mode all --speed-spread 0.05     (best effort, DFS and FLESnet)
   latlab dfs sim --nodes 64 --noise-trace noise.json             (stalls from `latlab host noise`)
+  latlab dfs sim --nodes 384 --mode all --jobs 2 --ts-per-interval 960 --time-slices 46080
 
 With --mode both (the default) two result files are written, <output>-best-effort.json
 and <output>-dfs.json, and the table ends with the best-effort/DFS ratios. The model and
@@ -285,6 +286,10 @@ pub struct SimArgs {
     #[arg(long, default_value_t = TsmParams::default().max_in_flight,
           value_parser = clap::value_parser!(u32).range(1..))]
     pub tsm_max_in_flight: u32,
+    /// Modes simulated at once with --mode both/all (default 1: one after the other; each
+    /// run is deterministic whatever this is).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub jobs: Option<u32>,
     #[command(flatten)]
     pub out: OutputArgs,
 }

@@ -366,3 +366,196 @@ fn dfs_sim_refuses_a_malformed_noise_trace_with_one_line() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
 }
+
+#[test]
+fn dfs_sim_refuses_every_invalid_model_value_with_one_line_naming_its_flag() {
+    let out = tempfile::tempdir().unwrap();
+    for (args, needles) in [
+        // more DDE replicas than compute nodes was silently clamped
+        (
+            &["--nodes", "8", "--dde-replicas", "99"][..],
+            &["--dde-replicas", "99"][..],
+        ),
+        // delays of seconds: billions of noise and stall events before anything completes
+        (&["--latency", "2s"], &["--latency", "0..=1s"]),
+        (&["--jitter", "5s"], &["--jitter", "0..=1s"]),
+        (&["--processing", "2s"], &["--processing", "0..=1s"]),
+        (
+            &["--noise-period", "10ns"],
+            &["--noise-period", "at least 1us"],
+        ),
+        // allocations that abort instead of failing
+        (
+            &["--nodes", "8", "--slots", "4000000000"],
+            &["--slots", "ring entries"],
+        ),
+        (&["--nodes", "100000"], &["--nodes", "ring entries"]),
+        (
+            &["--nodes", "8", "--ts-per-interval", "100000000000"],
+            &["--ts-per-interval", "records"],
+        ),
+        // NaN, negative and zero where a factor must be in (0, 1]
+        (
+            &["--nodes", "8", "--slow", "input:99:0.5"],
+            &["--slow", "below 4"],
+        ),
+        (&["--slow", "input:1:NaN"], &["--slow", "(0, 1]"]),
+        (&["--slow", "compute:1:0"], &["--slow", "(0, 1]"]),
+        (&["--slow", "input:1:-0.5"], &["--slow"]),
+        (&["--drop", "15-25:NaN"], &["--drop", "(0, 1]"]),
+        (&["--drop", "15-25:0"], &["--drop", "(0, 1]"]),
+        (&["--drop", "15-25:-1"], &["--drop"]),
+        (&["--drop", "25-15:0.5"], &["--drop", "FIRST-LAST:FACTOR"]),
+        (
+            &["--nodes", "8", "--kill-dde", "99@5ms"],
+            &["--kill-dde", "99"],
+        ),
+        (&["--kill-dde", "0@NaN"], &["--kill-dde", "REPLICA@TIME"]),
+        (&["--max-inflight", "0"], &["--max-inflight", "at least 1"]),
+        (&["--slots", "0"], &["--slots", "at least 1"]),
+        (&["--inputs", "0"], &["--inputs", "at least 1"]),
+        (&["--nodes", "7"], &["--nodes", "even"]),
+        (&["--bandwidth", "-1"], &["--bandwidth"]),
+        (&["--bandwidth", "0"], &["--bandwidth"]),
+        (&["--speed-spread", "-0.1"], &["--speed-spread"]),
+        (&["--offered-load", "0"], &["--offered-load"]),
+        (&["--drift-ppm", "NaN"], &["--drift-ppm"]),
+        (&["--drift-ppm", "-1"], &["--drift-ppm"]),
+        (&["--jobs", "0"], &["--jobs"]),
+    ] {
+        let mut a = vec!["dfs", "sim", "--time-slices", "64"];
+        a.extend_from_slice(args);
+        rejected_in(out.path(), &a, needles);
+    }
+}
+
+#[test]
+fn dfs_sim_refuses_malformed_traces_of_every_accepted_format() {
+    let traces = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let sched: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("report/sched-run.json")).unwrap())
+            .unwrap();
+    // a `sched` result: its first `gap…` histogram over its duration
+    let mut no_duration = sched.clone();
+    no_duration["duration_ns"] = 0.into();
+    let mut no_gap = sched.clone();
+    no_gap["histograms"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|h| !h["name"].as_str().unwrap().starts_with("gap"));
+    let mut corrupt = sched.clone();
+    corrupt["histograms"][0]["data"] = "not base64 at all !".into();
+    // a `host noise` result: a histogram named `gap`
+    let mut host = sched.clone();
+    host["kind"] = "host.noise".into();
+    host["histograms"][0]["name"] = "gap".into();
+    host["duration_ns"] = 1.into();
+    let json = |v: &serde_json::Value| serde_json::to_string(v).unwrap();
+    let cases: Vec<(&str, String, &str)> = vec![
+        // text histograms
+        (
+            "twice.txt",
+            "duration_ns 10\nduration_ns 10\n5 9 1\n".into(),
+            "twice",
+        ),
+        ("neg.txt", "duration_ns 1000000\n5 9 -3\n".into(), "line 2"),
+        (
+            "zero-lo.txt",
+            "duration_ns 1000000\n0 9 3\n".into(),
+            "LO_NS",
+        ),
+        (
+            "reversed.txt",
+            "duration_ns 1000000\n9 5 3\n".into(),
+            "LO_NS",
+        ),
+        ("nan.txt", "duration_ns NaN\n5 9 3\n".into(), "line 1"),
+        (
+            "huge-gap.txt",
+            "duration_ns 100000000000000000\n5 9 1\n1000000000 99000000000 1\n".into(),
+            "10 s",
+        ),
+        (
+            "rate.txt",
+            "duration_ns 1000000000\n1 1 2000000\n".into(),
+            "stalls per second",
+        ),
+        (
+            "overflow.txt",
+            "duration_ns 1000\n1 1 18446744073709551615\n2 2 18446744073709551615\n".into(),
+            "--noise-trace",
+        ),
+        (
+            "half.txt",
+            "duration_ns 1000000\n500000 900000 1\n".into(),
+            "half",
+        ),
+        // result files
+        ("sched-nodur.json", json(&no_duration), "duration_ns"),
+        ("sched-nogap.json", json(&no_gap), "gap"),
+        ("sched-corrupt.json", json(&corrupt), "sched-corrupt.json"),
+        ("host-noise-1ns.json", json(&host), "host-noise-1ns.json"),
+        (
+            "truncated.json",
+            json(&sched)[..200].to_string(),
+            "truncated.json",
+        ),
+        (
+            "foreign-kind.json",
+            std::fs::read_to_string(fixture("report/dfs-sim-dfs.json")).unwrap(),
+            "gap",
+        ),
+    ];
+    for (name, text, needle) in &cases {
+        let p = traces.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        rejected_in(
+            out.path(),
+            &[
+                "dfs",
+                "sim",
+                "--time-slices",
+                "64",
+                "--noise-trace",
+                p.to_str().unwrap(),
+            ],
+            &["--noise-trace", needle],
+        );
+        // `dfs noise-trace FILE` reads the same files and refuses them the same way
+        let o = latlab()
+            .args(["dfs", "noise-trace", p.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_one_line_error(&o, 2, &["--noise-trace"]);
+    }
+    // the unmodified sched result is a usable trace (so the cases above fail for their
+    // change, not for the format)
+    let ok = traces.path().join("sched.json");
+    std::fs::write(&ok, json(&sched)).unwrap();
+    run_ok(latlab().args(["dfs", "noise-trace", ok.to_str().unwrap()]));
+}
+
+#[test]
+fn experiment_dfs_refuses_sizes_the_simulator_cannot_hold() {
+    for (args, needle) in [
+        (&["--nodes", "100000"][..], "100000 nodes (--nodes"),
+        (
+            &["--nodes", "8", "--ts-per-interval", "100000000000"],
+            "--ts-per-interval",
+        ),
+        (&["--nodes", "8", "--sweep-nodes", "20000"], "20000 nodes"),
+        (
+            &["--nodes", "8", "--mpi-time-slices", "0"],
+            "--mpi-time-slices",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut a = vec!["experiment", "dfs", "--out-dir", "x"];
+        if !args.contains(&"--mpi-time-slices") {
+            a.push("--no-mpi");
+        }
+        a.extend_from_slice(args);
+        rejected_in(dir.path(), &a, &[needle]);
+    }
+}

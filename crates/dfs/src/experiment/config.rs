@@ -122,6 +122,28 @@ impl ExperimentConfig {
         if self.ts_per_interval == 0 {
             return bad("--ts-per-interval must be at least 1");
         }
+        if self.mpi && self.mpi_time_slices == 0 {
+            return bad("--mpi-time-slices must be at least 1");
+        }
+        // the simulator's own size check, per node count (16 slots per input)
+        let sweep = (self.sweep_nodes > 0).then_some(&self.sweep_nodes);
+        for &n in self.nodes.iter().chain([&self.drop_nodes]).chain(sweep) {
+            let half = (n / 2) as u128;
+            if half * half * 16 > crate::sim::MAX_STATE_ENTRIES {
+                return Err(ExperimentError::Config(format!(
+                    "{n} nodes (--nodes, --drop-nodes, --sweep-nodes): {half} inputs × {half} computes × 16 slots exceed the simulator's {} ring entries; at most 8192 nodes",
+                    crate::sim::MAX_STATE_ENTRIES
+                )));
+            }
+            if half * u128::from(self.ts_per_interval) > crate::sim::MAX_STATE_ENTRIES {
+                return Err(ExperimentError::Config(format!(
+                    "--ts-per-interval {}: {half} inputs × {} records exceed the simulator's {}",
+                    self.ts_per_interval,
+                    self.ts_per_interval,
+                    crate::sim::MAX_STATE_ENTRIES
+                )));
+            }
+        }
         if self.intervals < 4 || self.drop_intervals < 30 {
             return bad("--intervals must be at least 4 and --drop-intervals at least 30");
         }

@@ -157,6 +157,18 @@ pub struct SimConfig {
     pub tsm: TsmParams,
 }
 
+/// Longest accepted message latency, mean jitter and mean processing time, ns (1 s): a
+/// simulated run advances through every noise period and stall, so an hour of latency
+/// would be billions of events before the first time-slice completes.
+pub const MAX_DELAY_NS: i64 = 1_000_000_000;
+/// Shortest accepted noise period when there is noise, ns (1 µs): shorter periods are
+/// events, not a model of anything, and a 1-ns period never lets the run advance.
+pub const MIN_NOISE_PERIOD_NS: i64 = 1_000;
+/// Most per-run state entries accepted (inputs × computes × slots, and inputs × time-slices
+/// per interval): 2²⁸, a few GiB at most; beyond it the allocation alone fails (an abort,
+/// not an error line).
+pub const MAX_STATE_ENTRIES: u128 = 1 << 28;
+
 /// Largest accepted `--speed-spread`.
 pub const MAX_SPEED_SPREAD: f64 = 0.9;
 /// Accepted `--offered-load` range (fraction of the nominal injection bandwidth).
@@ -207,51 +219,34 @@ impl SimConfig {
         if let Some(t) = &self.stalls {
             t.validate()?;
         }
-        if n.max_clock_offset_ns < 0 || n.noise_period_ns < 0 {
-            return Err(SimError::Invalid(
-                "clock offset and noise period must be ≥ 0".into(),
-            ));
-        }
-        if !(n.inj_gbs > 0.0 && n.ej_gbs > 0.0 && n.inj_gbs.is_finite() && n.ej_gbs.is_finite()) {
-            return Err(SimError::Invalid(
-                "bandwidths must be positive and finite".into(),
-            ));
-        }
-        if n.max_inflight == 0 {
-            return Err(SimError::Invalid(
-                "max in-flight writes must be at least 1".into(),
-            ));
-        }
-        if !(0.0..1.0).contains(&n.noise) {
-            return Err(SimError::Invalid("noise must be in [0, 1)".into()));
-        }
-        if n.latency_ns < 0
-            || !(n.jitter_ns >= 0.0 && n.jitter_ns.is_finite())
-            || !(n.processing_ns >= 0.0 && n.processing_ns.is_finite())
-        {
-            return Err(SimError::Invalid(
-                "latency, jitter and processing must be finite and ≥ 0".into(),
-            ));
-        }
+        self.validate_net()?;
+        self.validate_size()?;
         if self.time_slices == 0 {
-            return Err(SimError::Invalid("time-slices must be at least 1".into()));
+            return Err(SimError::Invalid("--time-slices must be at least 1".into()));
+        }
+        let replicas_max = self.topology.computes;
+        if self.dde_replicas > replicas_max {
+            return Err(SimError::Invalid(format!(
+                "--dde-replicas {}: at most one per compute node (0..={replicas_max}; 0: every compute node)",
+                self.dde_replicas
+            )));
         }
         for s in &self.slow {
-            let max = match s.role {
-                Role::Input => self.topology.inputs,
-                Role::Compute => self.topology.computes,
+            let (role, max) = match s.role {
+                Role::Input => ("input", self.topology.inputs),
+                Role::Compute => ("compute", self.topology.computes),
             };
             if s.index >= max || !(s.factor > 0.0 && s.factor <= 1.0) {
                 return Err(SimError::Invalid(format!(
-                    "slow node {:?} {} factor {}: index must be < {max}, factor in (0, 1]",
-                    s.role, s.index, s.factor
+                    "--slow {role}:{}:{}: the index must be below {max} and the factor in (0, 1], e.g. input:3:0.5",
+                    s.index, s.factor
                 )));
             }
         }
         for f in &self.dde_faults {
             if f.replica >= self.replicas() {
                 return Err(SimError::Invalid(format!(
-                    "DDE replica {} does not exist (replicas 0..{})",
+                    "--kill-dde {}: no such DDE replica (replicas 0..{})",
                     f.replica,
                     self.replicas()
                 )));
@@ -260,13 +255,72 @@ impl SimConfig {
         for d in &self.drops {
             if !(d.factor > 0.0 && d.factor <= 1.0) {
                 return Err(SimError::Invalid(format!(
-                    "bandwidth drop factor {} must be in (0, 1]",
+                    "--drop: factor {} must be in (0, 1], e.g. 15-25:0.75",
                     d.factor
                 )));
             }
         }
         if let Some(f) = self.fabric {
             Dragonfly::new(f, self.topology.inputs + self.topology.computes)?;
+        }
+        Ok(())
+    }
+
+    /// The network model's numbers: positive finite bandwidths, delays in 0..=1 s, a noise
+    /// amplitude in [0, 1) redrawn at least 1 µs apart.
+    fn validate_net(&self) -> Result<(), SimError> {
+        let n = &self.net;
+        let bad = |s: String| Err(SimError::Invalid(s));
+        if !(n.inj_gbs > 0.0 && n.ej_gbs > 0.0 && n.inj_gbs.is_finite() && n.ej_gbs.is_finite()) {
+            return bad("--bandwidth must be positive and finite, e.g. 4".into());
+        }
+        if n.max_inflight == 0 {
+            return bad("--max-inflight must be at least 1".into());
+        }
+        if !(0.0..1.0).contains(&n.noise) {
+            return bad(format!("--noise {} must be in [0, 1), e.g. 0.2", n.noise));
+        }
+        let max = MAX_DELAY_NS as f64;
+        for (flag, v) in [
+            ("--latency", n.latency_ns as f64),
+            ("--jitter", n.jitter_ns),
+            ("--processing", n.processing_ns),
+        ] {
+            if !(v.is_finite() && (0.0..=max).contains(&v)) {
+                return bad(format!("{flag}: {v} ns is not in 0..=1s, e.g. 2us"));
+            }
+        }
+        if n.max_clock_offset_ns < 0 {
+            return bad("--clock-offset must be ≥ 0".into());
+        }
+        if n.noise_period_ns < 0
+            || n.noise > 0.0 && n.noise_period_ns > 0 && n.noise_period_ns < MIN_NOISE_PERIOD_NS
+        {
+            return bad(format!(
+                "--noise-period {} ns: must be 0 (never redrawn) or at least 1us, e.g. 200us",
+                n.noise_period_ns
+            ));
+        }
+        Ok(())
+    }
+
+    /// The state the run allocates must fit: inputs × computes × slots (the compute nodes'
+    /// rings) and inputs × time-slices per interval (the input engines' interval records).
+    fn validate_size(&self) -> Result<(), SimError> {
+        let t = &self.topology;
+        let rings = t.inputs as u128 * t.computes as u128 * u128::from(t.slots_per_input);
+        if rings > MAX_STATE_ENTRIES {
+            return Err(SimError::Invalid(format!(
+                "{} inputs × {} computes × {} slots = {rings} ring entries: at most {MAX_STATE_ENTRIES} fit (lower --nodes/--inputs/--computes or --slots)",
+                t.inputs, t.computes, t.slots_per_input
+            )));
+        }
+        let records = t.inputs as u128 * u128::from(self.params.ts_per_intvl);
+        if records > MAX_STATE_ENTRIES {
+            return Err(SimError::Invalid(format!(
+                "--ts-per-interval {}: {} inputs × {} = {records} records, at most {MAX_STATE_ENTRIES} fit",
+                self.params.ts_per_intvl, t.inputs, self.params.ts_per_intvl
+            )));
         }
         Ok(())
     }
@@ -301,4 +355,52 @@ pub enum SimError {
     /// The Dragonfly fabric cannot be built.
     #[error(transparent)]
     Fabric(#[from] FabricError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn invalid(f: impl FnOnce(&mut SimConfig)) -> String {
+        let mut c = SimConfig::new(4, 4, Mode::Dfs);
+        f(&mut c);
+        match c.validate() {
+            Err(e) => e.to_string(),
+            Ok(()) => panic!("accepted {c:?}"),
+        }
+    }
+
+    #[test]
+    fn every_model_number_is_checked_and_named_by_its_flag() {
+        assert!(SimConfig::new(4, 4, Mode::Dfs).validate().is_ok());
+        assert!(invalid(|c| c.net.max_drift_ppm = f64::NAN).contains("--drift-ppm"));
+        assert!(invalid(|c| c.net.inj_gbs = f64::NAN).contains("--bandwidth"));
+        assert!(invalid(|c| c.net.noise = f64::NAN).contains("--noise"));
+        assert!(invalid(|c| c.net.jitter_ns = f64::INFINITY).contains("--jitter"));
+        assert!(invalid(|c| c.net.processing_ns = -1.0).contains("--processing"));
+        assert!(invalid(|c| c.net.latency_ns = MAX_DELAY_NS + 1).contains("--latency"));
+        assert!(invalid(|c| c.net.noise_period_ns = 10).contains("--noise-period"));
+        assert!(invalid(|c| c.net.max_clock_offset_ns = -1).contains("--clock-offset"));
+        assert!(invalid(|c| c.dde_replicas = 5).contains("--dde-replicas"));
+        assert!(invalid(|c| c.topology.slots_per_input = u32::MAX).contains("ring entries"));
+        assert!(invalid(|c| c.params.ts_per_intvl = u64::MAX).contains("--ts-per-interval"));
+        assert!(invalid(|c| c.speed_spread = f64::NAN).contains("--speed-spread"));
+        assert!(invalid(|c| c.tsm.offered_load = -1.0).contains("--offered-load"));
+        assert!(invalid(|c| c.slow.push(SlowNode {
+            role: Role::Compute,
+            index: 0,
+            factor: f64::NAN
+        }))
+        .contains("--slow compute:0:NaN"));
+        assert!(invalid(|c| c.drops.push(BandwidthDrop {
+            window: DropWindow::Intervals { first: 1, last: 2 },
+            factor: 0.0
+        }))
+        .contains("--drop"));
+        // noise 0 with a 1-ns period redraws nothing: accepted
+        let mut c = SimConfig::new(4, 4, Mode::Dfs);
+        c.net.noise = 0.0;
+        c.net.noise_period_ns = 1;
+        assert!(c.validate().is_ok());
+    }
 }

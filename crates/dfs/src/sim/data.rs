@@ -96,6 +96,74 @@ pub struct SimData {
     /// Time-slices the FLESnet manager discarded because no builder had room.
     #[serde(default)]
     pub discarded: u64,
+    /// Completion duration by block of one interval's time-slices, in order: the trend
+    /// over the run (empty in results written before it existed).
+    #[serde(default)]
+    pub completion_blocks: Vec<BlockRow>,
+    /// The least-squares trend of the blocks' mean completion after warm-up (None: fewer
+    /// than four blocks after warm-up).
+    #[serde(default)]
+    pub trend: Option<Trend>,
+}
+
+/// One block of time-slices (one interval's worth, by time-slice number).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlockRow {
+    /// First time-slice of the block.
+    pub first_ts: u64,
+    /// When its last time-slice completed, ms since the first send.
+    pub end_ms: f64,
+    /// Time-slices completed in it.
+    pub count: u64,
+    /// Mean completion duration, ms.
+    pub mean_ms: f64,
+    /// Longest completion duration, ms.
+    pub max_ms: f64,
+}
+
+/// Whether the completion duration still moves after warm-up: a least-squares line
+/// through the post-warm-up blocks' means against their end times.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trend {
+    /// Blocks fitted.
+    pub blocks: u64,
+    /// Slope, ms of mean completion duration per second of simulated time.
+    pub slope_ms_per_s: f64,
+    /// The line's change over the fitted span in percent of the blocks' mean.
+    pub change_pct: f64,
+    /// `|change_pct|` ≤ [`STATIONARY_CHANGE_PCT`].
+    pub stationary: bool,
+}
+
+/// Largest change of the fitted trend over the run, in percent of the mean, that still
+/// counts as stationary.
+pub const STATIONARY_CHANGE_PCT: f64 = 10.0;
+
+impl Trend {
+    /// The trend of `blocks` (points `(end_ms, mean_ms)`); None with fewer than four.
+    pub fn fit(points: &[(f64, f64)]) -> Option<Trend> {
+        if points.len() < 4 {
+            return None;
+        }
+        let n = points.len() as f64;
+        let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+        let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 }; // ms per ms
+        let span = points.last()?.0 - points.first()?.0;
+        let change_pct = if my > 0.0 {
+            slope * span / my * 100.0
+        } else {
+            0.0
+        };
+        Some(Trend {
+            blocks: points.len() as u64,
+            slope_ms_per_s: slope * 1e3,
+            change_pct,
+            stationary: change_pct.abs() <= STATIONARY_CHANGE_PCT,
+        })
+    }
 }
 
 /// A finished simulation: the data plus the full completion histograms.
@@ -107,4 +175,28 @@ pub struct SimOutcome {
     pub completion: LatencyHistogram,
     /// Completion durations of every time-slice, ns.
     pub completion_all: LatencyHistogram,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_flat_series_is_stationary_and_a_growing_one_is_not() {
+        let flat: Vec<(f64, f64)> = (0..8)
+            .map(|k| (k as f64 * 10.0, 5.0 + (k % 2) as f64 * 0.1))
+            .collect();
+        let t = Trend::fit(&flat).unwrap();
+        assert!(t.stationary, "{t:?}");
+        assert!(t.change_pct.abs() < 3.0, "{t:?}");
+        // 5 → 6.4 ms over 70 ms: 20 ms per simulated second, +24 % of the mean
+        let grow: Vec<(f64, f64)> = (0..8)
+            .map(|k| (k as f64 * 10.0, 5.0 + k as f64 * 0.2))
+            .collect();
+        let t = Trend::fit(&grow).unwrap();
+        assert!(!t.stationary, "{t:?}");
+        assert!((t.slope_ms_per_s - 20.0).abs() < 1e-9, "{t:?}");
+        assert!((t.change_pct - 1.4 / 5.7 * 100.0).abs() < 1e-9, "{t:?}");
+        assert!(Trend::fit(&grow[..3]).is_none());
+    }
 }

@@ -143,7 +143,20 @@ pub(super) struct Sim<'a> {
     /// Completion durations after warm-up, first and second half of the time-slices.
     halves: [LatencyHistogram; 2],
     half_ts: u64,
+    /// Completions by block of one interval's time-slices (the trend over the run).
+    blocks: Vec<BlockAcc>,
+    block_len: u64,
     fles: Option<super::builders::Fles>,
+}
+
+/// Completions of one block of time-slices: count, sum and largest duration, and the
+/// time of the last.
+#[derive(Clone, Copy, Default)]
+pub(super) struct BlockAcc {
+    pub(super) count: u64,
+    pub(super) sum_ns: f64,
+    pub(super) max_ns: u64,
+    pub(super) last: i64,
 }
 
 const GB: f64 = 1e9;
@@ -254,6 +267,8 @@ impl<'a> Sim<'a> {
                 LatencyHistogram::new(hc).expect("valid config"),
             ],
             half_ts: warmup_ts + (total - warmup_ts) / 2,
+            blocks: Vec::new(),
+            block_len: len.max(1),
             fles: (cfg.mode == Mode::Flesnet).then(|| super::builders::Fles::new(cfg)),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
@@ -439,6 +454,16 @@ impl<'a> Sim<'a> {
             self.completion.record(Nanos(d));
             self.halves[usize::from(ts >= self.half_ts)].record(Nanos(d));
         }
+        // grown as time-slices complete (in about their order), not sized up front
+        let k = (ts / self.block_len) as usize;
+        if self.blocks.len() <= k {
+            self.blocks.resize(k + 1, BlockAcc::default());
+        }
+        let b = &mut self.blocks[k];
+        b.count += 1;
+        b.sum_ns += d as f64;
+        b.max_ns = b.max_ns.max(d);
+        b.last = b.last.max(self.now);
     }
 
     /// Counts one delivered contribution (and the end of the warm-up).

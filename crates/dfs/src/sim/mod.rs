@@ -43,9 +43,12 @@ mod spec;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
-    MAX_SPEED_SPREAD, OFFERED_LOAD_RANGE, SIM_DEFAULT_TS_PER_INTERVAL,
+    MAX_DELAY_NS, MAX_SPEED_SPREAD, MAX_STATE_ENTRIES, MIN_NOISE_PERIOD_NS, OFFERED_LOAD_RANGE,
+    SIM_DEFAULT_TS_PER_INTERVAL,
 };
-pub use data::{FillSample, FiveNum, IntervalRow, SimData, SimOutcome};
+pub use data::{
+    BlockRow, FillSample, FiveNum, IntervalRow, SimData, SimOutcome, Trend, STATIONARY_CHANGE_PCT,
+};
 pub use noise::{NoiseError, NoiseTrace};
 
 /// Runs a simulation to the end.

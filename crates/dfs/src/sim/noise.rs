@@ -59,6 +59,14 @@ pub enum NoiseError {
     },
 }
 
+/// Longest gap a trace may hold, ns (10 s): longer is a suspended machine, not noise, and
+/// simulated times near `i64::MAX` would overflow.
+pub const MAX_STALL_NS: u64 = 10_000_000_000;
+
+/// Most stalls per second a trace may ask for (one per µs): the simulation's cost grows
+/// with the rate, and a thread stalled that often is not running.
+pub const MAX_STALL_RATE: f64 = 1e6;
+
 /// The default trace: measured on the development machine with `latlab host noise` (see
 /// docs/dfs.md for where, when and the exact command).
 const DEFAULT_TRACE: &str = include_str!("../../data/noise-default.txt");
@@ -233,15 +241,23 @@ impl NoiseTrace {
         if self.bins.iter().any(|b| b.lo_ns == 0 || b.lo_ns > b.hi_ns) {
             return bad("a bin needs 0 < lo <= hi");
         }
+        if self.bins.iter().any(|b| b.hi_ns > MAX_STALL_NS) {
+            return bad("a gap longer than 10 s is not OS noise (a stalled clock or a suspended machine): at most 10000000000 ns");
+        }
         if self.stalled_fraction() >= 0.5 {
             return bad("the gaps cover half the measurement or more: not noise, a machine that hardly ran the thread");
+        }
+        if self.rate_per_s() > MAX_STALL_RATE {
+            return bad("more than 1000000 stalls per second: not a gap trace of a running thread (is duration_ns in ns?)");
         }
         Ok(())
     }
 
     /// Gaps in the trace.
     pub fn gaps(&self) -> u64 {
-        self.bins.iter().map(|b| b.count).sum()
+        self.bins
+            .iter()
+            .fold(0u64, |a, b| a.saturating_add(b.count))
     }
 
     /// Stalls per second.
@@ -356,6 +372,15 @@ mod tests {
             ("duration_ns 100\n10 200 3\n", "half the measurement"),
             ("duration_ns -4\n", "line 1"),
             ("hello\n", "line 1"),
+            (
+                "duration_ns 100000000000000000\n1000000000 99000000000 1\n",
+                "longer than 10 s",
+            ),
+            ("duration_ns 1000000000\n1 1 2000000\n", "stalls per second"),
+            (
+                "duration_ns 1000\n1 1 18446744073709551615\n2 2 18446744073709551615\n",
+                "half the measurement",
+            ),
         ];
         for (text, want) in cases {
             let e = NoiseTrace::parse_text(text, "f.txt")

@@ -33,14 +33,19 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
         })
         .collect();
 
-    let mut saved = Vec::new();
-    for (mode, path) in modes.iter().zip(&paths) {
+    // modes run on up to --jobs threads (each run is deterministic and independent);
+    // results are saved in mode order
+    let jobs = a
+        .jobs
+        .map_or(1, |j| j as usize)
+        .clamp(1, modes.len().max(1));
+    let run_one = |mode: Mode, bar_quiet: bool| -> anyhow::Result<ResultFile> {
         let cfg = SimConfig {
-            mode: *mode,
+            mode,
             ..base.clone()
         };
         let wall = std::time::Instant::now();
-        let mut bar = crate::output::Bar::new(a.out.quiet);
+        let mut bar = crate::output::Bar::new(bar_quiet);
         bar.0.set_prefix(format!("dfs sim {}", mode.name()));
         let o = sim::run_with_progress(&cfg, &mut bar).map_err(|e| usage(format!("{e}")))?;
         drop(bar);
@@ -48,6 +53,37 @@ pub fn run(a: SimArgs, argv: Vec<String>) -> anyhow::Result<()> {
         let mut r = to_result(&o, argv.clone(), provenance(&started_utc));
         r.counters
             .insert("wall_ms".into(), (wall_s * 1e3).round() as u64);
+        Ok(r)
+    };
+    let results: Vec<anyhow::Result<ResultFile>> = if jobs <= 1 {
+        modes.iter().map(|m| run_one(*m, a.out.quiet)).collect()
+    } else {
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<std::sync::Mutex<Option<anyhow::Result<ResultFile>>>> =
+            modes.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        std::thread::scope(|sc| {
+            for _ in 0..jobs {
+                sc.spawn(|| loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(m) = modes.get(k) else { break };
+                    // one progress bar per thread would interleave: parallel runs are quiet
+                    let r = run_one(*m, true);
+                    *slots[k].lock().unwrap_or_else(|e| e.into_inner()) = Some(r);
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .unwrap_or_else(|| Err(anyhow::anyhow!("a simulation thread died")))
+            })
+            .collect()
+    };
+    let mut saved = Vec::new();
+    for (r, path) in results.into_iter().zip(&paths) {
+        let r = r?;
         r.save(path).context("writing the result")?;
         saved.push((path.clone(), ResultFile::load(path)?));
     }
@@ -138,6 +174,9 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         "warm-up ms",
         "p90 1st half ms",
         "p90 2nd half ms",
+        "trend ms/s",
+        "change %",
+        "stationary",
         "discarded",
         "events",
         "wall s",
@@ -152,6 +191,11 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
             f(d.warmup_ms, 1),
             halves.map_or("-".into(), |h| f(h[0].p90, 3)),
             halves.map_or("-".into(), |h| f(h[1].p90, 3)),
+            d.trend.map_or("-".into(), |t| f(t.slope_ms_per_s, 3)),
+            d.trend.map_or("-".into(), |t| f(t.change_pct, 1)),
+            d.trend
+                .map_or("-", |t| if t.stationary { "yes" } else { "no" })
+                .into(),
             d.discarded.to_string(),
             d.events.to_string(),
             f(wall_s, 2),

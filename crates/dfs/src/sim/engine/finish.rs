@@ -5,7 +5,7 @@ use super::{Sim, GB};
 use crate::compute::ComputeCounters;
 use crate::dde::{Dde, DdeCounters};
 use crate::ie::IeCounters;
-use crate::sim::data::{FiveNum, IntervalRow, SimData, SimOutcome};
+use crate::sim::data::{BlockRow, FiveNum, IntervalRow, SimData, SimOutcome, Trend};
 
 impl Sim<'_> {
     pub(super) fn finish(self) -> SimOutcome {
@@ -91,6 +91,25 @@ impl Sim<'_> {
                 FiveNum::from_hist(&self.halves[1], 1e6),
             ]
         });
+        let blocks: Vec<BlockRow> = self
+            .blocks
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.count > 0)
+            .map(|(k, b)| BlockRow {
+                first_ts: k as u64 * self.block_len,
+                end_ms: (b.last - start) as f64 / 1e6,
+                count: b.count,
+                mean_ms: b.sum_ns / b.count as f64 / 1e6,
+                max_ms: b.max_ns as f64 / 1e6,
+            })
+            .collect();
+        // whole blocks after warm-up only (the last may be short: whole rounds, not intervals)
+        let points: Vec<(f64, f64)> = blocks
+            .iter()
+            .filter(|b| b.first_ts >= self.warmup_ts && b.count * 2 >= self.block_len)
+            .map(|b| (b.end_ms, b.mean_ms))
+            .collect();
         let data = SimData {
             config: cfg.clone(),
             nodes: cfg.topology.inputs + cfg.topology.computes,
@@ -118,6 +137,8 @@ impl Sim<'_> {
             warmup_ms: self.warm_time.map_or(0.0, |w| (w - start) as f64 / 1e6),
             completion_halves_ms: halves,
             discarded,
+            trend: Trend::fit(&points),
+            completion_blocks: blocks,
         };
         SimOutcome {
             data,
