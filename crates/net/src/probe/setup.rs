@@ -113,6 +113,12 @@ pub(super) fn sockets(
 ) -> Result<(UdpSocket, UdpSocket), ProbeError> {
     let sources = cfg.sources;
     let tx = UdpSocket::bind(cfg.tx_bind).map_err(sock_err(format!("binding {}", cfg.tx_bind)))?;
+    if let Some(dev) = &cfg.tx_device {
+        // before connect: the route the socket caches is then the one out of `dev`
+        sysnet::bind_to_device(&tx, dev).map_err(sock_err(format!(
+            "binding the TX socket to interface {dev}"
+        )))?;
+    }
     tx.connect(cfg.target)
         .map_err(sock_err(format!("connecting to {}", cfg.target)))?;
     let rx = match cfg.rx_bind {
