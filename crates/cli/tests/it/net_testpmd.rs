@@ -145,4 +145,15 @@ fn a_missing_testpmd_is_one_line_and_exit_3() {
         ["net", "forward", "--engine", "testpmd"],
         &["--engine testpmd", "--testbed"],
     );
+    assert_usage_error(
+        [
+            "net",
+            "probe",
+            "--to",
+            "127.0.0.1:9",
+            "--tx-device",
+            "no/such",
+        ],
+        &["--tx-device", "interface name"],
+    );
 }

@@ -61,11 +61,15 @@ pub(super) fn interfaces(cfg: &ProbeConfig) -> Result<Interfaces, ProbeError> {
                 .into(),
         );
     }
-    let ifaces: Vec<String> = [Some(cfg.target)]
-        .into_iter()
-        .flatten()
-        .filter_map(|a| egress_interface(&a))
-        .collect();
+    // a TX socket bound to an interface leaves by it, whatever the route to the target
+    let ifaces: Vec<String> = match &cfg.tx_device {
+        Some(d) => vec![d.clone()],
+        None => [Some(cfg.target)]
+            .into_iter()
+            .flatten()
+            .filter_map(|a| egress_interface(&a))
+            .collect(),
+    };
     for i in &ifaces {
         interfaces.push(interface_facts(i));
     }
