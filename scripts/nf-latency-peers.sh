@@ -90,8 +90,11 @@ if os.path.exists(f"{out}/{name}-nf.json"):
 nf = ", ".join(f"{k} {n[k]}" for k in ("received", "sent", "dropped") if k in n) or "—"
 check = ""
 if name.startswith("testpmd"):
-    ok = n.get("received") == c["sent"] and n.get("sent") == c["received_unique"]
-    check = " — agrees" if ok else " — DISAGREES with the probe's counts"
+    # port 1's TX must be what the receiver got (else probes bypassed testpmd); port 0's
+    # RX short of what was sent means frames lost before testpmd (its ring full)
+    rx, tx = n.get("received"), n.get("sent")
+    check = " — TX = received" if tx == c["received_unique"] else f" — TX {tx} ≠ received {c['received_unique']}: NOT ALL THROUGH TESTPMD"
+    check += "; RX = sent" if rx == c["sent"] else f"; RX {c['sent'] - (rx or 0)} short of sent (lost before testpmd)"
 pct = " | ".join(fmt(rows[k]) if k in rows else "—" for k in ("p50", "p99", "p99.9", "max"))
 print(f"| {name} | {pct} | {c['sent']} / {c['received_unique']} (lost {c.get('lost', 0)}) | {nf}{check} |")
 PY
