@@ -90,7 +90,7 @@ exec 4>&-
 sleep 1
 exec 4> >("$LATLAB" net forward --testbed --engine testpmd --cpu "$NF_CPU" --until-stdin-closes -q -o "$OUT/nf-testpmd.json" >/dev/null)
 sleep 3
-fwd testpmd --to 10.201.2.1:7001 --bind 10.201.1.1:0 --rx-bind 10.201.2.1:7001
+fwd testpmd --to 10.201.2.1:7001 --bind 10.201.1.1:0 --rx-bind 10.201.2.1:7001 --tx-device latlab-ga
 exec 4>&-
 sleep 2
 echo "results in $OUT/"

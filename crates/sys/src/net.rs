@@ -169,6 +169,39 @@ pub fn set_busy_poll<F: AsFd>(fd: &F, usec: u32) -> io::Result<()> {
     )
 }
 
+/// Binds a socket to the interface named `iface` (`SO_BINDTODEVICE`; root or
+/// `CAP_NET_RAW`): the kernel routes what it sends only out of that interface, so a
+/// datagram to an address of another local interface leaves on the wire instead of taking
+/// the loopback path, whatever the routing rules say.
+///
+/// # Errors
+/// `InvalidInput` for an empty name, one of `IFNAMSIZ` bytes or more, or one with a NUL;
+/// the OS error otherwise (`ENODEV`: no such interface in this namespace).
+pub fn bind_to_device<F: AsFd>(fd: &F, iface: &str) -> io::Result<()> {
+    if !interface_name_ok(iface) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{iface:?} is not an interface name"),
+        ));
+    }
+    setsockopt_raw(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_BINDTODEVICE,
+        iface.as_bytes(),
+    )
+}
+
+/// Whether `name` can name a network interface: 1 to 15 bytes (`IFNAMSIZ` - 1), without
+/// NUL, `/` or white space.
+pub fn interface_name_ok(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() < libc::IFNAMSIZ
+        && !name
+            .bytes()
+            .any(|b| b == 0 || b == b'/' || b.is_ascii_whitespace())
+}
+
 /// Sets `SO_PREFER_BUSY_POLL` (kernel ≥ 5.11).
 pub fn set_prefer_busy_poll<F: AsFd>(fd: &F, on: bool) -> io::Result<()> {
     setsockopt_int(fd, libc::SOL_SOCKET, SO_PREFER_BUSY_POLL, i32::from(on))
@@ -864,6 +897,17 @@ pub fn enable_hw_timestamping(ifname: &str) -> io::Result<i32> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn interface_names_are_checked_before_the_kernel_sees_them() {
+        assert!(interface_name_ok("latlab-ga") && interface_name_ok("a"));
+        assert!(!interface_name_ok("") && !interface_name_ok("a b") && !interface_name_ok("a/b"));
+        assert!(
+            !interface_name_ok("sixteen-bytes-ab"),
+            "IFNAMSIZ counts the NUL"
+        );
+        assert!(interface_name_ok("fifteen-bytes-a"));
+    }
+
     use super::*;
     use std::net::UdpSocket;
 

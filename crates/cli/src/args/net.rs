@@ -325,6 +325,11 @@ pub struct ProbeArgs {
     /// default: answers come back to the TX socket (reflector).
     #[arg(long)]
     pub rx_bind: Option<SocketAddr>,
+    /// Send only out of this interface (`SO_BINDTODEVICE`), whatever the routing rules
+    /// say: through testpmd, `--tx-device latlab-ga` keeps a probe to the generator's own
+    /// port-B address off the loopback path.
+    #[arg(long, value_name = "IFACE", conflicts_with = "testbed")]
+    pub tx_device: Option<String>,
     /// Open loop or ping-pong.
     #[arg(long, value_enum, default_value_t = ModeArg::Open)]
     pub mode: ModeArg,
@@ -576,6 +581,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
                 c.tx_bind = b;
             }
             c.rx_bind = a.rx_bind;
+            c.tx_device.clone_from(&a.tx_device);
             c
         };
         cfg.mode = match a.mode {

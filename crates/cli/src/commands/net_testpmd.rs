@@ -53,7 +53,7 @@ pub fn forward(a: &ForwardArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let t0 = Instant::now();
     if !quiet {
         println!(
-            "latlab net forward: dpdk-testpmd (pid {}) forwards latlab-na -> latlab-nb with {} on CPU {fwd_cpu}; probes: ip netns exec latlab-gen latlab net probe --to 10.201.2.1:7001 --bind 10.201.1.1:0 --rx-bind 10.201.2.1:7001",
+            "latlab net forward: dpdk-testpmd (pid {}) forwards latlab-na -> latlab-nb with {} on CPU {fwd_cpu}; probes: ip netns exec latlab-gen latlab net probe --to 10.201.2.1:7001 --bind 10.201.1.1:0 --rx-bind 10.201.2.1:7001 --tx-device latlab-ga",
             nf.id().unwrap_or(0),
             a.pmd_name(),
         );

@@ -122,6 +122,11 @@ pub struct ProbeConfig {
     /// Separate RX socket address (a forwarder delivers there); `None` receives answers on
     /// the TX socket (a reflector answers the sender).
     pub rx_bind: Option<SocketAddr>,
+    /// Interface the TX socket is bound to (`SO_BINDTODEVICE`): probes leave only by it,
+    /// so one addressed to an address of another local interface (the testbed's path
+    /// through testpmd) cannot take the loopback path. `None`: the routing decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_device: Option<String>,
     /// Rate in thousandths of packets per second (open loop).
     pub milli_pps: u64,
     /// Arrival process.
@@ -186,6 +191,7 @@ impl ProbeConfig {
                 "[::]:0".parse().expect("literal")
             },
             rx_bind: None,
+            tx_device: None,
             milli_pps: 10_000_000,
             arrivals: Arrivals::Constant,
             flows: 1,
@@ -232,6 +238,13 @@ impl ProbeConfig {
         let bad = |m: String| Err(ProbeError::Config(m));
         if self.flows == 0 {
             return bad("--flows must be at least 1".into());
+        }
+        if let Some(d) = &self.tx_device {
+            if !latlab_sys::net::interface_name_ok(d) {
+                return bad(format!(
+                    "--tx-device {d:?}: expected an interface name of 1 to 15 characters, e.g. latlab-ga"
+                ));
+            }
         }
         if let Err(e) = wire::payload_len(self.frame) {
             return bad(format!("--size: {e}"));

@@ -61,11 +61,15 @@ pub(super) fn interfaces(cfg: &ProbeConfig) -> Result<Interfaces, ProbeError> {
                 .into(),
         );
     }
-    let ifaces: Vec<String> = [Some(cfg.target)]
-        .into_iter()
-        .flatten()
-        .filter_map(|a| egress_interface(&a))
-        .collect();
+    // a TX socket bound to an interface leaves by it, whatever the route to the target
+    let ifaces: Vec<String> = match &cfg.tx_device {
+        Some(d) => vec![d.clone()],
+        None => [Some(cfg.target)]
+            .into_iter()
+            .flatten()
+            .filter_map(|a| egress_interface(&a))
+            .collect(),
+    };
     for i in &ifaces {
         interfaces.push(interface_facts(i));
     }
@@ -113,6 +117,12 @@ pub(super) fn sockets(
 ) -> Result<(UdpSocket, UdpSocket), ProbeError> {
     let sources = cfg.sources;
     let tx = UdpSocket::bind(cfg.tx_bind).map_err(sock_err(format!("binding {}", cfg.tx_bind)))?;
+    if let Some(dev) = &cfg.tx_device {
+        // before connect: the route the socket caches is then the one out of `dev`
+        sysnet::bind_to_device(&tx, dev).map_err(sock_err(format!(
+            "binding the TX socket to interface {dev}"
+        )))?;
+    }
     tx.connect(cfg.target)
         .map_err(sock_err(format!("connecting to {}", cfg.target)))?;
     let rx = match cfg.rx_bind {

@@ -248,6 +248,7 @@ pub fn probe_config() -> crate::probe::ProbeConfig {
     let mut c = crate::probe::ProbeConfig::new(t.gen_b);
     c.tx_bind = t.gen_a;
     c.rx_bind = Some(t.gen_b);
+    c.tx_device = Some("latlab-ga".into());
     c
 }
 

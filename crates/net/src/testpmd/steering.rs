@@ -16,11 +16,7 @@ pub const LOCAL_PREF: &str = "100";
 pub fn up_commands(nf_a_mac: &str) -> Vec<Vec<String>> {
     let t = testbed::addresses();
     let (from, to) = (t.gen_a.ip().to_string(), t.gen_b.ip().to_string());
-    let w = |s: &[&str]| -> Vec<String> {
-        let mut v = vec!["-n".to_string(), GEN_NS.to_string()];
-        v.extend(s.iter().map(|x| x.to_string()));
-        v
-    };
+    let w = gen;
     vec![
         w(&["rule", "add", "pref", LOCAL_PREF, "lookup", "local"]),
         w(&["rule", "del", "pref", "0", "lookup", "local"]),
@@ -56,18 +52,46 @@ pub fn up_commands(nf_a_mac: &str) -> Vec<Vec<String>> {
 /// its part was never made, does not stop the others).
 pub fn down_commands() -> Vec<Vec<String>> {
     let to = testbed::addresses().gen_b.ip().to_string();
-    let w = |s: &[&str]| -> Vec<String> {
-        let mut v = vec!["-n".to_string(), GEN_NS.to_string()];
-        v.extend(s.iter().map(|x| x.to_string()));
-        v
-    };
+    let w = gen;
     vec![
         w(&["rule", "del", "pref", PREF]),
-        w(&["rule", "add", "pref", "0", "lookup", "local"]),
+        // `protocol kernel`: the rule a new namespace starts with, so that restoring it
+        // where it still is fails (EEXIST) instead of adding a second one (the kernel
+        // tells rules apart by their protocol too)
+        w(&[
+            "rule", "add", "pref", "0", "lookup", "local", "protocol", "kernel",
+        ]),
         w(&["rule", "del", "pref", LOCAL_PREF, "lookup", "local"]),
         w(&["route", "flush", "table", TABLE]),
         w(&["neigh", "del", &to, "dev", "latlab-ga"]),
     ]
+}
+
+/// The preferences of the rules in `ip rule show`'s output (`0:\tfrom all lookup local`)
+/// that look up the `local` table ahead of the steering rule ([`PREF`]): each would
+/// deliver the probes over loopback before the steering rule is consulted.
+pub fn local_rules_ahead(rules: &str) -> Vec<u32> {
+    let limit: u32 = PREF.parse().expect("literal");
+    rules
+        .lines()
+        .filter_map(|l| {
+            let (pref, rest) = l.split_once(':')?;
+            let pref: u32 = pref.trim().parse().ok()?;
+            let words: Vec<&str> = rest.split_whitespace().collect();
+            let local = words.windows(2).any(|w| w == ["lookup", "local"]);
+            (local && pref < limit).then_some(pref)
+        })
+        .collect()
+}
+
+/// The interface in `ip route get`'s answer (`10.201.2.1 from 10.201.1.1 dev latlab-ga
+/// table 7001 …`, or `local 10.201.2.1 … dev lo table local …`), and whether it is a
+/// `local` (loopback) delivery.
+pub fn route_device(route_get: &str) -> Option<(String, bool)> {
+    let first = route_get.lines().next()?;
+    let words: Vec<&str> = first.split_whitespace().collect();
+    let dev = words.windows(2).find(|w| w[0] == "dev").map(|w| w[1])?;
+    Some((dev.to_string(), words.first() == Some(&"local")))
 }
 
 /// The sysctls steering sets: (namespace, key, value while steering).
@@ -77,6 +101,13 @@ pub const SYSCTLS: [(&str, &str, &str); 4] = [
     (GEN_NS, "net.ipv4.conf.all.rp_filter", "0"),
     (NF_NS, "net.ipv4.conf.latlab-na.forwarding", "0"),
 ];
+
+/// `ip -n latlab-gen words…`.
+fn gen(words: &[&str]) -> Vec<String> {
+    let mut v = vec!["-n".to_string(), GEN_NS.to_string()];
+    v.extend(words.iter().map(|x| x.to_string()));
+    v
+}
 
 fn run_ip(args: &[String]) -> Result<String, TestbedError> {
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -134,7 +165,45 @@ impl Steered {
         for c in up_commands(nf_a_mac) {
             run_ip(&c)?;
         }
-        Ok(())
+        // a namespace can hold more than one `local` rule at pref 0 (one the kernel made,
+        // one an earlier restore added): `rule del` removes one per call, and any one left
+        // sends every probe over loopback past testpmd (issue 14's "0 frames forwarded")
+        for _ in 0..16 {
+            let ahead = local_rules_ahead(&run_ip(&gen(&["rule", "show"]))?);
+            if ahead.is_empty() {
+                break;
+            }
+            for p in ahead {
+                run_ip(&gen(&[
+                    "rule",
+                    "del",
+                    "pref",
+                    &p.to_string(),
+                    "lookup",
+                    "local",
+                ]))?;
+            }
+        }
+        self.check_route()
+    }
+
+    /// Asks the kernel how it routes a probe (from the generator's port A to its port-B
+    /// address): it must leave by `latlab-ga`, not be delivered locally.
+    fn check_route(&self) -> Result<(), TestbedError> {
+        let t = testbed::addresses();
+        let (from, to) = (t.gen_a.ip().to_string(), t.gen_b.ip().to_string());
+        let words = gen(&["route", "get", &to, "from", &from]);
+        let answer = run_ip(&words)?;
+        match route_device(&answer) {
+            Some((dev, false)) if dev == "latlab-ga" => Ok(()),
+            _ => Err(TestbedError::Command {
+                command: format!("ip {}", words.join(" ")),
+                stderr: format!(
+                    "the probes would not leave by latlab-ga towards testpmd: {}",
+                    answer.lines().next().unwrap_or("").trim()
+                ),
+            }),
+        }
     }
 
     /// Removes the steering and restores the sysctls and the checksum offload.
@@ -173,11 +242,47 @@ mod tests {
         assert!(down[0].ends_with("rule del pref 10"));
         assert!(
             down.iter()
-                .position(|c| c.ends_with("rule add pref 0 lookup local"))
+                .any(|c| c.ends_with("rule add pref 0 lookup local protocol kernel")),
+            "the restored rule is the kernel's own, so restoring it twice fails: {down:?}"
+        );
+        assert!(
+            down.iter()
+                .position(|c| c.ends_with("rule add pref 0 lookup local protocol kernel"))
                 < down
                     .iter()
                     .position(|c| c.ends_with("rule del pref 100 lookup local")),
             "the local table is back before its moved rule goes: {down:?}"
         );
+    }
+
+    #[test]
+    fn a_local_rule_ahead_of_the_steering_rule_is_found() {
+        // what a fresh namespace showed in the failing runs: the kernel's pref-0 rule
+        // beside the one latlab's start-clean step had added
+        let fresh = "0:\tfrom all lookup local\n10:\tfrom 10.201.1.1 to 10.201.2.1 iif lo lookup 7001\n100:\tfrom all lookup local\n32766:\tfrom all lookup main\n";
+        assert_eq!(local_rules_ahead(fresh), vec![0]);
+        let two = "0:\tfrom all lookup local proto kernel\n0:\tfrom all lookup local\n";
+        assert_eq!(local_rules_ahead(two), vec![0, 0]);
+        let steered =
+            "10:\tfrom 10.201.1.1 to 10.201.2.1 iif lo lookup 7001\n100:\tfrom all lookup local\n";
+        assert!(local_rules_ahead(steered).is_empty());
+        assert!(local_rules_ahead("5:\tfrom all lookup localnet\n").is_empty());
+    }
+
+    #[test]
+    fn the_route_answer_names_the_device_and_a_local_delivery() {
+        assert_eq!(
+            route_device(
+                "local 10.201.2.1 from 10.201.1.1 dev lo table local uid 0 \n    cache <local> \n"
+            ),
+            Some(("lo".into(), true))
+        );
+        assert_eq!(
+            route_device(
+                "10.201.2.1 from 10.201.1.1 dev latlab-ga table 7001 uid 0 \n    cache \n"
+            ),
+            Some(("latlab-ga".into(), false))
+        );
+        assert_eq!(route_device(""), None);
     }
 }
