@@ -168,14 +168,63 @@ impl SkewedClock {
         ((local_ns - self.offset_ns) as f64 + d * self.base_ns as f64).div_euclid(1.0 + d) as i64
     }
 
-    /// Parses the test hook's value for `rank`: `RANK:OFFSET_NS:DRIFT_PPM` (`None` when it
-    /// names another rank or does not parse).
-    pub fn from_hook(value: &str, rank: usize) -> Option<(i64, f64)> {
+}
+
+/// The clock test hook, resolved on rank 0 and sent to every rank in the plan: rank
+/// `rank`'s clock reads `CLOCK_MONOTONIC` plus `offset_ns` and `drift_ppm` (from the
+/// moment that rank reads it first). Set with `LATLAB_TEST_AGENT_CLOCK=RANK:OFFSET_NS:DRIFT_PPM`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClockHook {
+    /// The rank whose clock is skewed.
+    pub rank: usize,
+    /// Added offset, ns.
+    pub offset_ns: i64,
+    /// Added drift, ppm.
+    pub drift_ppm: f64,
+}
+
+impl ClockHook {
+    /// Parses `RANK:OFFSET_NS:DRIFT_PPM` (rank ≥ 1, |offset| ≤ 1 s, |drift| ≤ 1000 ppm).
+    ///
+    /// # Errors
+    /// A message naming the accepted form.
+    pub fn parse(value: &str) -> Result<ClockHook, String> {
+        let bad = || {
+            format!(
+                "{value:?}: give RANK:OFFSET_NS:DRIFT_PPM (an agent's rank >= 1, |offset| <= 1000000000 ns, |drift| <= 1000 ppm), e.g. 2:5000000:20"
+            )
+        };
         let mut it = value.split(':');
-        let r: usize = it.next()?.trim().parse().ok()?;
-        let off: i64 = it.next()?.trim().parse().ok()?;
-        let drift: f64 = it.next()?.trim().parse().ok()?;
-        (r == rank && drift.is_finite()).then_some((off, drift))
+        let mut next = || it.next().map(str::trim).ok_or_else(bad);
+        let rank: usize = next()?.parse().map_err(|_| bad())?;
+        let offset_ns: i64 = next()?.parse().map_err(|_| bad())?;
+        let drift_ppm: f64 = next()?.parse().map_err(|_| bad())?;
+        if it.next().is_some()
+            || rank == 0
+            || offset_ns.abs() > 1_000_000_000
+            || !drift_ppm.is_finite()
+            || drift_ppm.abs() > 1_000.0
+        {
+            return Err(bad());
+        }
+        Ok(ClockHook {
+            rank,
+            offset_ns,
+            drift_ppm,
+        })
+    }
+
+    /// The skewed clock of `rank` starting at monotonic `base_ns` (the plain clock for
+    /// every other rank).
+    pub fn clock_of(hook: Option<&ClockHook>, rank: usize, base_ns: i64) -> SkewedClock {
+        match hook {
+            Some(h) if h.rank == rank => SkewedClock {
+                base_ns,
+                offset_ns: h.offset_ns,
+                drift_ppm: h.drift_ppm,
+            },
+            _ => SkewedClock::default(),
+        }
     }
 }
 
@@ -318,12 +367,13 @@ mod tests {
 
     #[test]
     fn the_hook_names_one_rank() {
-        assert_eq!(
-            SkewedClock::from_hook("2:5000000:20", 2),
-            Some((5_000_000, 20.0))
-        );
-        assert_eq!(SkewedClock::from_hook("2:5000000:20", 1), None);
-        assert_eq!(SkewedClock::from_hook("2:x:20", 2), None);
-        assert_eq!(SkewedClock::from_hook("2:1:NaN", 2), None);
+        let h = ClockHook::parse("2:5000000:20").unwrap();
+        assert_eq!((h.rank, h.offset_ns, h.drift_ppm), (2, 5_000_000, 20.0));
+        assert_eq!(ClockHook::clock_of(Some(&h), 2, 7).offset_ns, 5_000_000);
+        assert_eq!(ClockHook::clock_of(Some(&h), 7, 7), SkewedClock::default());
+        assert_eq!(ClockHook::clock_of(None, 2, 7), SkewedClock::default());
+        for bad in ["2:x:20", "2:1:NaN", "0:1:1", "2:1", "2:1:1:1", "2:2000000000:1", "2:1:5000"] {
+            assert!(ClockHook::parse(bad).unwrap_err().contains("RANK:OFFSET_NS"), "{bad}");
+        }
     }
 }
