@@ -403,7 +403,10 @@ mod tests {
         assert_eq!(t.rows.len(), 1);
         let row: Vec<&str> = t.rows[0].iter().map(|c| c.text.as_str()).collect();
         assert_eq!(row[1], "rank 1 → 2");
-        assert!(row[3].contains("20") && row[3].contains(" ± 1.5"), "{row:?}");
+        assert!(
+            row[3].contains("20") && row[3].contains(" ± 1.5"),
+            "{row:?}"
+        );
         assert!(row[7].contains("5.02"), "{row:?}");
     }
 }

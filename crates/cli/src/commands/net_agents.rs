@@ -144,7 +144,15 @@ fn print_one_way(w: &latlab_net::agents::oneway::OneWayData) {
     use latlab_core::text::Table;
     use latlab_core::units::format_ns;
     let mut t = Table::new([
-        "one-way", "samples", "p50", "p90", "p99", "p99.9", "max", "uncorrected p50", "true p50 (hook)",
+        "one-way",
+        "samples",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "uncorrected p50",
+        "true p50 (hook)",
     ]);
     let pm = |v: i64, u: f64| format!("{} ± {}", format_ns(v as f64), format_ns(u));
     for s in &w.streams {
@@ -158,7 +166,8 @@ fn print_one_way(w: &latlab_net::agents::oneway::OneWayData) {
             pm(c.p999, s.uncertainty_ns),
             pm(c.max, s.uncertainty_ns),
             format_ns(s.uncorrected.p50 as f64),
-            s.truth.map_or("-".into(), |x| format_ns(x.delays.p50 as f64)),
+            s.truth
+                .map_or("-".into(), |x| format_ns(x.delays.p50 as f64)),
         ]);
     }
     if let Some(c) = &w.all {

@@ -86,7 +86,11 @@ fn a_rank_that_cannot_start_stops_every_rank_with_one_line() {
             "2",
             &[("LATLAB_TEST_AGENT_CLOCK", "2:5ms:20")],
             2,
-            &["rank 0:", "LATLAB_TEST_AGENT_CLOCK", "RANK:OFFSET_NS:DRIFT_PPM"],
+            &[
+                "rank 0:",
+                "LATLAB_TEST_AGENT_CLOCK",
+                "RANK:OFFSET_NS:DRIFT_PPM",
+            ],
         ),
     ];
     for (ranks, flows, env, code, says) in cases {
@@ -105,6 +109,17 @@ impl Drop for TestbedDown {
     }
 }
 
+/// The testbed with two generator namespaces (removed when the first value drops) and a
+/// scratch directory.
+fn two_generators() -> (TestbedDown, tempfile::TempDir) {
+    let down = TestbedDown;
+    ok(&latlab()
+        .args(["net", "testbed", "up", "--generators", "2"])
+        .output()
+        .unwrap());
+    (down, tempfile::tempdir().unwrap())
+}
+
 /// A forwarder for generator `j` in the NF namespace, until its stdin closes.
 fn forwarder(j: usize, out: &Path) -> Child {
     start_nf(
@@ -118,12 +133,7 @@ fn forwarder(j: usize, out: &Path) -> Child {
 fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_rank() {
     let _turn = system_test!("the namespace testbed");
     require_mpi!();
-    let _down = TestbedDown;
-    let dir = tempfile::tempdir().unwrap();
-    ok(&latlab()
-        .args(["net", "testbed", "up", "--generators", "2"])
-        .output()
-        .unwrap());
+    let (_down, dir) = two_generators();
     let nfs: Vec<Child> = (0..2)
         .map(|j| forwarder(j, &dir.path().join(format!("nf{j}.json"))))
         .collect();
@@ -229,7 +239,10 @@ fn one_way_run(dir: &Path, name: &str, hook: &str) -> latlab_net::agents::oneway
     ok(&o);
     // the terminal shows the corrected one-way percentiles with their uncertainty
     let said = text(&o.stdout);
-    assert!(said.contains("rank 1 → 2") && said.contains(" ± "), "{said}");
+    assert!(
+        said.contains("rank 1 → 2") && said.contains(" ± "),
+        "{said}"
+    );
     let d = latlab_net::agents::agents_data(&ResultFile::load(&out).unwrap()).unwrap();
     d.one_way.unwrap()
 }
@@ -238,12 +251,7 @@ fn one_way_run(dir: &Path, name: &str, hook: &str) -> latlab_net::agents::oneway
 fn one_way_delays_across_agents_clocks_are_corrected_within_their_uncertainty() {
     let _turn = system_test!("the namespace testbed");
     require_mpi!();
-    let _down = TestbedDown;
-    let dir = tempfile::tempdir().unwrap();
-    ok(&latlab()
-        .args(["net", "testbed", "up", "--generators", "2"])
-        .output()
-        .unwrap());
+    let (_down, dir) = two_generators();
     // the hook with no skew: the same clocks, and the truth known as well
     let plain = one_way_run(dir.path(), "plain", "2:0:0");
     // rank 2's clock 5 ms ahead and 20 ppm fast: it receives rank 1's stream and sends

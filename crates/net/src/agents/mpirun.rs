@@ -7,7 +7,8 @@
 //! 1. Rank 0 resolves the plan and broadcasts it (JSON, with its latlab version); each
 //!    rank decodes it and compares versions. *Agreement.*
 //! 2. Each agent starts a thread that enters its namespace and checks it can bind its
-//!    addresses and that the target does not refuse. *Agreement.*
+//!    addresses and that the target does not refuse. *Agreement.* Then the one-way
+//!    streams' ends start on threads of their own ([`super::oneway_run`]). *Agreement.*
 //! 3. Clock round 0 ([`clock_round`]); rank 0 picks the start on its clock, maps it onto
 //!    each agent's clock and sends it; the agents' probes start there.
 //! 4. Clock rounds every `round_period_ns` while they run and one after.
@@ -198,13 +199,18 @@ fn run_agreed(
         _ if rank == 0 => Ok(()),
         _ => Err("no agent is planned for this rank".into()),
     };
+    if let Err(f) = agree(world, started) {
+        drop(go_tx); // the agent thread sees no start and returns
+        return Err(fail(f, false));
+    }
+    // the one-way streams this rank sends and receives (once every agent is in its
+    // namespace, so that a missing namespace is blamed on its own agent)
     let p = &plan.total;
     let (warmup, duration) = (p.warmup.get() as i64, p.duration.get() as i64);
-    // the one-way streams this rank sends and receives
     let mut senders = Vec::new();
     let mut receivers = Vec::new();
     let mut one_way_started = Ok(());
-    for st in plan.one_way.iter().filter(|_| started.is_ok()) {
+    for st in &plan.one_way {
         let (tx, rx) = mpsc::channel();
         let end = if st.sender_rank == rank {
             start_sender(st.clone(), skew, warmup, duration, tx).map(|e| senders.push(e))
@@ -214,15 +220,25 @@ fn run_agreed(
         } else {
             continue;
         };
+        let what = format!(
+            "the one-way stream {} → {}",
+            st.sender_rank, st.receiver_rank
+        );
         one_way_started = match end {
-            Err(e) => Err(format!("cannot start a one-way stream's thread: {e}")),
-            Ok(()) => wait_ready(&rx, "a one-way stream"),
+            Err(e) => Err(format!("cannot start {what}'s thread: {e}")),
+            Ok(()) => wait_ready(&rx, &what).map_err(|e| {
+                if e.starts_with(&what) {
+                    e
+                } else {
+                    format!("{what}: {e}")
+                }
+            }),
         };
         if one_way_started.is_err() {
             break;
         }
     }
-    if let Err(f) = agree(world, started.and(one_way_started)) {
+    if let Err(f) = agree(world, one_way_started) {
         drop(go_tx); // the agent thread sees no start and returns
         for s in senders {
             drop(s.go);
@@ -256,7 +272,8 @@ fn run_agreed(
     for s in &senders {
         let _ = s.go.send(local_start);
     }
-    let stop_rx = skew.monotonic(local_start) + warmup + duration + p.drain.get() as i64 + 300_000_000;
+    let stop_rx =
+        skew.monotonic(local_start) + warmup + duration + p.drain.get() as i64 + 300_000_000;
     for r in &receivers {
         r.deadline
             .store(stop_rx, std::sync::atomic::Ordering::Release);

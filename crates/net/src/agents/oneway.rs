@@ -218,23 +218,28 @@ pub fn stream_stats(
     Some((stats, keep))
 }
 
-/// `data.agents.one_way` from every stream's stamps; `clocks[r - 1]` is rank `r`'s
+/// `data.agents.one_way` from every stream's stamps (streams by sender rank);
+/// `clocks[r - 1]` is rank `r`'s
 /// estimate, `skews[r]` rank `r`'s skewed clock under the test hook.
 pub fn one_way_data(
     stamps: &[Stamps],
     clocks: &[Option<ClockEstimate>],
     skews: Option<&[SkewedClock]>,
 ) -> OneWayData {
-    let est = |r: usize| r.checked_sub(1).and_then(|i| clocks.get(i).copied().flatten());
+    let est = |r: usize| {
+        r.checked_sub(1)
+            .and_then(|i| clocks.get(i).copied().flatten())
+    };
     let mut streams = Vec::new();
     let mut pooled = Vec::new();
     let mut all_unc: f64 = 0.0;
-    for s in stamps {
+    let mut order: Vec<&Stamps> = stamps.iter().collect();
+    order.sort_by_key(|s| (s.sender_rank, s.receiver_rank));
+    for s in order {
         let (Some(a), Some(b)) = (est(s.sender_rank), est(s.receiver_rank)) else {
             continue;
         };
-        let truth =
-            skews.and_then(|k| Some((*k.get(s.sender_rank)?, *k.get(s.receiver_rank)?)));
+        let truth = skews.and_then(|k| Some((*k.get(s.sender_rank)?, *k.get(s.receiver_rank)?)));
         if let Some((st, v)) = stream_stats(s, &a, &b, truth) {
             all_unc = all_unc.max(st.uncertainty_ns);
             pooled.extend(v);
@@ -275,7 +280,10 @@ mod tests {
     fn percentiles_are_nearest_rank() {
         let mut v: Vec<i64> = (1..=1000).rev().collect();
         let p = Percentiles::of(&mut v).unwrap();
-        assert_eq!((p.p50, p.p90, p.p99, p.p999, p.max), (500, 900, 990, 999, 1000));
+        assert_eq!(
+            (p.p50, p.p90, p.p99, p.p999, p.max),
+            (500, 900, 990, 999, 1000)
+        );
         assert_eq!(Percentiles::of(&mut []), None);
         assert_eq!(Percentiles::of(&mut [7]).unwrap().p50, 7);
     }

@@ -38,7 +38,7 @@ fn bind_in(spec: &StreamSpec, addr: std::net::SocketAddr) -> Result<UdpSocket, S
     if let Some(ns) = &spec.namespace {
         latlab_sys::netns::enter(ns).map_err(|e| e.to_string())?;
     }
-    UdpSocket::bind(addr).map_err(|e| format!("one-way stream: cannot bind {addr}: {e}"))
+    UdpSocket::bind(addr).map_err(|e| format!("cannot bind {addr}: {e}"))
 }
 
 /// Starts the sender of `spec` on a thread; `ready` gets its sockets' state. It sends
@@ -57,7 +57,7 @@ pub(super) fn start_sender(
         .spawn(move || {
             let sock = bind_in(&spec, spec.send_bind).and_then(|s| {
                 s.connect(spec.to)
-                    .map_err(|e| format!("one-way stream: cannot reach {}: {e}", spec.to))?;
+                    .map_err(|e| format!("cannot reach {}: {e}", spec.to))?;
                 Ok(s)
             });
             let failed = sock.is_err();

@@ -1,9 +1,9 @@
 //! The plan rank 0 broadcasts: the load split among the agents, their namespaces and
 //! addresses, and the versions and test hooks every rank reads (pure).
 
-use crate::probe::{Arrivals, ProbeConfig};
 use super::clock::ClockHook;
 use super::oneway::{testbed_streams, StreamSpec};
+use crate::probe::{Arrivals, ProbeConfig};
 use crate::run::ProbeJob;
 use serde::{Deserialize, Serialize};
 
@@ -157,7 +157,11 @@ pub fn plan(total: &ProbeJob, agents: usize, testbed: bool) -> Result<AgentsPlan
         exchanges_per_round: 16,
         round_period_ns: 1_000_000_000,
         start_lead_ns: 500_000_000,
-        one_way: if testbed { testbed_streams(n) } else { Vec::new() },
+        one_way: if testbed {
+            testbed_streams(n)
+        } else {
+            Vec::new()
+        },
         clock_hook: None,
     })
 }
