@@ -107,10 +107,7 @@ impl SectionProvider for ProbeSections {
         }
         if let Some((_, w)) = one_way.first() {
             s.push(Block::Table(one_way_table(&one_way)));
-            s.push(Block::Paragraph(format!(
-                "{}. The latency histograms above are round trips: they need no clock correction.",
-                w.note
-            )));
+            s.push(Block::Paragraph(format!("{}.", w.note)));
         }
         Ok(vec![s])
     }
