@@ -57,6 +57,7 @@ impl SectionProvider for ProbeSections {
                 .collect(),
             rows: Vec::new(),
         };
+        let mut one_way = Vec::new();
         for input in inputs {
             for (label, path, run) in input.labelled_runs() {
                 let Some(d) = probe_data(run) else {
@@ -92,6 +93,9 @@ impl SectionProvider for ProbeSections {
                     }
                     seg.rows.push(row);
                 }
+                if let Some(w) = crate::agents::agents_data(run).and_then(|a| a.one_way) {
+                    one_way.push((label.clone(), w));
+                }
             }
         }
         s.push(Block::Table(t));
@@ -101,8 +105,53 @@ impl SectionProvider for ProbeSections {
                 "Segments come from combining user TSC, kernel software timestamps and the NF's residence field per probe; every probe's segments were checked to add up to its end-to-end latency. Medians of segments need not add up to the median end to end.".into(),
             ));
         }
+        if let Some((_, w)) = one_way.first() {
+            s.push(Block::Table(one_way_table(&one_way)));
+            s.push(Block::Paragraph(format!("{}.", w.note)));
+        }
         Ok(vec![s])
     }
+}
+
+/// The one-way figures of `--agents` runs: per stream, the corrected percentiles with the
+/// bound on their error beside each, and the median before the correction.
+fn one_way_table(runs: &[(String, crate::agents::oneway::OneWayData)]) -> Table {
+    let mut t = Table::new(
+        "One-way latency across agents' clocks (corrected onto rank 0's clock)",
+        &[
+            "input",
+            "stream",
+            "samples",
+            "p50",
+            "p90",
+            "p99",
+            "p99.9",
+            "uncorrected p50",
+        ],
+    );
+    for (label, w) in runs {
+        for st in &w.streams {
+            let pm = |v: i64| {
+                Cell::number(format!(
+                    "{} ± {}",
+                    format_ns(v as f64),
+                    format_ns(st.uncertainty_ns)
+                ))
+            };
+            let c = &st.corrected;
+            t.rows.push(vec![
+                Cell::text(label),
+                Cell::text(format!("rank {} → {}", st.sender_rank, st.receiver_rank)),
+                Cell::number(st.samples.to_string()),
+                pm(c.p50),
+                pm(c.p90),
+                pm(c.p99),
+                pm(c.p999),
+                Cell::number(format_ns(st.uncorrected.p50 as f64)),
+            ]);
+        }
+    }
+    t
 }
 
 /// Sections for the summary result of `latlab experiment killer-us`: the summary table
@@ -320,5 +369,41 @@ mod tests {
         assert!(ProbeSections.handles("net.probe") && !ProbeSections.handles("net.nf"));
         let e = ProbeSections.sections(&[&i]).unwrap_err();
         assert!(e.contains("p.json"), "{e}");
+    }
+
+    #[test]
+    fn one_way_figures_carry_their_uncertainty() {
+        use crate::agents::oneway::{OneWayData, Percentiles, StreamStats, ONE_WAY_NOTE};
+        let p = |v: i64| Percentiles {
+            p50: v,
+            p90: v,
+            p99: v,
+            p999: v,
+            max: v,
+        };
+        let w = OneWayData {
+            streams: vec![StreamStats {
+                sender_rank: 1,
+                receiver_rank: 2,
+                samples: 10,
+                sent: 10,
+                corrected: p(20_000),
+                uncertainty_ns: 1_500.0,
+                uncorrected: p(5_020_000),
+                truth: None,
+            }],
+            all: Some(p(20_000)),
+            all_uncertainty_ns: 1_500.0,
+            note: ONE_WAY_NOTE.into(),
+        };
+        let t = one_way_table(&[("agents".into(), w)]);
+        assert_eq!(t.rows.len(), 1);
+        let row: Vec<&str> = t.rows[0].iter().map(|c| c.text.as_str()).collect();
+        assert_eq!(row[1], "rank 1 → 2");
+        assert!(
+            row[3].contains("20") && row[3].contains(" ± 1.5"),
+            "{row:?}"
+        );
+        assert!(row[7].contains("5.02"), "{row:?}");
     }
 }

@@ -26,7 +26,23 @@ pub fn run(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             }
         }
         let job = ProbeJob::try_from(&a).map_err(|e| e.to_string())?;
-        agents::plan(&job, ranks.saturating_sub(1), a.testbed).map_err(|e| e.to_string())
+        let mut plan =
+            agents::plan(&job, ranks.saturating_sub(1), a.testbed).map_err(|e| e.to_string())?;
+        // the clock test hook: resolved here, sent to every rank in the plan
+        if let Ok(v) = std::env::var(agents::CLOCK_HOOK) {
+            let hook = agents::clock::ClockHook::parse(&v)
+                .map_err(|e| format!("{}={e}", agents::CLOCK_HOOK))?;
+            if hook.rank >= ranks {
+                return Err(format!(
+                    "{}={v:?}: rank {} is not an agent of this run (ranks 1 to {})",
+                    agents::CLOCK_HOOK,
+                    hook.rank,
+                    ranks.saturating_sub(1)
+                ));
+            }
+            plan.clock_hook = Some(hook);
+        }
+        Ok(plan)
     };
     // rank 0 says it, once, for every rank; every rank exits with the same code
     let say = |f: &agents::Failure| eprintln!("latlab: error: {f}");
@@ -45,7 +61,7 @@ pub fn run(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
             .with_context(|| format!("writing {}", path.display()))?;
         runs.push((path.clone(), ResultFile::load(&path)?));
     }
-    let merged = agents::assemble(&gathered.plan, &runs, &gathered.clocks)
+    let merged = agents::assemble(&gathered.plan, &runs, &gathered.clocks, gathered.one_way)
         .context("merging the agents' results")?;
     merged.save(&out).context("writing the result")?;
     if !a.out.quiet {
@@ -116,4 +132,59 @@ fn print_agents(r: &latlab_core::results::ResultFile) {
     println!("agents:");
     print!("{}", t.render());
     println!("clocks: {}", d.clock_note);
+    if let Some(w) = &d.one_way {
+        print_one_way(w);
+    }
+}
+
+/// The one-way table: each stream's corrected percentiles with their uncertainty, and
+/// what they were before the correction (and, under the clock test hook, in truth).
+#[cfg(feature = "mpi")]
+fn print_one_way(w: &latlab_net::agents::oneway::OneWayData) {
+    use latlab_core::text::Table;
+    use latlab_core::units::format_ns;
+    let mut t = Table::new([
+        "one-way",
+        "samples",
+        "p50",
+        "p90",
+        "p99",
+        "p99.9",
+        "max",
+        "uncorrected p50",
+        "true p50 (hook)",
+    ]);
+    let pm = |v: i64, u: f64| format!("{} ± {}", format_ns(v as f64), format_ns(u));
+    for s in &w.streams {
+        let c = &s.corrected;
+        t.row(vec![
+            format!("rank {} → {}", s.sender_rank, s.receiver_rank),
+            format!("{}/{}", s.samples, s.sent),
+            pm(c.p50, s.uncertainty_ns),
+            pm(c.p90, s.uncertainty_ns),
+            pm(c.p99, s.uncertainty_ns),
+            pm(c.p999, s.uncertainty_ns),
+            pm(c.max, s.uncertainty_ns),
+            format_ns(s.uncorrected.p50 as f64),
+            s.truth
+                .map_or("-".into(), |x| format_ns(x.delays.p50 as f64)),
+        ]);
+    }
+    if let Some(c) = &w.all {
+        let u = w.all_uncertainty_ns;
+        let n: u64 = w.streams.iter().map(|s| s.samples).sum();
+        t.row(vec![
+            "all".into(),
+            n.to_string(),
+            pm(c.p50, u),
+            pm(c.p90, u),
+            pm(c.p99, u),
+            pm(c.p999, u),
+            pm(c.max, u),
+            "-".into(),
+            "-".into(),
+        ]);
+    }
+    print!("{}", t.render());
+    println!("{}", w.note);
 }

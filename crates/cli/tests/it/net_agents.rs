@@ -67,7 +67,7 @@ fn a_rank_that_cannot_start_stops_every_rank_with_one_line() {
     let out = dir.path().join("agents.json");
     // (ranks, flows, hook, exit code, what the one line says); nothing listens on the
     // discard port 9, so a first datagram there is refused
-    let cases: [Case; 4] = [
+    let cases: [Case; 5] = [
         (3, "2", &[], 1, &["rank 1:", "127.0.0.1:9 refuses"]),
         // rank 2 claims another latlab
         (
@@ -80,6 +80,18 @@ fn a_rank_that_cannot_start_stops_every_rank_with_one_line() {
         // a load that cannot be split, and too few ranks: rank 0 refuses the command line
         (3, "1", &[], 2, &["rank 0:", "--flows"]),
         (1, "1", &[], 2, &["rank 0:", "at least 2 MPI ranks"]),
+        // a clock test hook that does not parse is refused with the form it takes
+        (
+            3,
+            "2",
+            &[("LATLAB_TEST_AGENT_CLOCK", "2:5ms:20")],
+            2,
+            &[
+                "rank 0:",
+                "LATLAB_TEST_AGENT_CLOCK",
+                "RANK:OFFSET_NS:DRIFT_PPM",
+            ],
+        ),
     ];
     for (ranks, flows, env, code, says) in cases {
         let args = format!("net probe --agents --to 127.0.0.1:9 --flows {flows} --duration 1s");
@@ -97,6 +109,17 @@ impl Drop for TestbedDown {
     }
 }
 
+/// The testbed with two generator namespaces (removed when the first value drops) and a
+/// scratch directory.
+fn two_generators() -> (TestbedDown, tempfile::TempDir) {
+    let down = TestbedDown;
+    ok(&latlab()
+        .args(["net", "testbed", "up", "--generators", "2"])
+        .output()
+        .unwrap());
+    (down, tempfile::tempdir().unwrap())
+}
+
 /// A forwarder for generator `j` in the NF namespace, until its stdin closes.
 fn forwarder(j: usize, out: &Path) -> Child {
     start_nf(
@@ -110,12 +133,7 @@ fn forwarder(j: usize, out: &Path) -> Child {
 fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_rank() {
     let _turn = system_test!("the namespace testbed");
     require_mpi!();
-    let _down = TestbedDown;
-    let dir = tempfile::tempdir().unwrap();
-    ok(&latlab()
-        .args(["net", "testbed", "up", "--generators", "2"])
-        .output()
-        .unwrap());
+    let (_down, dir) = two_generators();
     let nfs: Vec<Child> = (0..2)
         .map(|j| forwarder(j, &dir.path().join(format!("nf{j}.json"))))
         .collect();
@@ -199,4 +217,82 @@ fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_
     nf.wait().unwrap();
     assert_one_line(&o, 1, &["rank 2:", "latlab-gen1"]);
     assert!(!out.exists());
+}
+
+/// One `--agents` run of 2 agents on the testbed (already up), with the clock hook set to
+/// `hook`: its merged result's one-way figures.
+fn one_way_run(dir: &Path, name: &str, hook: &str) -> latlab_net::agents::oneway::OneWayData {
+    let nfs: Vec<Child> = (0..2)
+        .map(|j| forwarder(j, &dir.join(format!("{name}-nf{j}.json"))))
+        .collect();
+    let out = dir.join(format!("{name}.json"));
+    let o = agents(
+        3,
+        "net probe --agents --testbed --rate 2kpps --flows 2 --duration 2s --warmup 300ms",
+        &[("LATLAB_TEST_AGENT_CLOCK", hook)],
+        &out,
+    );
+    for mut nf in nfs {
+        drop(nf.stdin.take());
+        assert!(nf.wait().unwrap().success());
+    }
+    ok(&o);
+    // the terminal shows the corrected one-way percentiles with their uncertainty
+    let said = text(&o.stdout);
+    assert!(
+        said.contains("rank 1 → 2") && said.contains(" ± "),
+        "{said}"
+    );
+    let d = latlab_net::agents::agents_data(&ResultFile::load(&out).unwrap()).unwrap();
+    d.one_way.unwrap()
+}
+
+#[test]
+fn one_way_delays_across_agents_clocks_are_corrected_within_their_uncertainty() {
+    let _turn = system_test!("the namespace testbed");
+    require_mpi!();
+    let (_down, dir) = two_generators();
+    // the hook with no skew: the same clocks, and the truth known as well
+    let plain = one_way_run(dir.path(), "plain", "2:0:0");
+    // rank 2's clock 5 ms ahead and 20 ppm fast: it receives rank 1's stream and sends
+    // the stream rank 1 receives
+    let skewed = one_way_run(dir.path(), "skewed", "2:5000000:20");
+    for w in [&plain, &skewed] {
+        let pairs: Vec<(usize, usize)> = w
+            .streams
+            .iter()
+            .map(|s| (s.sender_rank, s.receiver_rank))
+            .collect();
+        assert_eq!(pairs, [(1, 2), (2, 1)]);
+        for s in &w.streams {
+            assert!(s.samples > 0 && s.samples <= s.sent, "{s:?}");
+            // the estimator's actual error stays within the bound it reports (1 ns of
+            // rounding at each end)
+            let t = s.truth.unwrap();
+            assert!(
+                t.max_error_ns as f64 <= s.uncertainty_ns + 2.0,
+                "error {} ns > ± {} ns: {s:?}",
+                t.max_error_ns,
+                s.uncertainty_ns
+            );
+        }
+        assert!(w.all.is_some());
+    }
+    for (p, s) in plain.streams.iter().zip(&skewed.streams) {
+        // uncorrected, the injection shows (5 ms one way or the other) ...
+        assert!(
+            (s.uncorrected.p50 - s.corrected.p50).abs() > 1_000_000,
+            "{s:?}"
+        );
+        assert!((p.uncorrected.p50 - p.corrected.p50).abs() as f64 <= p.uncertainty_ns + 2.0);
+        // ... corrected, the two runs' medians differ by no more than their true medians
+        // do plus the two uncertainties (the path itself is slower or faster from run to
+        // run on a loaded host; that is no clock error)
+        let (tp, ts) = (p.truth.unwrap().delays.p50, s.truth.unwrap().delays.p50);
+        let gap = (s.corrected.p50 - p.corrected.p50).abs() as f64;
+        assert!(
+            gap <= (ts - tp).abs() as f64 + p.uncertainty_ns + s.uncertainty_ns + 4.0,
+            "{p:?} vs {s:?}"
+        );
+    }
 }

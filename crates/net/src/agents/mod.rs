@@ -16,6 +16,9 @@
 pub mod clock;
 #[cfg(feature = "mpi")]
 mod mpirun;
+pub mod oneway;
+#[cfg(feature = "mpi")]
+mod oneway_run;
 mod plan;
 mod result;
 

@@ -7,7 +7,8 @@
 //! 1. Rank 0 resolves the plan and broadcasts it (JSON, with its latlab version); each
 //!    rank decodes it and compares versions. *Agreement.*
 //! 2. Each agent starts a thread that enters its namespace and checks it can bind its
-//!    addresses and that the target does not refuse. *Agreement.*
+//!    addresses and that the target does not refuse. *Agreement.* Then the one-way
+//!    streams' ends start on threads of their own ([`super::oneway_run`]). *Agreement.*
 //! 3. Clock round 0 ([`clock_round`]); rank 0 picks the start on its clock, maps it onto
 //!    each agent's clock and sends it; the agents' probes start there.
 //! 4. Clock rounds every `round_period_ns` while they run and one after.
@@ -18,8 +19,10 @@
 //! thread, which alone enters the generator's namespace (so MPI's own connections stay in
 //! the namespace mpirun started the rank in).
 
-use super::clock::{self, ClockEstimate, Exchange, SkewedClock};
-use super::plan::{own_version, phase_ns, AgentSpec, AgentsPlan, CLOCK_HOOK};
+use super::clock::{self, ClockEstimate, ClockHook, Exchange, SkewedClock};
+use super::oneway::{one_way_data, OneWayData, Stamps};
+use super::oneway_run::{start_receiver, start_sender};
+use super::plan::{own_version, phase_ns, AgentSpec, AgentsPlan};
 use crate::run::{ProbeJob, ProbeRecord};
 use latlab_core::results::ResultFile;
 use mpi::traits::*;
@@ -60,6 +63,21 @@ pub struct Gathered {
     pub records: Vec<ProbeRecord>,
     /// Each agent's clock against rank 0's.
     pub clocks: Vec<Option<ClockEstimate>>,
+    /// The one-way streams' figures (`None` without streams).
+    pub one_way: Option<OneWayData>,
+}
+
+/// What an agent sends rank 0 at the end.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct AgentReport {
+    result: ResultFile,
+    interval_log: String,
+    /// The one-way streams this rank received.
+    stamps: Vec<Stamps>,
+    /// Measured one-way probes this rank sent, per stream it sends.
+    sent: Vec<u64>,
+    /// This rank's clock (skewed only under the test hook).
+    skew: SkewedClock,
 }
 
 /// Runs an `--agents` probe under MPI. `resolve` is called on rank 0 with the number of
@@ -164,15 +182,7 @@ fn run_agreed(
     };
 
     // 2. the agents start, in their namespaces
-    let skew = std::env::var(CLOCK_HOOK)
-        .ok()
-        .and_then(|v| SkewedClock::from_hook(&v, rank))
-        .map(|(offset_ns, drift_ppm)| SkewedClock {
-            base_ns: mono(),
-            offset_ns,
-            drift_ppm,
-        })
-        .unwrap_or_default();
+    let skew = ClockHook::clock_of(plan.clock_hook.as_ref(), rank, mono());
     let spec = plan.agents.iter().find(|a| a.rank == rank).cloned();
     let (go_tx, go_rx) = mpsc::channel::<i64>();
     let (ready_tx, ready_rx) = mpsc::channel::<Result<(), String>>();
@@ -185,18 +195,59 @@ fn run_agreed(
     });
     let started = match (&agent, &spec) {
         (Some(Err(e)), _) => Err(format!("cannot start the agent's thread: {e}")),
-        (Some(Ok(_)), Some(_)) => match ready_rx.recv_timeout(START_TIMEOUT) {
-            Ok(r) => r,
-            Err(_) => Err(format!(
-                "the agent did not start within {} s",
-                START_TIMEOUT.as_secs()
-            )),
-        },
+        (Some(Ok(_)), Some(_)) => wait_ready(&ready_rx, "the agent"),
         _ if rank == 0 => Ok(()),
         _ => Err("no agent is planned for this rank".into()),
     };
     if let Err(f) = agree(world, started) {
         drop(go_tx); // the agent thread sees no start and returns
+        return Err(fail(f, false));
+    }
+    // the one-way streams this rank sends and receives (once every agent is in its
+    // namespace, so that a missing namespace is blamed on its own agent)
+    let p = &plan.total;
+    let (warmup, duration) = (p.warmup.get() as i64, p.duration.get() as i64);
+    let mut senders = Vec::new();
+    let mut receivers = Vec::new();
+    let mut one_way_started = Ok(());
+    for st in &plan.one_way {
+        let (tx, rx) = mpsc::channel();
+        let end = if st.sender_rank == rank {
+            start_sender(st.clone(), skew, warmup, duration, tx).map(|e| senders.push(e))
+        } else if st.receiver_rank == rank {
+            let cap = (u64::from(st.pps) * duration as u64 / 1_000_000_000 + 1024) as usize;
+            start_receiver(st.clone(), skew, cap, tx).map(|e| receivers.push(e))
+        } else {
+            continue;
+        };
+        let what = format!(
+            "the one-way stream {} → {}",
+            st.sender_rank, st.receiver_rank
+        );
+        one_way_started = match end {
+            Err(e) => Err(format!("cannot start {what}'s thread: {e}")),
+            Ok(()) => wait_ready(&rx, &what).map_err(|e| {
+                if e.starts_with(&what) {
+                    e
+                } else {
+                    format!("{what}: {e}")
+                }
+            }),
+        };
+        if one_way_started.is_err() {
+            break;
+        }
+    }
+    if let Err(f) = agree(world, one_way_started) {
+        drop(go_tx); // the agent thread sees no start and returns
+        for s in senders {
+            drop(s.go);
+            let _ = s.thread.join();
+        }
+        for r in receivers {
+            r.deadline.store(0, std::sync::atomic::Ordering::Release);
+            let _ = r.thread.join();
+        }
         return Err(fail(f, false));
     }
 
@@ -218,9 +269,17 @@ fn run_agreed(
     if rank != 0 {
         let _ = go_tx.send(skew.monotonic(local_start));
     }
+    for s in &senders {
+        let _ = s.go.send(local_start);
+    }
+    let stop_rx =
+        skew.monotonic(local_start) + warmup + duration + p.drain.get() as i64 + 300_000_000;
+    for r in &receivers {
+        r.deadline
+            .store(stop_rx, std::sync::atomic::Ordering::Release);
+    }
 
     // 4. clock rounds through the run and one after it
-    let p = &plan.total;
     let run_ns = (p.warmup.get() + p.duration.get()) as i64;
     let period = plan.round_period_ns.max(1) as i64;
     let during = run_ns / period;
@@ -243,6 +302,14 @@ fn run_agreed(
             .unwrap_or_else(|_| Err("the agent's thread panicked".into())),
         _ => Err(String::new()),
     };
+    let sent: Vec<u64> = senders
+        .into_iter()
+        .map(|s| s.thread.join().ok().and_then(Result::ok).unwrap_or(0))
+        .collect();
+    let stamps: Vec<Stamps> = receivers
+        .into_iter()
+        .filter_map(|r| r.thread.join().ok())
+        .collect();
     let end_ref = start_ref + run_ns + p.drain.get() as i64 + 50_000_000;
     if rank == 0 {
         sleep_ns(end_ref - mono());
@@ -258,18 +325,27 @@ fn run_agreed(
     agree(world, status).map_err(|f| fail(f, false))?;
     if rank != 0 {
         if let Ok(rec) = outcome {
-            let b = serde_json::to_vec(&(&rec.result, String::from_utf8_lossy(&rec.interval_log)))
-                .expect("serialisable");
+            let report = AgentReport {
+                result: rec.result,
+                interval_log: String::from_utf8_lossy(&rec.interval_log).into_owned(),
+                stamps,
+                sent,
+                skew,
+            };
+            let b = serde_json::to_vec(&report).expect("serialisable");
             world.process_at_rank(0).send_with_tag(&b[..], TAG_RESULT);
         }
         return Ok(None);
     }
     let mut records = Vec::new();
+    let mut all_stamps = Vec::new();
+    let mut sent_by = vec![0u64; size];
+    let mut skews = vec![SkewedClock::default(); size];
     for r in 1..size {
         let (b, _) = world
             .process_at_rank(r as i32)
             .receive_vec_with_tag::<u8>(TAG_RESULT);
-        let (result, log): (ResultFile, String) = serde_json::from_slice(&b).map_err(|e| {
+        let rep: AgentReport = serde_json::from_slice(&b).map_err(|e| {
             // the agents have returned already: no barrier
             Alone(Failure {
                 rank: r,
@@ -280,16 +356,40 @@ fn run_agreed(
             })
         })?;
         records.push(ProbeRecord {
-            result,
-            interval_log: log.into_bytes(),
+            result: rep.result,
+            interval_log: rep.interval_log.into_bytes(),
         });
+        all_stamps.extend(rep.stamps);
+        sent_by[r] = rep.sent.iter().sum();
+        skews[r] = rep.skew;
     }
-    let clocks = rounds.iter().map(|r| clock::estimate(r)).collect();
+    let clocks: Vec<Option<ClockEstimate>> = rounds.iter().map(|r| clock::estimate(r)).collect();
+    for s in &mut all_stamps {
+        s.sent = sent_by.get(s.sender_rank).copied().unwrap_or(0);
+    }
+    let one_way = (!plan.one_way.is_empty()).then(|| {
+        one_way_data(
+            &all_stamps,
+            &clocks,
+            plan.clock_hook.is_some().then_some(&skews[..]),
+        )
+    });
     Ok(Some(Gathered {
         plan,
         records,
         clocks,
+        one_way,
     }))
+}
+
+/// The first word of a thread that starts: whether it could, within [`START_TIMEOUT`].
+fn wait_ready(rx: &mpsc::Receiver<Result<(), String>>, what: &str) -> Result<(), String> {
+    rx.recv_timeout(START_TIMEOUT).unwrap_or_else(|_| {
+        Err(format!(
+            "{what} did not start within {} s",
+            START_TIMEOUT.as_secs()
+        ))
+    })
 }
 
 fn mono() -> i64 {

@@ -1,6 +1,8 @@
 //! The plan rank 0 broadcasts: the load split among the agents, their namespaces and
 //! addresses, and the versions and test hooks every rank reads (pure).
 
+use super::clock::ClockHook;
+use super::oneway::{testbed_streams, StreamSpec};
 use crate::probe::{Arrivals, ProbeConfig};
 use crate::run::ProbeJob;
 use serde::{Deserialize, Serialize};
@@ -38,6 +40,12 @@ pub struct AgentsPlan {
     pub round_period_ns: u64,
     /// Time from the broadcast of the start to the start, ns.
     pub start_lead_ns: u64,
+    /// The one-way stamp streams across agents (on the testbed; none otherwise).
+    #[serde(default)]
+    pub one_way: Vec<StreamSpec>,
+    /// The clock test hook ([`CLOCK_HOOK`]), resolved on rank 0.
+    #[serde(default)]
+    pub clock_hook: Option<ClockHook>,
 }
 
 /// Why a load cannot be split.
@@ -120,6 +128,7 @@ pub fn split(total: &ProbeConfig, agents: usize) -> Result<Vec<ProbeConfig>, Spl
 /// [`SplitError`] when the load cannot be split.
 pub fn plan(total: &ProbeJob, agents: usize, testbed: bool) -> Result<AgentsPlan, SplitError> {
     let parts = split(&total.probe, agents)?;
+    let n = parts.len();
     let agents = parts
         .into_iter()
         .enumerate()
@@ -148,6 +157,12 @@ pub fn plan(total: &ProbeJob, agents: usize, testbed: bool) -> Result<AgentsPlan
         exchanges_per_round: 16,
         round_period_ns: 1_000_000_000,
         start_lead_ns: 500_000_000,
+        one_way: if testbed {
+            testbed_streams(n)
+        } else {
+            Vec::new()
+        },
+        clock_hook: None,
     })
 }
 

@@ -3,6 +3,7 @@
 //! configuration, rates and a line per agent (pure).
 
 use super::clock::ClockEstimate;
+use super::oneway::OneWayData;
 use super::plan::AgentsPlan;
 use crate::probe::ProbeData;
 use latlab_core::results::merge::{merge_runs, MergeError};
@@ -49,13 +50,17 @@ pub struct AgentsData {
     pub achieved_pps: f64,
     /// What the clock estimates are used for, and which figures need them.
     pub clock_note: String,
+    /// One-way delays across agents' clocks, corrected onto rank 0's (on the testbed).
+    #[serde(default)]
+    pub one_way: Option<OneWayData>,
 }
 
 /// Why the agents' latencies need no clock correction here.
-pub const CLOCK_NOTE: &str = "every latency here is a round trip timed by the agent that sent and received the probe, on its own clock: none needs a clock correction. The agents' offsets to rank 0 (± uncertainty, in data.agents.agents[].clock) place each agent's start on rank 0's schedule";
+pub const CLOCK_NOTE: &str = "every latency in the histograms is a round trip timed by the agent that sent and received the probe, on its own clock: none needs a clock correction. The agents' offsets to rank 0 (± uncertainty, in data.agents.agents[].clock) place each agent's start on rank 0's schedule and correct the one-way figures (data.agents.one_way)";
 
 /// Merges the agents' results (`runs`, in rank order with the file name each was written
-/// to) into one `net.probe` result; `clocks` in the same order.
+/// to) into one `net.probe` result; `clocks` in the same order; `one_way` the one-way
+/// streams' figures.
 ///
 /// # Errors
 /// [`MergeError`] when a histogram cannot be merged.
@@ -63,6 +68,7 @@ pub fn assemble(
     plan: &AgentsPlan,
     runs: &[(PathBuf, ResultFile)],
     clocks: &[Option<ClockEstimate>],
+    one_way: Option<OneWayData>,
 ) -> Result<ResultFile, MergeError> {
     let total_config = serde_json::to_value(&plan.total).unwrap_or(serde_json::Value::Null);
     // the agents' configurations differ only by their share: merged as one configuration
@@ -127,6 +133,7 @@ pub fn assemble(
                 configured_pps: configured,
                 achieved_pps: achieved,
                 clock_note: CLOCK_NOTE.into(),
+                one_way,
             })
             .unwrap_or(serde_json::Value::Null),
         );
