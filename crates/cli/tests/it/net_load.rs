@@ -221,3 +221,107 @@ fn a_target_that_refuses_is_one_line_and_writes_nothing() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "wrote {left:?}");
 }
+
+/// Whether process `pid` still exists.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// `net load --serve`: latlab starts the server on a free port, loads it, stops it; the
+/// counts add up, the result names the server and how it stopped, and neither the server
+/// nor its port nor its scratch directory is left.
+#[test]
+fn served_memcached_and_nginx_count_up_and_are_stopped_after() {
+    for (server, scheme, path) in [
+        ("memcached", "memcached", ""),
+        ("memcached", "memcached+udp", ""),
+        ("nginx", "http", "/"),
+    ] {
+        if !installed(server) {
+            println!("SKIP {server}: not installed (`make deps-demo`)");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let target = format!("{scheme}://127.0.0.1:{port}{path}");
+        let r = load(
+            dir.path(),
+            &target,
+            &["--serve", server, "--serve-cpu", "0"],
+        );
+        assert_counts_add_up(&r);
+        let d = latlab_net::rpc::result::load_data(&r).unwrap();
+        let s = d.served.expect("the result records the served server");
+        assert_eq!(s.server, server);
+        assert_eq!(s.cpu, Some(0));
+        assert_eq!(s.stop, "stopped", "{s:?}");
+        assert!(!alive(s.pid), "{server} (pid {}) still runs", s.pid);
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "something still listens on {port}"
+        );
+        let scratch = std::env::temp_dir().join(format!("latlab-serve-{server}-"));
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let p = e.path();
+                p.to_string_lossy().starts_with(&*scratch.to_string_lossy())
+                    && std::fs::read_to_string(p.join("nginx.conf"))
+                        .is_ok_and(|c| c.contains(&format!(":{port};")))
+            })
+            .collect();
+        assert!(left.is_empty(), "scratch left: {left:?}");
+    }
+}
+
+#[test]
+fn serve_without_its_program_or_with_a_foreign_target_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    for (server, package) in [("memcached", "memcached"), ("nginx", "nginx-light")] {
+        let out = latlab()
+            .current_dir(dir.path())
+            .env("PATH", empty.path())
+            .args(["net", "load", "--serve", server])
+            .output()
+            .unwrap();
+        assert_one_line_error(
+            &out,
+            2,
+            &[
+                "--serve",
+                "is not installed",
+                &format!("Debian package {package}"),
+            ],
+        );
+    }
+    let out = latlab()
+        .current_dir(dir.path())
+        .args([
+            "net",
+            "load",
+            "--serve",
+            "nginx",
+            "--target",
+            "memcached://127.0.0.1:1",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, 2, &["--target", "--serve nginx", "http://"]);
+    let out = latlab()
+        .current_dir(dir.path())
+        .args([
+            "net",
+            "load",
+            "--serve",
+            "memcached",
+            "--serve-netns",
+            "latlab-y4-no-such-namespace",
+        ])
+        .output()
+        .unwrap();
+    assert_one_line_error(&out, 2, &["--serve-netns", "latlab-y4-no-such-namespace"]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "wrote {left:?}");
+}
