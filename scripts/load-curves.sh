@@ -70,6 +70,33 @@ print(" ".join(str(r) for r in sorted(rates)))
 EOF
 }
 
+# peer_rates FILE_PREFIX REGEX: the peer's best throughput over 1, 2, 4, 8 connections, and
+# its one-connection throughput
+peer_rates() {
+    python3 - "$OUT/$1" "$2" <<'EOF'
+import re, sys
+v = {c: float(re.findall(sys.argv[2], open(f"{sys.argv[1]}{c}.txt").read())[-1]) for c in (1, 2, 4, 8)}
+print(max(v.values()), v[1])
+EOF
+}
+
+# open_loop SERVER TARGET BEST ONE EXTRA...: latlab --serve over the sweep, then the fixed run;
+# sets RATES and FIXED_RATE
+open_loop() {
+    local server=$1 target=$2 best=$3 one=$4
+    shift 4
+    RATES=$(sweep "$best" "$one")
+    FIXED_RATE=$(python3 -c "print(max(100, round($one / 2 / 100) * 100))")
+    echo "$server: latlab open loop at $RATES requests/s, then $FIXED_RATE for ${FIXED} s…" >&2
+    for r in $RATES fixed; do
+        local rate=$r secs=$SECS
+        if [ "$r" = fixed ]; then rate=$FIXED_RATE; secs=$FIXED; fi
+        taskset -c "$CCPU" "$LATLAB" net load --serve "$server" --serve-cpu "$SCPU" \
+            --target "$target" --rate "${rate}rps" -d "${secs}s" --warmup 1s "$@" \
+            -q -o "$OUT/$server-$r.json"
+    done
+}
+
 # ---- memcached ----------------------------------------------------------------------------
 echo "memcached: memaslap at 1, 2, 4, 8 connections (${SECS} s each)…" >&2
 taskset -c "$SCPU" memcached "${AS_ROOT[@]}" -l 127.0.0.1 -p "$MC_PORT" -U 0 -t 1 -m 256 >/dev/null 2>&1 &
@@ -79,24 +106,9 @@ for c in 1 2 4 8; do
     taskset -c "$CCPU" memcaslap -s "127.0.0.1:$MC_PORT" -T 1 -c "$c" -t "${SECS}s" -S "${SECS}s" >"$OUT/memaslap-c$c.txt" 2>&1
 done
 stop_server
-read -r MC_BEST MC_ONE < <(python3 - "$OUT" <<'EOF'
-import re, sys
-tps = {c: float(re.findall(r"TPS: (\d+)", open(f"{sys.argv[1]}/memaslap-c{c}.txt").read())[-1]) for c in (1, 2, 4, 8)}
-print(max(tps.values()), tps[1])
-EOF
-)
-MC_RATES=$(sweep "$MC_BEST" "$MC_ONE")
-echo "memcached: latlab open loop at $MC_RATES requests/s…" >&2
-for r in $MC_RATES; do
-    taskset -c "$CCPU" "$LATLAB" net load --serve memcached --serve-cpu "$SCPU" \
-        --target "memcached://127.0.0.1:$MC_PORT" --rate "${r}rps" -d "${SECS}s" --warmup 1s \
-        -c 4 --pipeline 8 -q -o "$OUT/memcached-$r.json"
-done
-MC_FIXED=$(python3 -c "print(max(100, round($MC_ONE / 2 / 100) * 100))")
-echo "memcached: latlab open loop at $MC_FIXED requests/s for ${FIXED} s…" >&2
-taskset -c "$CCPU" "$LATLAB" net load --serve memcached --serve-cpu "$SCPU" \
-    --target "memcached://127.0.0.1:$MC_PORT" --rate "${MC_FIXED}rps" -d "${FIXED}s" --warmup 1s \
-    -c 4 --pipeline 8 -q -o "$OUT/memcached-fixed.json"
+read -r MC_BEST MC_ONE < <(peer_rates memaslap-c 'TPS: (\d+)')
+open_loop memcached "memcached://127.0.0.1:$MC_PORT" "$MC_BEST" "$MC_ONE" -c 4 --pipeline 8
+MC_RATES=$RATES MC_FIXED=$FIXED_RATE
 
 # ---- nginx --------------------------------------------------------------------------------
 echo "nginx: wrk at 1, 2, 4, 8 connections (${SECS} s each)…" >&2
@@ -127,24 +139,9 @@ for c in 1 2 4 8; do
     taskset -c "$CCPU" wrk -t 1 -c "$c" -d "${SECS}s" --latency "http://127.0.0.1:$NG_PORT/" >"$OUT/wrk-c$c.txt" 2>&1
 done
 stop_server
-read -r NG_BEST NG_ONE < <(python3 - "$OUT" <<'EOF'
-import re, sys
-rps = {c: float(re.findall(r"Requests/sec:\s+([\d.]+)", open(f"{sys.argv[1]}/wrk-c{c}.txt").read())[-1]) for c in (1, 2, 4, 8)}
-print(max(rps.values()), rps[1])
-EOF
-)
-NG_RATES=$(sweep "$NG_BEST" "$NG_ONE")
-echo "nginx: latlab open loop at $NG_RATES requests/s…" >&2
-for r in $NG_RATES; do
-    taskset -c "$CCPU" "$LATLAB" net load --serve nginx --serve-cpu "$SCPU" \
-        --target "http://127.0.0.1:$NG_PORT/" --rate "${r}rps" -d "${SECS}s" --warmup 1s \
-        -c 4 --pipeline 4 -q -o "$OUT/nginx-$r.json"
-done
-NG_FIXED=$(python3 -c "print(max(100, round($NG_ONE / 2 / 100) * 100))")
-echo "nginx: latlab open loop at $NG_FIXED requests/s for ${FIXED} s…" >&2
-taskset -c "$CCPU" "$LATLAB" net load --serve nginx --serve-cpu "$SCPU" \
-    --target "http://127.0.0.1:$NG_PORT/" --rate "${NG_FIXED}rps" -d "${FIXED}s" --warmup 1s \
-    -c 4 --pipeline 4 -q -o "$OUT/nginx-fixed.json"
+read -r NG_BEST NG_ONE < <(peer_rates wrk-c 'Requests/sec:\s+([\d.]+)')
+open_loop nginx "http://127.0.0.1:$NG_PORT/" "$NG_BEST" "$NG_ONE" -c 4 --pipeline 4
+NG_RATES=$RATES NG_FIXED=$FIXED_RATE
 
 # ---- tables -------------------------------------------------------------------------------
 for f in "$OUT"/memcached-*.json "$OUT"/nginx-*.json; do

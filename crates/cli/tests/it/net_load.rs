@@ -296,32 +296,19 @@ fn serve_without_its_program_or_with_a_foreign_target_is_one_line_and_writes_not
             ],
         );
     }
-    let out = latlab()
-        .current_dir(dir.path())
-        .args([
-            "net",
-            "load",
-            "--serve",
-            "nginx",
-            "--target",
-            "memcached://127.0.0.1:1",
-        ])
-        .output()
-        .unwrap();
+    let bad = |line: &str| {
+        latlab()
+            .current_dir(dir.path())
+            .args(line.split_whitespace())
+            .output()
+            .unwrap()
+    };
+    let out = bad("net load --serve nginx --target memcached://127.0.0.1:1");
     assert_one_line_error(&out, 2, &["--target", "--serve nginx", "http://"]);
-    let out = latlab()
-        .current_dir(dir.path())
-        .args([
-            "net",
-            "load",
-            "--serve",
-            "memcached",
-            "--serve-netns",
-            "latlab-y4-no-such-namespace",
-        ])
-        .output()
-        .unwrap();
+    let out = bad("net load --serve memcached --serve-netns latlab-y4-no-such-namespace");
     assert_one_line_error(&out, 2, &["--serve-netns", "latlab-y4-no-such-namespace"]);
+    let out = bad("net load --serve memcached --serve-cpu 100000");
+    assert_one_line_error(&out, 2, &["--serve-cpu", "does not exist"]);
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "wrote {left:?}");
 }
