@@ -65,6 +65,8 @@ sweep() {
 import sys
 best, one = float(sys.argv[1]), float(sys.argv[2])
 rates = {max(100, round(best * f / 100) * 100) for f in (0.25, 0.5, 0.75, 0.9, 1.0, 1.25, 1.5)}
+# a sweep rate within 5 % of the one-connection throughput gives way to it
+rates = {r for r in rates if abs(r - one) > 0.05 * one}
 rates.add(max(100, round(one)))
 print(" ".join(str(r) for r in sorted(rates)))
 EOF
