@@ -4,11 +4,13 @@
 
 use crate::util::{assert_one_line_error, latlab, ok, skip};
 use latlab_core::results::ResultFile;
+use latlab_net::serve::{ServeSpec, ServerKind};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A server this test started, stopped by its own pid when dropped.
+/// A memcached this test started, stopped by its own pid when dropped (SIGKILL: it has no
+/// child processes to orphan).
 struct Server(Child);
 
 impl Drop for Server {
@@ -160,29 +162,14 @@ fn nginx_over_keep_alive_http_counts_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let port = free_port();
-    std::fs::create_dir_all(d.join("www")).unwrap();
-    std::fs::write(d.join("www/index.html"), "latlab\n".repeat(50)).unwrap();
-    let conf = format!(
-        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-         server {{ listen 127.0.0.1:{port}; location / {{ root {d}/www; }} }} }}\n",
-        d = d.display()
+    // started (and stopped, SIGTERM so the master takes its worker down) by the library
+    // latlab's --serve uses, but loaded here as a server someone else runs
+    let spec = ServeSpec::new(
+        ServerKind::Nginx,
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        &d.join("nginx"),
     );
-    std::fs::write(d.join("nginx.conf"), conf).unwrap();
-    let child = Command::new("nginx")
-        .args([
-            "-c",
-            &d.join("nginx.conf").to_string_lossy(),
-            "-p",
-            &d.to_string_lossy(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Server(child);
-    wait_port(port);
+    let server = latlab_net::serve::start(&spec).unwrap();
     let out = d.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let r = load(
@@ -190,6 +177,7 @@ fn nginx_over_keep_alive_http_counts_add_up() {
         &format!("http://127.0.0.1:{port}/index.html"),
         &["--pipeline", "2"],
     );
+    server.stop().unwrap();
     assert_counts_add_up(&r);
     assert!(
         r.histogram("get.sched").is_none(),
