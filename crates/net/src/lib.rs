@@ -47,6 +47,7 @@ pub mod rng;
 pub mod rpc;
 pub mod run;
 pub mod sections;
+pub mod serve;
 pub mod testbed;
 pub mod testpmd;
 pub mod wire;

@@ -142,13 +142,21 @@ and measures UDP round trips at 0 and at --delay (applied client to server only)
   latlab net load --target memcached+udp://127.0.0.1:11211 --get-ratio 0.5 --value-size 16-512
   latlab net load --target http://127.0.0.1:8080/ --rate 5krps --connections 16 --pipeline 1
   latlab net load --netns latlab-wtc --target memcached://10.203.2.2:11211 --arrivals poisson
+  latlab net load --serve memcached --serve-cpu 0 --rate 15krps -d 30s      (latlab runs memcached)
+  latlab net load --serve nginx --serve-cpu 0 --rate 4krps -c 4 --pipeline 4
 
 Requests go out on an absolute schedule (constant or seeded Poisson) to the next connection
 with fewer than --pipeline requests outstanding. A request that falls due while every
 connection is full is sent as soon as one frees and counted as late; its latency is still
 taken from its scheduled time (request.sched; request.actual starts at the send). Every
 request is accounted for: scheduled = sent + unsent, sent = answered + errors + timed_out
-+ lost + unanswered. A target that refuses the connection exits with 2.")]
++ lost + unanswered. A target that refuses the connection exits with 2.
+
+--serve starts the server itself (memcached with one thread, or nginx with one worker
+serving a 704-byte page) listening on --target's address (default memcached://127.0.0.1:21211
+or http://127.0.0.1:28080/), pinned to --serve-cpu and inside --serve-netns when given, and
+stops it (SIGTERM, SIGKILL after 10 s) before the result is written; the result records it.
+A server program that is not installed exits with 2, naming its Debian package.")]
     Load(super::net_load::LoadArgs),
 }
 

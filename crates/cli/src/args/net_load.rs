@@ -6,7 +6,8 @@ use crate::exit::usage;
 use clap::Args;
 use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
-use latlab_net::rpc::{LoadConfig, SizeRange, Target};
+use latlab_net::rpc::{LoadConfig, Protocol, SizeRange, Target};
+use latlab_net::serve::ServerKind;
 
 /// `--rate`: requests per second, `rps`, `krps`, `Mrps` (or the probe's `pps` units).
 pub(crate) fn request_rate_arg(s: &str) -> Result<Rate, String> {
@@ -23,6 +24,24 @@ pub(crate) fn request_rate_arg(s: &str) -> Result<Rate, String> {
     }
 }
 
+/// `--serve`: the servers latlab can start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ServeArg {
+    /// memcached, one worker thread (`-t 1`), UDP on the same port for memcached+udp.
+    Memcached,
+    /// nginx, one worker process, keep-alive, a 704-byte page at `/`.
+    Nginx,
+}
+
+impl From<ServeArg> for ServerKind {
+    fn from(a: ServeArg) -> ServerKind {
+        match a {
+            ServeArg::Memcached => ServerKind::Memcached,
+            ServeArg::Nginx => ServerKind::Nginx,
+        }
+    }
+}
+
 fn get_ratio_arg(s: &str) -> Result<f64, String> {
     number_in(s, 0.0, 1.0)
 }
@@ -30,9 +49,19 @@ fn get_ratio_arg(s: &str) -> Result<f64, String> {
 /// Options of `latlab net load`.
 #[derive(Debug, Args)]
 pub struct LoadArgs {
-    /// The server: memcached://IP:PORT, memcached+udp://IP:PORT or http://IP:PORT/PATH.
-    #[arg(long, value_name = "URL")]
-    pub target: String,
+    /// The server: memcached://IP:PORT, memcached+udp://IP:PORT or http://IP:PORT/PATH
+    /// (with --serve: where the started server listens; a loopback default otherwise).
+    #[arg(long, value_name = "URL", required_unless_present = "serve")]
+    pub target: Option<String>,
+    /// Start this server for the run and stop it afterwards (Debian memcached or nginx).
+    #[arg(long, value_enum, value_name = "SERVER")]
+    pub serve: Option<ServeArg>,
+    /// Pin the server started by --serve to this CPU.
+    #[arg(long, value_name = "CPU", requires = "serve")]
+    pub serve_cpu: Option<u32>,
+    /// Start the server of --serve inside this network namespace.
+    #[arg(long, value_name = "NAME", requires = "serve")]
+    pub serve_netns: Option<String>,
     /// Offered load (open loop), e.g. 500rps, 20krps.
     #[arg(long, default_value = "10krps", value_parser = request_rate_arg)]
     pub rate: Rate,
@@ -90,9 +119,47 @@ pub struct LoadArgs {
 }
 
 impl LoadArgs {
+    /// The target as given, or the started server's default.
+    pub fn target_text(&self) -> String {
+        match (&self.target, self.serve) {
+            (Some(t), _) => t.clone(),
+            (None, Some(k)) => ServerKind::from(k).default_target().to_string(),
+            (None, None) => String::new(),
+        }
+    }
+
     /// The resolved configuration; a usage error naming the flag otherwise.
     pub fn config(&self) -> anyhow::Result<LoadConfig> {
-        let target = Target::parse(&self.target).map_err(|e| usage(format!("--target: {e}")))?;
+        let target =
+            Target::parse(&self.target_text()).map_err(|e| usage(format!("--target: {e}")))?;
+        if let Some(kind) = self.serve.map(ServerKind::from) {
+            let fits = match kind {
+                ServerKind::Memcached => target.protocol.is_memcached(),
+                ServerKind::Nginx => target.protocol == Protocol::Http,
+            };
+            if !fits {
+                return Err(usage(format!(
+                    "--target: {} does not speak to --serve {}; expected {}",
+                    self.target_text(),
+                    kind.name(),
+                    match kind {
+                        ServerKind::Memcached => "memcached://IP:PORT or memcached+udp://IP:PORT",
+                        ServerKind::Nginx => "http://IP:PORT/PATH",
+                    }
+                )));
+            }
+            // the server is placed by `taskset`, which may use any online CPU (this process
+            // itself may run under a narrower mask, the client's)
+            if let Some(c) = self.serve_cpu {
+                let online = latlab_sys::sched::online_cpus();
+                if c >= online {
+                    return Err(usage(format!(
+                        "--serve-cpu: CPU {c} does not exist; expected 0 to {}",
+                        online - 1
+                    )));
+                }
+            }
+        }
         let mut cfg = LoadConfig::new(target);
         cfg.milli_rps = match self.rate {
             Rate::MilliPps(m) => m,

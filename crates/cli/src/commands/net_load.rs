@@ -2,14 +2,15 @@
 //! result, then prints its table from the file.
 
 use crate::args::net_load::LoadArgs;
-use crate::exit::usage;
+use crate::exit::{usage, Refused};
 use anyhow::Context as _;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::stats::{summarize, DEFAULT_CONFIDENCE};
 use latlab_core::text::{estimate, ns, Table};
 use latlab_core::units::Nanos;
-use latlab_net::rpc::{self, record::series, LoadError};
+use latlab_net::rpc::{self, record::series, result::Served, LoadError};
+use latlab_net::serve::{self, ServeError, ServeSpec, ServerKind};
 use latlab_sys::host;
 use latlab_sys::tsc::Clock;
 
@@ -22,10 +23,73 @@ fn load_err(e: LoadError) -> anyhow::Error {
     }
 }
 
+/// A server error as the CLI reports it: a program that is not installed is bad input
+/// (exit 2, naming `--serve` and the package), anything else a run-time failure.
+fn serve_err(e: ServeError) -> anyhow::Error {
+    match e {
+        ServeError::Missing { .. } => usage(format!("--serve: {e}")),
+        other => anyhow::Error::from(other),
+    }
+}
+
+/// The server `--serve` asks for, described and not yet started: its program is looked up
+/// here, so that a missing one is reported before anything is written.
+fn serve_spec(a: &LoadArgs, cfg: &rpc::LoadConfig) -> anyhow::Result<Option<ServeSpec>> {
+    let Some(kind) = a.serve.map(ServerKind::from) else {
+        return Ok(None);
+    };
+    serve::find(kind).map_err(serve_err)?;
+    if let Some(ns) = &a.serve_netns {
+        // entered by a thread that ends right after: the namespace exists and may be used
+        let ns = ns.clone();
+        std::thread::spawn(move || latlab_sys::netns::enter(&ns))
+            .join()
+            .expect("namespace check panicked")
+            .map_err(|e| match e {
+                latlab_sys::netns::NetnsError::Open { .. } => usage(format!("--serve-netns: {e}")),
+                _ => Refused(format!("--serve-netns: {e}")).into(),
+            })?;
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "latlab-serve-{}-{}",
+        kind.name(),
+        std::process::id()
+    ));
+    let mut spec = ServeSpec::new(kind, cfg.target.addr, &dir);
+    spec.netns.clone_from(&a.serve_netns);
+    spec.cpu = a.serve_cpu;
+    spec.udp = cfg.target.protocol == rpc::Protocol::MemcachedUdp;
+    Ok(Some(spec))
+}
+
 pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let cfg = a.config()?;
+    let spec = serve_spec(&a, &cfg)?;
     let out = crate::output::outputs("net-load", &a.out, None)?;
     let (clock, timebase) = Clock::establish(Nanos::from_millis(100));
+    let server = match &spec {
+        Some(spec) => {
+            if !a.out.quiet {
+                eprintln!(
+                    "starting {} on {}{}{}…",
+                    spec.kind.name(),
+                    spec.addr,
+                    spec.cpu.map(|c| format!(", CPU {c}")).unwrap_or_default(),
+                    spec.netns
+                        .as_deref()
+                        .map(|n| format!(", namespace {n}"))
+                        .unwrap_or_default()
+                );
+            }
+            let started = serve::start(spec);
+            if started.is_err() {
+                let _ = std::fs::remove_dir_all(&spec.dir);
+            }
+            Some(started.map_err(serve_err)?)
+        }
+        None => None,
+    };
+    let target_text = a.target_text();
     let outcome = std::thread::scope(|s| {
         s.spawn(|| -> anyhow::Result<rpc::LoadOutcome> {
             if let Some(n) = &a.netns {
@@ -36,7 +100,7 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
             if !a.out.quiet && cfg.warmup.get() + cfg.duration.get() > 3_000_000_000 {
                 eprintln!(
                     "loading {} at {} requests/s for {} after {} warm-up…",
-                    a.target,
+                    target_text,
                     cfg.rps(),
                     cfg.duration,
                     cfg.warmup
@@ -46,9 +110,37 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
         })
         .join()
         .expect("load thread panicked")
-    })?;
+    });
+    // the server stops before anything else happens, on every path
+    let served = server.map(|srv| {
+        let pid = srv.pid();
+        let stop = srv.stop();
+        let spec = spec.as_ref().expect("a server has its spec");
+        let _ = std::fs::remove_dir_all(&spec.dir);
+        Served {
+            server: spec.kind.name().into(),
+            program: serve::find(spec.kind)
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+            pid,
+            cpu: spec.cpu,
+            netns: spec.netns.clone(),
+            stop: match stop {
+                Ok(()) => "stopped".into(),
+                Err(e) => e.to_string(),
+            },
+        }
+    });
+    let outcome = outcome?;
     let provenance = host::provenance(timebase, Vec::new(), false, out.started_utc);
-    let r = rpc::load_result(&cfg, &a.target, &outcome, argv, provenance);
+    let mut r = rpc::load_result(&cfg, &target_text, &outcome, argv, provenance);
+    if let Some(s) = served {
+        if s.stop != "stopped" {
+            r.warnings
+                .push(format!("the server latlab started: {}", s.stop));
+        }
+        rpc::result::set_served(&mut r, s);
+    }
     r.save(&out.result).context("writing the result")?;
     if !a.out.quiet {
         let saved = ResultFile::load(&out.result)?;
@@ -104,6 +196,9 @@ pub fn print_load(r: &ResultFile) -> anyhow::Result<()> {
             "rate: offered {:.0} requests/s, achieved {:.0} requests/s",
             d.configured_rps, d.achieved_rps
         );
+        if let Some(s) = &d.served {
+            println!("server: {}", s.describe());
+        }
     }
     for v in &r.self_checks {
         println!("self-check {}", v.line());

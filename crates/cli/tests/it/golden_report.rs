@@ -73,6 +73,11 @@ const CASES: &[Case] = &[
         mpi: false,
     },
     Case {
+        name: "net-load",
+        inputs: &["net-load-2krps.json", "net-load-4krps.json"],
+        mpi: false,
+    },
+    Case {
         name: "net-delay",
         inputs: &["net-delay-run.json", "net-delay-check.json"],
         mpi: false,

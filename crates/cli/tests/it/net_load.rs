@@ -4,11 +4,13 @@
 
 use crate::util::{assert_one_line_error, latlab, ok, skip};
 use latlab_core::results::ResultFile;
+use latlab_net::serve::{ServeSpec, ServerKind};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A server this test started, stopped by its own pid when dropped.
+/// A memcached this test started, stopped by its own pid when dropped (SIGKILL: it has no
+/// child processes to orphan).
 struct Server(Child);
 
 impl Drop for Server {
@@ -160,29 +162,14 @@ fn nginx_over_keep_alive_http_counts_add_up() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let port = free_port();
-    std::fs::create_dir_all(d.join("www")).unwrap();
-    std::fs::write(d.join("www/index.html"), "latlab\n".repeat(50)).unwrap();
-    let conf = format!(
-        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 64; }}\n\
-         http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d}; uwsgi_temp_path {d}; scgi_temp_path {d};\n\
-         server {{ listen 127.0.0.1:{port}; location / {{ root {d}/www; }} }} }}\n",
-        d = d.display()
+    // started (and stopped, SIGTERM so the master takes its worker down) by the library
+    // latlab's --serve uses, but loaded here as a server someone else runs
+    let spec = ServeSpec::new(
+        ServerKind::Nginx,
+        format!("127.0.0.1:{port}").parse().unwrap(),
+        &d.join("nginx"),
     );
-    std::fs::write(d.join("nginx.conf"), conf).unwrap();
-    let child = Command::new("nginx")
-        .args([
-            "-c",
-            &d.join("nginx.conf").to_string_lossy(),
-            "-p",
-            &d.to_string_lossy(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _server = Server(child);
-    wait_port(port);
+    let server = latlab_net::serve::start(&spec).unwrap();
     let out = d.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let r = load(
@@ -190,6 +177,7 @@ fn nginx_over_keep_alive_http_counts_add_up() {
         &format!("http://127.0.0.1:{port}/index.html"),
         &["--pipeline", "2"],
     );
+    server.stop().unwrap();
     assert_counts_add_up(&r);
     assert!(
         r.histogram("get.sched").is_none(),
@@ -218,6 +206,97 @@ fn a_target_that_refuses_is_one_line_and_writes_nothing() {
         .output()
         .unwrap();
     assert_one_line_error(&out, 2, &["--target", "IP address"]);
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "wrote {left:?}");
+}
+
+/// Whether process `pid` still exists.
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+/// `net load --serve`: latlab starts the server on a free port, loads it, stops it; the
+/// counts add up, the result names the server and how it stopped, and neither the server
+/// nor its port nor its scratch directory is left.
+#[test]
+fn served_memcached_and_nginx_count_up_and_are_stopped_after() {
+    for (server, scheme, path) in [
+        ("memcached", "memcached", ""),
+        ("memcached", "memcached+udp", ""),
+        ("nginx", "http", "/"),
+    ] {
+        if !installed(server) {
+            println!("SKIP {server}: not installed (`make deps-demo`)");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let target = format!("{scheme}://127.0.0.1:{port}{path}");
+        let r = load(
+            dir.path(),
+            &target,
+            &["--serve", server, "--serve-cpu", "0"],
+        );
+        assert_counts_add_up(&r);
+        let d = latlab_net::rpc::result::load_data(&r).unwrap();
+        let s = d.served.expect("the result records the served server");
+        assert_eq!(s.server, server);
+        assert_eq!(s.cpu, Some(0));
+        assert_eq!(s.stop, "stopped", "{s:?}");
+        assert!(!alive(s.pid), "{server} (pid {}) still runs", s.pid);
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "something still listens on {port}"
+        );
+        let scratch = std::env::temp_dir().join(format!("latlab-serve-{server}-"));
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                let p = e.path();
+                p.to_string_lossy().starts_with(&*scratch.to_string_lossy())
+                    && std::fs::read_to_string(p.join("nginx.conf"))
+                        .is_ok_and(|c| c.contains(&format!(":{port};")))
+            })
+            .collect();
+        assert!(left.is_empty(), "scratch left: {left:?}");
+    }
+}
+
+#[test]
+fn serve_without_its_program_or_with_a_foreign_target_is_one_line_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = tempfile::tempdir().unwrap();
+    for (server, package) in [("memcached", "memcached"), ("nginx", "nginx-light")] {
+        let out = latlab()
+            .current_dir(dir.path())
+            .env("PATH", empty.path())
+            .args(["net", "load", "--serve", server])
+            .output()
+            .unwrap();
+        assert_one_line_error(
+            &out,
+            2,
+            &[
+                "--serve",
+                "is not installed",
+                &format!("Debian package {package}"),
+            ],
+        );
+    }
+    let bad = |line: &str| {
+        latlab()
+            .current_dir(dir.path())
+            .args(line.split_whitespace())
+            .output()
+            .unwrap()
+    };
+    let out = bad("net load --serve nginx --target memcached://127.0.0.1:1");
+    assert_one_line_error(&out, 2, &["--target", "--serve nginx", "http://"]);
+    let out = bad("net load --serve memcached --serve-netns latlab-y4-no-such-namespace");
+    assert_one_line_error(&out, 2, &["--serve-netns", "latlab-y4-no-such-namespace"]);
+    let out = bad("net load --serve memcached --serve-cpu 100000");
+    assert_one_line_error(&out, 2, &["--serve-cpu", "does not exist"]);
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "wrote {left:?}");
 }

@@ -193,6 +193,9 @@ pub enum WhereTimeError {
     /// An OS error.
     #[error("{0}: {1}")]
     Io(String, #[source] std::io::Error),
+    /// Starting or stopping memcached or nginx ([`latlab_net::serve`]).
+    #[error(transparent)]
+    Serve(#[from] latlab_net::serve::ServeError),
 }
 
 /// Debian installs each PostgreSQL major version's programs here, off `PATH`

@@ -8,143 +8,14 @@ use super::stored::{AppRuns, OpenLoopRun, RawRun, WhereTimeOutcome};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::testbed::{self, Testbed};
 use latlab_net::delay::DelaySpec;
+use latlab_net::serve::{self, command_in, wait_port, ServeSpec, Server, ServerKind};
 use latlab_sys::netns;
 use latlab_sys::process::Account;
 use latlab_sys::tsc::Clock;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-/// A server process in the server namespace, stopped (by its pid) by [`Server::stop`] or,
-/// on an error path, when dropped.
-struct Server {
-    child: Child,
-    name: &'static str,
-    /// The server's private directory, when its processes work there: after it stops,
-    /// nothing may be left running in it.
-    home: Option<PathBuf>,
-    /// Ask with SIGINT instead of SIGTERM (PostgreSQL's "fast" shutdown: it ends open
-    /// sessions instead of waiting for them).
-    interrupt: bool,
-    stopped: bool,
-}
-
-/// How long a server has to stop after SIGTERM before it is killed.
-const STOP_GRACE: Duration = Duration::from_secs(10);
-
-impl Server {
-    fn new(child: Child, name: &'static str, home: Option<PathBuf>) -> Server {
-        Server {
-            child,
-            name,
-            home,
-            interrupt: false,
-            stopped: false,
-        }
-    }
-
-    /// SIGTERM, or SIGINT when `interrupt` (nginx's master then stops its workers,
-    /// PostgreSQL ends its sessions and shuts down after a checkpoint; SIGKILL would orphan
-    /// them), SIGKILL after [`STOP_GRACE`]. True when it stopped by itself.
-    fn terminate(&mut self) -> bool {
-        self.stopped = true;
-        let pid = self.child.id();
-        let _ = if self.interrupt {
-            latlab_sys::process::interrupt(pid)
-        } else {
-            latlab_sys::process::terminate(pid)
-        };
-        let start = Instant::now();
-        while start.elapsed() < STOP_GRACE {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        false
-    }
-
-    /// Stops the server and checks that none of its processes is left.
-    fn stop(mut self) -> Result<(), WhereTimeError> {
-        let clean = self.terminate();
-        if let Some(home) = &self.home {
-            // Children notice a killed parent within a moment; give them that moment.
-            let start = Instant::now();
-            let mut left = latlab_sys::process::pids_under(home);
-            while !left.is_empty() && start.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(50));
-                left = latlab_sys::process::pids_under(home);
-            }
-            if !left.is_empty() {
-                return Err(WhereTimeError::Run(format!(
-                    "{}: processes {left:?} still run in {} after it stopped",
-                    self.name,
-                    home.display()
-                )));
-            }
-        }
-        if !clean {
-            return Err(WhereTimeError::Run(format!(
-                "{} did not stop within {} s of SIGTERM and was killed",
-                self.name,
-                STOP_GRACE.as_secs()
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if !self.stopped {
-            self.terminate();
-        }
-    }
-}
-
-/// `argv` to run inside namespace `ns` (through sys's `ip netns exec`), under `chrt -f
-/// fifo`, `taskset -c cpu` and as `account` when asked; stdin is closed.
-fn command_in(
-    ns: &str,
-    cpu: Option<u32>,
-    fifo: Option<i32>,
-    account: Option<&Account>,
-    argv: &[&str],
-) -> std::io::Result<Command> {
-    let (fifo, cpu) = (fifo.map(|p| p.to_string()), cpu.map(|c| c.to_string()));
-    let run_as = account.map(Account::run_as_words).unwrap_or_default();
-    let mut words: Vec<&str> = Vec::with_capacity(argv.len() + 6 + run_as.len());
-    if let Some(p) = &fifo {
-        words.extend(["chrt", "-f", p]);
-    }
-    if let Some(c) = &cpu {
-        words.extend(["taskset", "-c", c]);
-    }
-    words.extend(run_as.iter().map(String::as_str));
-    words.extend(argv);
-    let Some((exe, args)) = words.split_first() else {
-        return Err(std::io::Error::other("nothing to run"));
-    };
-    let mut c = netns::exec_command(ns, std::path::Path::new(exe));
-    c.args(args).stdin(Stdio::null());
-    Ok(c)
-}
-
-/// Starts `argv` inside namespace `ns` with its output piped (see [`command_in`]).
-fn spawn_in(
-    ns: &str,
-    cpu: Option<u32>,
-    fifo: Option<i32>,
-    argv: &[&str],
-) -> std::io::Result<Child> {
-    command_in(ns, cpu, fifo, None, argv)?
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-}
 
 fn run_in(
     ns: &str,
@@ -153,7 +24,7 @@ fn run_in(
     argv: &[&str],
     limit: Duration,
 ) -> Result<String, WhereTimeError> {
-    let child = command_in(ns, cpu, None, account, argv)
+    let child = command_in(Some(ns), cpu, None, account, argv)
         .and_then(|mut c| c.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn())
         .map_err(|e| WhereTimeError::Io(format!("starting {}", argv[0]), e))?;
     let start = Instant::now();
@@ -194,40 +65,8 @@ fn run_in(
     Ok(text)
 }
 
-fn wait_port(ns: &str, addr: &str, timeout: Duration) -> Result<(), WhereTimeError> {
-    let (ns, addr) = (ns.to_string(), addr.to_string());
-    std::thread::spawn(move || -> Result<(), String> {
-        netns::enter(&ns).map_err(|e| e.to_string())?;
-        let start = Instant::now();
-        let a: std::net::SocketAddr = addr.parse().map_err(|_| format!("bad address {addr}"))?;
-        loop {
-            if std::net::TcpStream::connect_timeout(&a, Duration::from_millis(100)).is_ok() {
-                return Ok(());
-            }
-            if start.elapsed() > timeout {
-                return Err(format!("nothing listens on {addr} after {timeout:?}"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    })
-    .join()
-    .expect("port waiter panicked")
-    .map_err(WhereTimeError::Run)
-}
-
 const MEMCACHED_PORT: u16 = 11_211;
 const NGINX_PORT: u16 = 8_080;
-
-fn nginx_conf(dir: &std::path::Path) -> String {
-    format!(
-        "user root;\nworker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-         events {{ worker_connections 1024; }}\n\
-         http {{\n  access_log off;\n  client_body_temp_path {d};\n  proxy_temp_path {d};\n  fastcgi_temp_path {d};\n  uwsgi_temp_path {d};\n  scgi_temp_path {d};\n\
-         keepalive_requests 1000000;\n  server {{ listen {ip}:{NGINX_PORT}; location / {{ root {d}/www; }} }}\n}}\n",
-        d = dir.display(),
-        ip = testbed::SERVER_IP
-    )
-}
 
 /// An OS error while doing `what`.
 fn io(what: &str) -> impl FnOnce(std::io::Error) -> WhereTimeError {
@@ -347,7 +186,7 @@ fn start_postgres(
     let listen = format!("listen_addresses={}", testbed::SERVER_IP);
     let port = POSTGRES_PORT.to_string();
     let child = command_in(
-        &tb.server,
+        Some(&tb.server),
         cpu,
         None,
         Some(&account),
@@ -382,8 +221,10 @@ fn start_postgres(
     let mut server = Server::new(child, App::Postgresql.name(), Some(home));
     server.interrupt = true;
     wait_port(
-        &tb.server,
-        &format!("{}:{POSTGRES_PORT}", testbed::SERVER_IP),
+        Some(&tb.server),
+        format!("{}:{POSTGRES_PORT}", testbed::SERVER_IP)
+            .parse()
+            .expect("the testbed's address"),
         Duration::from_secs(30),
     )
     .map_err(|e| {
@@ -419,65 +260,18 @@ fn start_server(
     programs: &Programs,
     dir: &Path,
 ) -> Result<Server, WhereTimeError> {
-    let (cpu, fifo) = (cfg.endpoint_cpu, None);
-    let (child, port) = match app {
-        App::Postgresql => return start_postgres(tb, cpu, cfg.connections, programs, dir),
-        App::Memcached => (
-            spawn_in(
-                &tb.server,
-                cpu,
-                fifo,
-                &[
-                    "memcached",
-                    "-u",
-                    "root",
-                    "-l",
-                    testbed::SERVER_IP,
-                    "-p",
-                    &MEMCACHED_PORT.to_string(),
-                    "-U",
-                    "0",
-                    "-t",
-                    "1",
-                    "-m",
-                    "256",
-                ],
-            )
-            .map_err(io("starting memcached"))?,
-            MEMCACHED_PORT,
-        ),
-        App::Nginx => {
-            std::fs::create_dir_all(dir.join("www")).map_err(io("creating nginx's directory"))?;
-            // A small page, as the paper's Apache benchmark served.
-            std::fs::write(
-                dir.join("www/index.html"),
-                "<html><body>latlab where-time</body></html>\n".repeat(16),
-            )
-            .map_err(io("writing nginx's page"))?;
-            let conf = dir.join("nginx.conf");
-            std::fs::write(&conf, nginx_conf(dir)).map_err(io("writing nginx.conf"))?;
-            let conf_s = conf.to_string_lossy().into_owned();
-            let prefix = dir.to_string_lossy().into_owned();
-            (
-                spawn_in(
-                    &tb.server,
-                    cpu,
-                    fifo,
-                    &["nginx", "-c", &conf_s, "-p", &prefix],
-                )
-                .map_err(io("starting nginx"))?,
-                NGINX_PORT,
-            )
+    let (kind, port) = match app {
+        App::Postgresql => {
+            return start_postgres(tb, cfg.endpoint_cpu, cfg.connections, programs, dir)
         }
+        App::Memcached => (ServerKind::Memcached, MEMCACHED_PORT),
+        App::Nginx => (ServerKind::Nginx, NGINX_PORT),
     };
-    let server = Server::new(child, app.name(), None);
-    wait_port(
-        &tb.server,
-        &format!("{}:{port}", testbed::SERVER_IP),
-        Duration::from_secs(5),
-    )
-    .map_err(|e| WhereTimeError::Run(format!("{} did not come up: {e}", server.name)))?;
-    Ok(server)
+    let ip: std::net::IpAddr = testbed::SERVER_IP.parse().expect("the testbed's address");
+    let mut spec = ServeSpec::new(kind, std::net::SocketAddr::new(ip, port), dir);
+    spec.netns = Some(tb.server.clone());
+    spec.cpu = cfg.endpoint_cpu;
+    Ok(serve::start(&spec)?)
 }
 
 fn bench(
@@ -843,7 +637,7 @@ pub fn run(
         // Every server is stopped; the first failure to stop cleanly is the error.
         servers
             .into_iter()
-            .map(Server::stop)
+            .map(|s| s.stop().map_err(WhereTimeError::from))
             .fold(Ok(()), Result::and)
     })();
     let _ = std::fs::remove_dir_all(&dir);

@@ -15,7 +15,8 @@
 //! - [`memcached`], [`http`]: request encoding and pure response parsers;
 //! - [`record`]: the open-loop cursor and the bookkeeping, pure (tested with made-up times);
 //! - [`engine`]: the event loop of one generator thread;
-//! - [`result`]: the `net.load` result, its self-checks and report rows.
+//! - [`result`]: the `net.load` result, its self-checks and report rows;
+//! - [`sections`]: its report section (latency against offered load, counts, self-checks).
 
 pub mod config;
 pub mod engine;
@@ -25,6 +26,7 @@ pub mod memcached;
 pub mod record;
 pub mod reply;
 pub mod result;
+pub mod sections;
 
 pub use config::{LoadConfig, Protocol, SizeRange, Target, TARGET_FORMS};
 pub use error::LoadError;

@@ -51,6 +51,53 @@ pub struct LoadData {
     pub balanced: bool,
     /// Medians of the measured intervals, ns.
     pub interval_medians_ns: Vec<u64>,
+    /// The server latlab started for the run (`--serve`); none when it loaded a server
+    /// someone else runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<Served>,
+}
+
+/// A server latlab started for a run and stopped after it (`latlab net load --serve`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Served {
+    /// `memcached` or `nginx`.
+    pub server: String,
+    /// The executable started.
+    pub program: String,
+    /// Its pid while it ran.
+    pub pid: u32,
+    /// The CPU it was pinned to.
+    pub cpu: Option<u32>,
+    /// The network namespace it ran in (latlab's own when none).
+    pub netns: Option<String>,
+    /// How it ended: `stopped` (by SIGTERM, no process left) or why not.
+    pub stop: String,
+}
+
+impl Served {
+    /// One line: what, where, how it ended.
+    pub fn describe(&self) -> String {
+        format!(
+            "{} ({}, pid {}) started by latlab{}{}; {}",
+            self.server,
+            self.program,
+            self.pid,
+            self.cpu.map(|c| format!(" on CPU {c}")).unwrap_or_default(),
+            self.netns
+                .as_deref()
+                .map(|n| format!(" in namespace {n}"))
+                .unwrap_or_default(),
+            self.stop
+        )
+    }
+}
+
+/// Records in a `net.load` result the server latlab started for it.
+pub fn set_served(r: &mut ResultFile, served: Served) {
+    if let Some(mut d) = load_data(r) {
+        d.served = Some(served);
+        r.data = serde_json::to_value(d).unwrap_or(serde_json::Value::Null);
+    }
 }
 
 impl LoadOutcome {
@@ -171,6 +218,7 @@ pub fn load_result(
         },
         balanced: c.balanced(),
         interval_medians_ns: o.interval_medians_ns.clone(),
+        served: None,
     };
     r.data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
     r
