@@ -209,6 +209,18 @@ pub fn kernel_request(
     }
 }
 
+/// The `sched_switch` filter of a probe's kernel half (see [`latlab_explain::filter`]): a
+/// blocking ping-pong's threads record no stalls (a thread waiting in `recv` cannot be
+/// told from one that lost its CPU), so the switches between the idle task and latlab's
+/// threads — four of the dozen events of each round trip — are dropped in the kernel. Any
+/// other probe records every switch: a busy-polling thread's stall is timed up to its
+/// CPU's first kernel event.
+pub fn probe_switch_filter(cfg: &crate::probe::ProbeConfig) -> Option<String> {
+    (cfg.mode == crate::probe::Mode::Pingpong && cfg.rx_io == crate::nf::IoMode::Blocking)
+        .then(|| latlab_explain::filter::idle_switch_filter(&latlab_threads()))
+        .flatten()
+}
+
 /// The online CPUs, `0..n`.
 pub fn online() -> Vec<u32> {
     (0..latlab_sys::sched::online_cpus()).collect()
@@ -529,6 +541,26 @@ pub fn summary(r: &latlab_core::results::ResultFile, stalls: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_blocking_ping_pong_drops_idle_switches() {
+        use crate::nf::IoMode;
+        use crate::probe::{Mode, ProbeConfig};
+        let mut cfg = ProbeConfig::new("127.0.0.1:7".parse().unwrap());
+        cfg.mode = Mode::Pingpong;
+        cfg.rx_io = IoMode::Blocking;
+        let f = probe_switch_filter(&cfg).expect("blocking ping-pong");
+        assert!(f.contains("latlab*"), "{f}");
+        cfg.rx_io = IoMode::Busy;
+        assert_eq!(probe_switch_filter(&cfg), None, "busy: stalls are timed");
+        cfg.mode = Mode::OpenLoop;
+        cfg.rx_io = IoMode::Blocking;
+        assert_eq!(
+            probe_switch_filter(&cfg),
+            None,
+            "open loop: the TX spin's stalls"
+        );
+    }
 
     #[test]
     fn the_default_threshold_is_the_p99_and_the_baseline_the_median() {
