@@ -7,7 +7,7 @@
 #   BIN       the latlab binary (default: target/release/latlab, else target/debug/latlab)
 #   PAIRS     interleaved off/on pairs per variant (default 5; odd pairs run off first,
 #             even pairs on first)
-#   DURATION  measured time of each run after a 1 s warm-up (default 4s)
+#   DURATION  measured time of each run after a 1 s warm-up (default 3s)
 #
 # Variants: blocking ping-pong (reflector CPU 0 FIFO 50, probe CPU 1 FIFO 40, as in
 # docs/benchmarks.md) and the same with --io busy on both sides; then the sched loop
@@ -16,7 +16,7 @@
 # events, the probe's user+sys CPU, wall time and max RSS (/usr/bin/time); then per
 # variant the median of the shifts with a sign-test interval (order statistics of the
 # shifts, its exact coverage given) and a bootstrap 95 % interval.
-# About 4 minutes with a debug build on a quiet 2-vCPU guest (PAIRS=5, 4s).
+# About 4 minutes with a debug build on a quiet 2-vCPU guest (PAIRS=5, 3s).
 set -euo pipefail
 
 usage() { sed -n 6,11p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -29,7 +29,7 @@ if [ -z "$BIN" ]; then
 fi
 BIN=$(readlink -f "$BIN")
 PAIRS=${2:-5}
-DUR=${3:-4s}
+DUR=${3:-3s}
 [ -x "$BIN" ] || { echo "no latlab binary at $BIN (cargo build -p latlab)" >&2; exit 2; }
 [[ "$PAIRS" =~ ^[1-9][0-9]*$ ]] || { echo "PAIRS must be a positive integer, got '$PAIRS'" >&2; exit 2; }
 [[ "$DUR" =~ ^[0-9]+(ms|s)$ ]] || { echo "DURATION must be like 4s or 500ms, got '$DUR'" >&2; exit 2; }
