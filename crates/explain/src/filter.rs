@@ -225,4 +225,58 @@ mod tests {
             "{names:?}"
         );
     }
+
+    /// Root only (prints why it skips): the kernel takes the filter, and a recording with
+    /// it holds no switch between the idle task and a `latlab…` thread while a thread of
+    /// that name sleeps and wakes (whether its CPU goes idle meanwhile depends on the
+    /// load; the filter must drop those switches whenever it does).
+    #[test]
+    fn the_kernel_drops_idle_switches_of_latlab_threads() {
+        use latlab_sys::ktrace::{KtraceConfig, Recorder};
+        let w = latlab();
+        let cfg = KtraceConfig {
+            cpus: (0..latlab_sys::sched::online_cpus()).collect(),
+            buffer_kb: 4096,
+            events: vec!["sched/sched_switch".into()],
+            filters: vec![(
+                "sched/sched_switch".into(),
+                idle_switch_filter(&w).expect("a plain prefix"),
+            )],
+            ..KtraceConfig::default()
+        };
+        let rec = match Recorder::start(&cfg) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("SKIP: {e}");
+                return;
+            }
+        };
+        std::thread::Builder::new()
+            .name("latlab-y2-sleep".into())
+            .spawn(|| {
+                for _ in 0..50 {
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                }
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let out = rec.stop().unwrap();
+        let d = crate::recording::decode_recording(&out);
+        assert_eq!(d.malformed, 0);
+        let idle: Vec<_> = d
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(&e.kind, EventKind::Switch { prev, next, .. }
+                    if is_idle_switch(prev, next, &w))
+            })
+            .collect();
+        assert!(
+            idle.is_empty(),
+            "{} idle switches recorded: {:?}",
+            idle.len(),
+            idle.first()
+        );
+    }
 }

@@ -17,7 +17,7 @@
 //! thread uses, and under two spinning SCHED_FIFO threads the reader cannot run at all
 //! except in the scheduler's RT-throttling slices. Waking when a ring is half full (32 MiB
 //! per CPU holds about a million events: seconds even at a busy ping-pong's rate) instead
-//! of every 10 ms cuts those wake-ups from 100 a second to about one.
+//! of every 10 ms cuts those wake-ups from 100 a second to about two.
 
 use std::fs::File;
 use std::io::Read;
