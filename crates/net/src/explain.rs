@@ -214,9 +214,9 @@ pub fn kernel_request(
 /// told from one that lost its CPU), so the switches between the idle task and latlab's
 /// threads — four of the dozen events of each round trip — are dropped in the kernel. Any
 /// other probe records every switch: a busy-polling thread's stall is timed up to its
-/// CPU's first kernel event.
-pub fn probe_switch_filter(cfg: &crate::probe::ProbeConfig) -> Option<String> {
-    (cfg.mode == crate::probe::Mode::Pingpong && cfg.rx_io == crate::nf::IoMode::Blocking)
+/// CPU's first kernel event, and so is the open-loop TX spin's.
+pub fn probe_switch_filter(pingpong: bool, blocking_rx: bool) -> Option<String> {
+    (pingpong && blocking_rx)
         .then(|| latlab_explain::filter::idle_switch_filter(&latlab_threads()))
         .flatten()
 }
@@ -544,19 +544,15 @@ mod tests {
 
     #[test]
     fn only_a_blocking_ping_pong_drops_idle_switches() {
-        use crate::nf::IoMode;
-        use crate::probe::{Mode, ProbeConfig};
-        let mut cfg = ProbeConfig::new("127.0.0.1:7".parse().unwrap());
-        cfg.mode = Mode::Pingpong;
-        cfg.rx_io = IoMode::Blocking;
-        let f = probe_switch_filter(&cfg).expect("blocking ping-pong");
+        let f = probe_switch_filter(true, true).expect("blocking ping-pong");
         assert!(f.contains("latlab*"), "{f}");
-        cfg.rx_io = IoMode::Busy;
-        assert_eq!(probe_switch_filter(&cfg), None, "busy: stalls are timed");
-        cfg.mode = Mode::OpenLoop;
-        cfg.rx_io = IoMode::Blocking;
         assert_eq!(
-            probe_switch_filter(&cfg),
+            probe_switch_filter(true, false),
+            None,
+            "busy: stalls are timed"
+        );
+        assert_eq!(
+            probe_switch_filter(false, true),
             None,
             "open loop: the TX spin's stalls"
         );

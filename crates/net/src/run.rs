@@ -235,7 +235,10 @@ pub fn probe(
     let ks = cfg.explain.enabled.then(|| {
         let mut req =
             explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &cfg.explain);
-        req.switch_filter = explain::probe_switch_filter(cfg);
+        req.switch_filter = explain::probe_switch_filter(
+            cfg.mode == probe::Mode::Pingpong,
+            cfg.rx_io == nf::IoMode::Blocking,
+        );
         KernelSession::start(&req, notice)
     });
     let span_start = clock.now();
