@@ -6,6 +6,7 @@
 //! - [`decode`]: the text of a tracefs `trace` file as typed events;
 //! - [`timeline`]: per-CPU cause intervals (IRQ, softirq, timer, IPI, NMI, workqueue,
 //!   preemption of a watched thread), nested, innermost wins;
+//! - [`filter`]: kernel-side event filters the timeline provably does without;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
 //! - [`path`]: windows carried by several CPUs (a probe's trip), split by one rule;
 //! - [`render`]: an attribution as terminal text;
@@ -22,6 +23,7 @@
 
 pub mod attribute;
 pub mod decode;
+pub mod filter;
 pub mod gaps;
 pub mod path;
 pub mod raw;

@@ -129,6 +129,7 @@ mod tests {
             buffer_kb: 16384,
             events: events(true),
             reader: ReaderKind::Text,
+            filters: Vec::new(),
         };
         let text = match Recorder::start(&cfg) {
             Ok(r) => r,

@@ -39,6 +39,9 @@ pub struct KernelRequest {
     /// Record every event the recorder knows (`sched_wakeup` and `napi_poll` too, which
     /// the attribution does not use), not only the attribution's; `--explain-events all`.
     pub all_events: bool,
+    /// A `sched_switch` filter applied in the kernel (see [`crate::filter`]); `None`
+    /// records every switch.
+    pub switch_filter: Option<String>,
 }
 
 impl Default for KernelRequest {
@@ -50,6 +53,7 @@ impl Default for KernelRequest {
             cpus: Vec::new(),
             buffer_kb: KtraceConfig::default().buffer_kb,
             all_events: false,
+            switch_filter: None,
         }
     }
 }
@@ -89,6 +93,11 @@ impl KernelSession {
                 cpus: req.cpus.clone(),
                 buffer_kb: req.buffer_kb,
                 events: latlab_sys::ktrace::events(req.all_events),
+                filters: req
+                    .switch_filter
+                    .iter()
+                    .map(|f| ("sched/sched_switch".to_string(), f.clone()))
+                    .collect(),
                 ..KtraceConfig::default()
             };
             match Recorder::start(&cfg) {

@@ -209,6 +209,18 @@ pub fn kernel_request(
     }
 }
 
+/// The `sched_switch` filter of a probe's kernel half (see [`latlab_explain::filter`]): a
+/// blocking ping-pong's threads record no stalls (a thread waiting in `recv` cannot be
+/// told from one that lost its CPU), so the switches between the idle task and latlab's
+/// threads — four of the dozen events of each round trip — are dropped in the kernel. Any
+/// other probe records every switch: a busy-polling thread's stall is timed up to its
+/// CPU's first kernel event, and so is the open-loop TX spin's.
+pub fn probe_switch_filter(pingpong: bool, blocking_rx: bool) -> Option<String> {
+    (pingpong && blocking_rx)
+        .then(|| latlab_explain::filter::idle_switch_filter(&latlab_threads()))
+        .flatten()
+}
+
 /// The online CPUs, `0..n`.
 pub fn online() -> Vec<u32> {
     (0..latlab_sys::sched::online_cpus()).collect()
@@ -529,6 +541,22 @@ pub fn summary(r: &latlab_core::results::ResultFile, stalls: bool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_blocking_ping_pong_drops_idle_switches() {
+        let f = probe_switch_filter(true, true).expect("blocking ping-pong");
+        assert!(f.contains("latlab*"), "{f}");
+        assert_eq!(
+            probe_switch_filter(true, false),
+            None,
+            "busy: stalls are timed"
+        );
+        assert_eq!(
+            probe_switch_filter(false, true),
+            None,
+            "open loop: the TX spin's stalls"
+        );
+    }
 
     #[test]
     fn the_default_threshold_is_the_p99_and_the_baseline_the_median() {

@@ -233,10 +233,13 @@ pub fn probe(
     let memory_locked = latlab_sys::sched::lock_memory_or_warn(&mut lock_warnings);
     let wall_start = std::time::SystemTime::now();
     let ks = cfg.explain.enabled.then(|| {
-        KernelSession::start(
-            &explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &cfg.explain),
-            notice,
-        )
+        let mut req =
+            explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &cfg.explain);
+        req.switch_filter = explain::probe_switch_filter(
+            cfg.mode == probe::Mode::Pingpong,
+            cfg.rx_io == nf::IoMode::Blocking,
+        );
+        KernelSession::start(&req, notice)
     });
     let span_start = clock.now();
     let outcome = probe::run(cfg, clock);

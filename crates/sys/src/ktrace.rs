@@ -96,6 +96,10 @@ pub struct KtraceConfig {
     pub events: Vec<String>,
     /// How to read the ring.
     pub reader: ReaderKind,
+    /// Kernel-side filters, as (`group/name`, the event's `filter` text): the kernel drops
+    /// an event its filter rejects before it reaches the ring. Applied to enabled events
+    /// only.
+    pub filters: Vec<(String, String)>,
 }
 
 impl Default for KtraceConfig {
@@ -105,6 +109,7 @@ impl Default for KtraceConfig {
             buffer_kb: 32768,
             events: events(false),
             reader: ReaderKind::Stream,
+            filters: Vec::new(),
         }
     }
 }
@@ -342,6 +347,13 @@ impl Recorder {
                 asked: cfg.events.len(),
             });
         }
+        for (ev, filter) in cfg
+            .filters
+            .iter()
+            .filter(|(ev, _)| self.enabled.contains(ev))
+        {
+            write_file(&d.join("events").join(ev).join("filter"), filter)?;
+        }
         write_file(&d.join("trace"), "")?;
         if cfg.reader == ReaderKind::Stream {
             match self.open_stream() {
@@ -367,7 +379,12 @@ impl Recorder {
             let text = read(&events.join(ev).join("format"))?;
             formats.push(EventFormat::parse(&text).map_err(|e| format!("{ev}: {e}"))?);
         }
-        let s = stream::Streamer::start(&self.dir, &self.cpus)?;
+        // Wake the reader on the rings' fill level, not on a timer (see [`stream`]); a
+        // kernel without `buffer_percent` gets the timer.
+        let percent = self.dir.join("buffer_percent");
+        let fill_wake = percent.exists()
+            && std::fs::write(&percent, stream::BUFFER_PERCENT.to_string()).is_ok();
+        let s = stream::Streamer::start(&self.dir, &self.cpus, fill_wake)?;
         Ok((s, layout, formats))
     }
 

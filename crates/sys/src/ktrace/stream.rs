@@ -5,9 +5,19 @@
 //!
 //! The thread is not pinned (the measured threads are; the scheduler puts it where
 //! there is room), opens the files non-blocking, reads each CPU until it has nothing
-//! (`EAGAIN`), then sleeps [`POLL`] before the next round; after the stop flag it drains
-//! once more (tracing is off by then) and returns the pages. Each read returns one page
-//! (partial pages are padded to the page size so the pages stay at fixed offsets).
+//! (`EAGAIN`), then waits in `poll(2)` until a CPU's ring is [`BUFFER_PERCENT`] % full,
+//! [`WAKE_AT_LEAST`] has passed, or it is told to stop (a byte on a pipe); after the stop
+//! it drains once more (tracing is off by then) and returns the pages. Each read returns
+//! one page (partial pages are padded to the page size so the pages stay at fixed
+//! offsets).
+//!
+//! Why `poll` on the ring's fill level and not a short sleep: the reader shares the
+//! measured CPUs (on a small host every CPU carries a measured thread). Each wake-up is a
+//! context switch, a timer and a burst of page copies on a CPU whose caches the measured
+//! thread uses, and under two spinning SCHED_FIFO threads the reader cannot run at all
+//! except in the scheduler's RT-throttling slices. Waking when a ring is half full (32 MiB
+//! per CPU holds about a million events: seconds even at a busy ping-pong's rate) instead
+//! of every 10 ms cuts those wake-ups from 100 a second to about two.
 
 use std::fs::File;
 use std::io::Read;
@@ -18,10 +28,18 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-/// How long the reader sleeps between rounds. A 32 MiB ring per CPU holds about a
-/// million events; at the ~300 k events/s of a busy ping-pong that is seconds, so 10 ms
-/// leaves a wide margin while waking the reader only 100 times a second.
+/// The fill level, percent of a CPU's ring, at which the kernel wakes the reader
+/// (the instance's `buffer_percent`).
+pub const BUFFER_PERCENT: u32 = 50;
+
+/// How long the reader sleeps between rounds on a kernel without `buffer_percent` (older
+/// than 5.1), where `poll` would wake it for every event.
 pub const POLL: Duration = Duration::from_millis(10);
+
+/// The longest the reader waits between rounds when no ring reaches
+/// [`BUFFER_PERCENT`] (a guard against a kernel that does not wake a poller on the fill
+/// level: at a million events a second a 32 MiB ring lasts about two seconds).
+pub const WAKE_AT_LEAST: Duration = Duration::from_millis(500);
 
 /// One CPU's pages, as read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -38,6 +56,8 @@ pub struct RawCpu {
 #[derive(Debug)]
 pub(super) struct Streamer {
     stop: Arc<AtomicBool>,
+    /// The write end of the pipe the thread polls with its rings: a byte wakes it.
+    wake: File,
     handle: Option<JoinHandle<std::io::Result<Vec<RawCpu>>>>,
 }
 
@@ -53,8 +73,13 @@ pub(super) fn page_size(instance: &Path) -> usize {
 
 impl Streamer {
     /// Opens every CPU's `trace_pipe_raw` (all of them, or an error: the caller falls
-    /// back to the text path) and starts the thread.
-    pub(super) fn start(instance: &Path, cpus: &[u32]) -> Result<Streamer, String> {
+    /// back to the text path) and starts the thread. `fill_wake`: the instance's
+    /// `buffer_percent` is set, so the thread waits in `poll`; otherwise it sleeps [`POLL`].
+    pub(super) fn start(
+        instance: &Path,
+        cpus: &[u32],
+        fill_wake: bool,
+    ) -> Result<Streamer, String> {
         let page = page_size(instance);
         let mut files = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
@@ -69,21 +94,30 @@ impl Streamer {
                 .map_err(|e| format!("opening {}: {e}", p.display()))?;
             files.push((cpu, f));
         }
+        let (wake_rx, wake) = pipe().map_err(|e| format!("creating the reader's pipe: {e}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
-            .spawn(move || run(files, page, &s))
+            .spawn(move || run(files, page, &s, fill_wake.then_some(&wake_rx)))
             .map_err(|e| format!("starting the trace reader: {e}"))?;
         Ok(Streamer {
             stop,
+            wake,
             handle: Some(handle),
         })
     }
 
+    fn signal_stop(&mut self) {
+        use std::io::Write;
+        self.stop.store(true, Ordering::Release);
+        // a full pipe already wakes it; nothing else can fail on a pipe we hold open
+        let _ = self.wake.write(&[1]);
+    }
+
     /// Asks the thread to drain what is left and stop, and returns every CPU's pages.
     pub(super) fn finish(mut self) -> std::io::Result<Vec<RawCpu>> {
-        self.stop.store(true, Ordering::Release);
+        self.signal_stop();
         let h = self.handle.take().expect("joined once");
         h.join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the trace reader thread panicked")))
@@ -93,16 +127,56 @@ impl Streamer {
 impl Drop for Streamer {
     fn drop(&mut self) {
         if let Some(h) = self.handle.take() {
-            self.stop.store(true, Ordering::Release);
+            self.signal_stop();
             let _ = h.join();
         }
     }
+}
+
+/// A pipe, both ends non-blocking and close-on-exec: (read end, write end).
+fn pipe() -> std::io::Result<(File, File)> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two ints for the kernel to fill.
+    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
+}
+
+/// Waits until one of `files` is readable (for a `trace_pipe_raw`: its ring has reached
+/// the instance's `buffer_percent`), `wake` has a byte, or `timeout` passes.
+fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let mut fds: Vec<libc::pollfd> = files
+        .iter()
+        .map(|(_, f)| f)
+        .chain(std::iter::once(wake))
+        .map(|f| libc::pollfd {
+            fd: f.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
+    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the call's duration.
+    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+    if rc < 0 {
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn run(
     mut files: Vec<(u32, File)>,
     page: usize,
     stop: &AtomicBool,
+    wake: Option<&File>,
 ) -> std::io::Result<Vec<RawCpu>> {
     let mut out: Vec<RawCpu> = files
         .iter()
@@ -123,7 +197,10 @@ fn run(
         if last {
             return Ok(out);
         }
-        std::thread::sleep(POLL);
+        match wake {
+            Some(w) => wait(&files, w, WAKE_AT_LEAST)?,
+            None => std::thread::sleep(POLL),
+        }
     }
 }
 
