@@ -10,7 +10,7 @@
 #        (not for this host), the cheapest sink, the same for every tool, so the rate is
 #        the generator's and not the receiver's.
 #  fwd   1 Mpps offered for 10 s (RATE, FWD_SECS) through latlab's forwarder over AF_XDP
-#        (NF on $NF_CPU), generator --io xdp (TX and RX threads on $GEN_CPU): achieved rate,
+#        (NF on $NF_CPU), generator --io xdp (TX thread on $GEN_CPU, RX on $GEN_RX_CPU): achieved rate,
 #        sent/received/lost, lateness p50/p99/p99.9 and latency, from the result file.
 #  cal   latlab net calibrate --io xdp at 0, 10 and 50 us (forwarder and generator over
 #        AF_XDP, real-time throttling off for the run): the user-stamp medians' shifts.
@@ -32,11 +32,13 @@ RATE=${RATE:-1Mpps}
 FWD_SECS=${FWD_SECS:-10}
 GEN_CPU=${GEN_CPU:-0}
 NF_CPU=${NF_CPU:-$(( $(nproc) - 1 ))}
+GEN_RX_CPU=${GEN_RX_CPU:-$GEN_CPU}
 [ "$(id -u)" = 0 ] || { echo "error: needs root (namespaces, AF_XDP)" >&2; exit 3; }
 [ -x "$LATLAB" ] || cargo build --release -p latlab
 mkdir -p "$OUT"
 echo "host: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $(uname -r), latlab $LATLAB"
 "$LATLAB" net testbed up >/dev/null
+sleep 0.5 # the links' routes
 G="ip netns exec latlab-gen"
 mac() { ip -n "$1" -o link show dev "$2" | grep -o 'link/ether [^ ]*' | cut -d' ' -f2; }
 rx() { ip -n latlab-nf -s -j link show dev latlab-na | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])'; }
@@ -100,41 +102,45 @@ fi
 
 if [[ ",$PARTS," == *,fwd,* ]]; then
 echo
-echo "### $RATE offered for ${FWD_SECS} s through latlab's forwarder over AF_XDP (NF on CPU $NF_CPU, generator TX and RX on CPU $GEN_CPU)"
+echo "### $RATE offered for ${FWD_SECS} s through latlab's forwarder over AF_XDP (NF on CPU $NF_CPU, generator TX on CPU $GEN_CPU, RX on CPU $GEN_RX_CPU)"
 echo
 exec 4> >(ip netns exec latlab-nf "$LATLAB" net forward --testbed --io xdp --direction a-to-b \
     --cpu "$NF_CPU" --until-stdin-closes -q -o "$OUT/fwd-nf.json" >/dev/null)
 sleep 1
 rc=0
 $G "$LATLAB" net probe --testbed --io xdp --rate "$RATE" --duration "${FWD_SECS}s" --warmup 1s \
-    --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$GEN_CPU" -q -o "$OUT/fwd-probe.json" \
+    --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$GEN_RX_CPU" -q -o "$OUT/fwd-probe.json" \
     >"$OUT/fwd-probe.log" 2>&1 || rc=$?
 exec 4>&-
 sleep 1
 [ "$rc" = 0 ] || { echo "probe exited $rc:"; cat "$OUT/fwd-probe.log"; }
-python3 - "$OUT/fwd-probe.json" <<'PY'
+python3 - "$OUT/fwd-probe.json" "$OUT/fwd-nf.json" <<'PY'
 import json, sys
-r = json.load(open(sys.argv[1]))
-c, d = r["counters"], r["data"]
-def q(name, p):
-    h = next((h for h in r["histograms"] if h["name"] == name), None)
-    if h is None: return "-"
-    v = h.get("percentiles", {}).get(p)
-    return "-" if v is None else f"{v/1000:.1f} us"
-ach = d.get("achieved_pps") or d.get("rate", {}).get("achieved_pps")
-print("| achieved | sent | received | lost | duplicates | lateness p50 | p99 | p99.9 | user.actual p50 | p99 |")
-print("|---|---|---|---|---|---|---|---|---|---|")
-print(f"| {ach} | {c['sent']} | {c['received_unique']} | {c['lost']} | {c['duplicates']} | "
-      f"{q('lateness','p50')} | {q('lateness','p99')} | {q('lateness','p99.9')} | "
-      f"{q('user.actual','p50')} | {q('user.actual','p99')} |")
+r = json.load(open(sys.argv[1])); c, d = r["counters"], r["data"]
+try:
+    nf = json.load(open(sys.argv[2]))["counters"]
+except Exception as e:
+    nf = {"(no NF result)": str(e)}
+print("| achieved pps | sent | received | lost | duplicates | sent = received + lost |")
+print("|---|---|---|---|---|---|")
+print(f"| {d.get('achieved_pps', 0):,.0f} | {c['sent']} | {c['received_unique']} | {c['lost']} | "
+      f"{c.get('duplicates', 0)} | {c['sent'] == c['received_unique'] + c['lost']} |")
+print()
+print("forwarder counters:", ", ".join(f"{k} {v}" for k, v in sorted(nf.items())))
 PY
-"$LATLAB" show "$OUT/fwd-probe.json" | grep -iE "^(rate|lateness|sent|lost|user\.actual)" | sed 's/^/    /' || true
+echo
+echo '```text'
+"$LATLAB" show "$OUT/fwd-probe.json" | grep -E "warning|self-check throughput" || true
+for h in generator.lateness user.actual; do
+    "$LATLAB" show "$OUT/fwd-probe.json" | sed -n "/^$h:/,/^\$/p" | grep -E "^$h|^  (p50|p99|p99.9|max) "
+done
+echo '```'
 fi
 
 if [[ ",$PARTS," == *,cal,* ]]; then
 echo
 echo "### latlab net calibrate --io xdp (medians' shift against 0 injected)"
 echo
-"$LATLAB" net calibrate --io xdp --no-rt-throttle --delays 0ns,10us,50us --duration 4s \
+"$LATLAB" net calibrate --io xdp --no-rt-throttle --delays 0ns,10us,50us --duration "${CAL_SECS:-4}s" \
     --warmup 1s --rate 10kpps --rounds 2 -o "$OUT/calibrate" | grep -E "^\|?|p50|median|warning" || true
 fi
