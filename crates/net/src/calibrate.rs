@@ -182,6 +182,11 @@ pub fn run(
             nf_cfg.cpus = vec![nf_cpu];
             nf_cfg.delay = DelaySpec::constant(d.get());
             nf_cfg.fifo = Some(50);
+            if cfg.nf_io == IoMode::Xdp {
+                // one frame per kick: a batch would hold each delayed probe back until
+                // the delays of the probes behind it in the batch were spent too
+                nf_cfg.batch = 1;
+            }
             let nf_path = dir.join(format!("nf-delay-{tag}-r{round}.json"));
             let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
             let probe_path = dir.join(format!("probe-delay-{tag}-r{round}.json"));
