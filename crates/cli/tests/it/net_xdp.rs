@@ -134,7 +134,7 @@ fn calibrate_over_xdp_compares_the_user_sources_of_af_xdp_runs() {
     assert!(data.rows.iter().all(|row| row.injected_ns == 10_000));
     assert_eq!(data.runs.len(), 2, "{:?}", data.runs);
     for (_, path) in &data.runs {
-        let p = ResultFile::load(path).unwrap();
+        let p = ResultFile::load(std::path::Path::new(path)).unwrap();
         let probe = latlab_net::result::probe_data(&p).unwrap();
         // both directions of the generator on AF_XDP, every probe counted
         assert!(
