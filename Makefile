@@ -39,7 +39,7 @@ DEMO_DIR ?= latlab-results/demo
 # pin the demo's reader to the last CPU (CPU 0 usually takes more interrupts)
 DEMO_CPU := $(shell echo $$(( $$(nproc) - 1 )))
 
-.PHONY: demo test build deps-demo deps-test fmt-check clippy cycles unit bench bench-pingpong bench-pps doc clean
+.PHONY: demo test build deps-demo deps-test fmt-check clippy cycles unit bench bench-pingpong bench-pps bench-xdp doc clean
 
 # The default experiment: How to Measure the Killer Microsecond on this host (every
 # measurement method against the NF configuration ladder, on the namespace testbed as root,
@@ -88,6 +88,12 @@ bench:
 bench-pps: build
 	@scripts/ensure-packages.sh $(PEER_PACKAGES)
 	scripts/pps-peers.sh
+
+# issue 14's AF_XDP figures: generator ceiling (busy, xdp, trafgen), 1 Mpps x 10 s through
+# the AF_XDP forwarder, calibrate --io xdp (about 2-3 minutes; trafgen is netsniff-ng's)
+bench-xdp: build
+	@scripts/ensure-packages.sh netsniff-ng
+	flock /tmp/latlab-testbed.lock scripts/xdp-bench.sh
 
 # latlab net: ping-pong RTT beside sockperf on loopback (figures in docs/benchmarks.md)
 bench-pingpong: build

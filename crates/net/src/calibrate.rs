@@ -7,6 +7,10 @@
 //! The NF runs pinned under `SCHED_FIFO` 50 and the generator's threads under
 //! `SCHED_FIFO` 40, so that other work on the host does not preempt them; with the
 //! default blocking NF, no thread spins long enough to meet real-time throttling.
+//!
+//! With `--io xdp` the NF forwards over AF_XDP and the generator sends and receives over
+//! AF_XDP as well (the kernel-bypass path of `killer-us`), so only the user (TSC) sources
+//! are compared; its busy-polling threads need `--no-rt-throttle` for an unthrottled tail.
 
 use crate::nf::{DelaySpec, IoMode};
 use crate::orchestrate::{self, Placement, ProbeJob};
@@ -178,6 +182,11 @@ pub fn run(
             nf_cfg.cpus = vec![nf_cpu];
             nf_cfg.delay = DelaySpec::constant(d.get());
             nf_cfg.fifo = Some(50);
+            if cfg.nf_io == IoMode::Xdp {
+                // one frame per kick: a batch would hold each delayed probe back until
+                // the delays of the probes behind it in the batch were spent too
+                nf_cfg.batch = 1;
+            }
             let nf_path = dir.join(format!("nf-delay-{tag}-r{round}.json"));
             let nf = orchestrate::start_nf(exe, placement, &nf_cfg, &nf_path)?;
             let probe_path = dir.join(format!("probe-delay-{tag}-r{round}.json"));
@@ -185,11 +194,19 @@ pub fn run(
             probe.milli_pps = cfg.milli_pps;
             probe.duration = cfg.duration;
             probe.warmup = cfg.warmup;
-            probe.rx_io = IoMode::Blocking;
+            // --io xdp calibrates the kernel-bypass path end to end: the generator sends
+            // and receives over AF_XDP too, with user (TSC) stamps, the only ones there
+            let xdp = cfg.nf_io == IoMode::Xdp;
+            probe.rx_io = if xdp { IoMode::Xdp } else { IoMode::Blocking };
+            probe.tx_io = if xdp { IoMode::Xdp } else { IoMode::Blocking };
             let gen = (gen_cpu != nf_cpu).then_some(gen_cpu);
             probe.tx_cpu = gen;
             probe.rx_cpu = gen;
-            probe.sources = Sources::USER_KERNEL;
+            probe.sources = if xdp {
+                Sources::USER
+            } else {
+                Sources::USER_KERNEL
+            };
             probe.fifo = Some(GEN_FIFO);
             probe.explain = cfg.explain;
             let pr = ProbeJob {

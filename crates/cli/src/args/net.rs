@@ -115,7 +115,8 @@ latlab-nf (latlab-na 10.201.1.2, latlab-nb 10.201.2.2); NF ports UDP 7000, recei
   sudo latlab net calibrate
   sudo latlab net calibrate --delays 0ns,10us,50us --duration 10s --rate 20kpps
   latlab net calibrate --loopback                    (no testbed: reflector on loopback)
-  sudo latlab net calibrate --explain                (p99 error with and without guest stalls)")]
+  sudo latlab net calibrate --explain                (p99 error with and without guest stalls)
+  sudo latlab net calibrate --io xdp --no-rt-throttle  (the AF_XDP path: NF and generator)")]
     Calibrate(CalibrateArgs),
 
     /// A latency injector: a bump in the wire between two interfaces that forwards every
@@ -451,11 +452,12 @@ pub struct CalibrateArgs {
     #[arg(long, default_value = "10kpps", value_parser = rate_arg)]
     pub rate: Rate,
     /// NF I/O mode (busy spins under SCHED_FIFO: real-time throttling stops it ~50 ms
-    /// every second unless kernel.sched_rt_runtime_us is -1).
+    /// every second unless kernel.sched_rt_runtime_us is -1). xdp: the NF and the
+    /// generator both over AF_XDP, user (TSC) timestamps only.
     #[arg(long, value_enum, default_value_t = IoArg::Blocking)]
     pub io: IoArg,
     /// Switch real-time throttling off for the whole calibration (kernel.sched_rt_runtime_us
-    /// = -1) and restore it after; needs root. Use it with `--io busy`.
+    /// = -1) and restore it after; needs root. Use it with `--io busy` or `--io xdp`.
     #[arg(long)]
     pub no_rt_throttle: bool,
     /// Rounds over all delays; histograms of a delay are merged over rounds.

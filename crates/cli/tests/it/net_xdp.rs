@@ -1,7 +1,7 @@
 //! `--io xdp` end to end (as root; a SKIP line otherwise): probes over AF_XDP through the
 //! testbed's forwarder over AF_XDP and through its socket forwarder, nothing attached after
-//! a SIGKILL, and the one-line errors of an interface without native XDP and of a user
-//! without the privilege.
+//! a SIGKILL, `net calibrate --io xdp`, and the one-line errors of an interface without
+//! native XDP and of a user without the privilege.
 
 use crate::util::{
     assert_one_line_error, is_root, latlab, latlab_bin, latlab_line, ok, system_test, text,
@@ -108,6 +108,47 @@ fn xdp_probes_through_xdp_and_socket_forwarders_are_all_counted() {
         assert!(!links(ns).contains("xdp"), "{}", links(ns));
     }
     ok(&latlab().args(["net", "testbed", "down"]).output().unwrap());
+}
+
+/// `net calibrate --io xdp` runs the forwarder and the generator over AF_XDP (briefly:
+/// this checks that it works and what it compares, not how well).
+#[test]
+fn calibrate_over_xdp_compares_the_user_sources_of_af_xdp_runs() {
+    let _turn = system_test!("the namespace testbed and XDP programs");
+    let dir = tempfile::tempdir().unwrap();
+    ok(&latlab_line(
+        "net calibrate --io xdp --delays 0ns,10us --duration 300ms --warmup 100ms --rounds 1 \
+         --rate 5kpps -q -o",
+    )
+    .arg(dir.path())
+    .output()
+    .unwrap());
+    let r = ResultFile::load(&dir.path().join("calibrate.json")).unwrap();
+    let data: latlab_net::calibrate::CalibrateData =
+        serde_json::from_value(r.data.clone()).unwrap();
+    // the user sources at 10 us, and no kernel source: none exists on an AF_XDP path
+    let sources: std::collections::BTreeSet<&str> =
+        data.rows.iter().map(|row| row.source.as_str()).collect();
+    assert!(sources.contains("user (actual send)"), "{sources:?}");
+    assert!(!sources.iter().any(|s| s.contains("kernel")), "{sources:?}");
+    assert!(data.rows.iter().all(|row| row.injected_ns == 10_000));
+    assert_eq!(data.runs.len(), 2, "{:?}", data.runs);
+    for (_, path) in &data.runs {
+        let p = ResultFile::load(std::path::Path::new(path)).unwrap();
+        let probe = latlab_net::result::probe_data(&p).unwrap();
+        // both directions of the generator on AF_XDP, every probe counted
+        assert!(
+            probe.xdp.iter().any(|x| x.contains("latlab-ga")),
+            "{:?}",
+            probe.xdp
+        );
+        let c = &p.counters;
+        assert_eq!(c["received_unique"] + c["lost"], c["sent"], "{c:?}");
+        assert!(c["received_unique"] > 0, "{c:?}");
+    }
+    for ns in ["latlab-gen", "latlab-nf"] {
+        assert!(!links(ns).contains("xdp"), "{}", links(ns));
+    }
 }
 
 #[test]

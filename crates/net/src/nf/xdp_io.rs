@@ -1,10 +1,12 @@
 //! [`PacketIo`] over `AF_XDP` ([`IoMode::Xdp`]): whole Ethernet frames from an XDP port's
 //! RX ring; the function sees the UDP payload (the probe), and each frame it keeps is
 //! written with fresh Ethernet/IPv4/UDP headers (checksums computed) into a TX frame and
-//! queued, with one kick per batch. Nothing is allocated after set-up.
+//! queued, with one kick per batch. A forwarder's frames all go to one next hop: their
+//! headers come from a [`FrameTemplate`] (rebuilt in place when the payload length
+//! changes). Nothing is allocated after set-up.
 
 use super::io::{BatchStats, IoMode, PacketIo, Verdict};
-use crate::wire::frame::{parse_udp, write_frame, Endpoints};
+use crate::wire::frame::{parse_udp, write_frame, Endpoints, FrameTemplate};
 use latlab_sys::tsc::Clock;
 use latlab_sys::xdp::{XdpRx, XdpTx};
 use std::io;
@@ -26,6 +28,8 @@ pub struct XdpIo {
     batch: u32,
     clock: Clock,
     ip_id: u16,
+    /// [`XdpOut::Forward`]: the next hop's frame.
+    template: Option<FrameTemplate>,
 }
 
 impl XdpIo {
@@ -38,6 +42,10 @@ impl XdpIo {
             batch: batch.clamp(1, 256) as u32,
             clock,
             ip_id: 0,
+            template: match out {
+                XdpOut::Forward(e) => FrameTemplate::new(&e, crate::wire::HEADER_LEN),
+                XdpOut::Reflect => None,
+            },
         }
     }
 }
@@ -51,6 +59,7 @@ impl PacketIo for XdpIo {
             batch,
             clock,
             ip_id,
+            template,
         } = self;
         let mut st = BatchStats::default();
         let mut rx_time = 0u64;
@@ -68,14 +77,21 @@ impl PacketIo for XdpIo {
             if f(&mut frame[range.clone()], rx_time) != Verdict::Send {
                 return;
             }
-            let to = match *out {
-                XdpOut::Reflect => p.endpoints.reversed(),
-                XdpOut::Forward(e) => e,
-            };
             *ip_id = ip_id.wrapping_add(1);
             let id = *ip_id;
             let payload = &frame[range];
-            let queued = tx.queue(|buf| write_frame(buf, &to, payload, id));
+            let fits = match template.as_mut() {
+                Some(t) => t.payload_len() == payload.len() || t.set_payload_len(payload.len()),
+                None => false,
+            };
+            let queued = match (template.as_ref(), *out) {
+                (Some(t), _) if fits => tx.queue(|buf| t.write(buf, payload, payload.len(), id)),
+                (_, XdpOut::Forward(to)) => tx.queue(|buf| write_frame(buf, &to, payload, id)),
+                (_, XdpOut::Reflect) => {
+                    let to = p.endpoints.reversed();
+                    tx.queue(|buf| write_frame(buf, &to, payload, id))
+                }
+            };
             if queued {
                 st.sent += 1;
             } else {

@@ -55,6 +55,8 @@ pub struct SendSample {
     stride: u64,
     /// Measured sends seen.
     n: u64,
+    /// Sends until the next kept gap (counts `stride` down: no division per send).
+    until_kept: u64,
     /// Clock reading of the previous measured send.
     prev: u64,
     /// Scheduled time of the first measured send.
@@ -80,8 +82,16 @@ impl SendSample {
     pub(super) fn record(&mut self, sched: u64, sent: u64) {
         if self.n == 0 {
             self.first_sched = sched;
-        } else if self.n % self.stride == 0 && self.gaps_raw.len() < self.gaps_raw.capacity() {
-            self.gaps_raw.push(sent.saturating_sub(self.prev));
+            self.until_kept = self.stride.max(1);
+        } else {
+            // every `stride`-th send (n % stride == 0), counted down
+            self.until_kept = self.until_kept.saturating_sub(1);
+            if self.until_kept == 0 {
+                self.until_kept = self.stride.max(1);
+                if self.gaps_raw.len() < self.gaps_raw.capacity() {
+                    self.gaps_raw.push(sent.saturating_sub(self.prev));
+                }
+            }
         }
         self.prev = sent;
         self.last_sent = sent;

@@ -216,6 +216,14 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         .map(|_| LatencyHistogram::new(cfg.hist).unwrap_or_default())
         .collect();
     let mut sends = SendSample::new(cfg);
+    // Per probe at Mpps, no division: the schedule steps its offsets, ns become clock
+    // units by one multiplication (within a tick of `ns_to_raw`), the flow and the
+    // lateness interval are counters.
+    let raw_per_ns = ns_to_raw(&clock, 1_000_000_000) as f64 / 1e9;
+    let flows = u64::from(cfg.flows.max(1));
+    let mut flow: u64 = 0;
+    let mut iv: usize = 0;
+    let mut iv_end = start + iv_raw;
     let mut k: u64 = 0;
     loop {
         let offset_ns = schedule.next_offset_ns();
@@ -230,14 +238,8 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
             s.counters.schedule_truncated = 1;
             break;
         }
-        let sched_at = start + ns_to_raw(&clock, offset_ns);
+        let sched_at = start + (offset_ns as f64 * raw_per_ns + 0.5) as u64;
         let warm = offset_ns < cfg.warmup.get();
-        // --io xdp: probes queued while they were due go out before any wait
-        if let Some(x) = s.xdp.as_mut() {
-            if x.unkicked > 0 && clock.now() < sched_at {
-                x.kick();
-            }
-        }
         // wait for the scheduled time; drain the error queue while there is slack
         let mut spun_at: Option<u64> = None;
         loop {
@@ -248,6 +250,13 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
             }
             if now >= sched_at {
                 break;
+            }
+            // --io xdp: probes queued while they were due go out before any wait
+            if let Some(x) = s.xdp.as_mut() {
+                if x.unkicked > 0 {
+                    x.kick();
+                    continue;
+                }
             }
             let left = sched_at - now;
             if left > sleep_margin + spin_after_sleep {
@@ -270,21 +279,29 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
             }
         }
         let seq = k as u32;
-        let flow = (k % u64::from(cfg.flows)) as u16;
+        let this_flow = flow as u16;
+        flow += 1;
+        if flow == flows {
+            flow = 0;
+        }
         let flags = if warm { FLAG_WARMUP } else { 0 };
         // a generator that is behind never has slack: collect TX timestamps anyway, every
         // 16 sends, before the error queue overflows and drops them
         if k % 16 == 15 {
             s.drain_errqueue();
         }
-        if let Some(sent_at) = s.send(seq, flow, flags, sched_at) {
+        if let Some(sent_at) = s.send(seq, this_flow, flags, sched_at) {
             if warm {
                 s.counters.sent_warmup += 1;
             } else {
                 let late = sent_at.saturating_sub(sched_at);
                 let late_ns = clock.raw_to_nanos(late);
                 lateness.record(late_ns);
-                let iv = (((sched_at - start) / iv_raw) as usize).min(n_iv - 1);
+                // the interval (sched_at - start) / iv_raw, capped at the last one
+                while sched_at >= iv_end && iv < n_iv - 1 {
+                    iv += 1;
+                    iv_end += iv_raw;
+                }
                 lateness_iv[iv].record(late_ns);
                 sends.record(sched_at, sent_at);
                 if late > gap_raw {
