@@ -248,15 +248,35 @@ pub fn build_watching(events: &[Event], opts: &TimelineOptions, watch: &Watch) -
 }
 
 fn build_with(events: &[Event], opts: &TimelineOptions, watch: Option<&Watch>) -> Timeline {
-    let mut cpus: Vec<u32> = opts.cpus.clone();
-    cpus.extend(events.iter().map(|e| e.cpu));
+    let mut cpus: Vec<u32> = events.iter().map(|e| e.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let cpus = cpus
+    build_per_cpu(&cpus, opts, watch, |cpu| {
+        events
+            .iter()
+            .filter(|e| e.cpu == cpu)
+            .map(|e| (e.tsc, &e.kind))
+            .collect()
+    })
+}
+
+/// Builds every CPU's timeline (those of `opts.cpus` and `cpus`) from the events
+/// `of(cpu)` gives for each, `(timestamp, kind)` in any order (sorted here, stably).
+pub(crate) fn build_per_cpu<'a>(
+    cpus: &[u32],
+    opts: &TimelineOptions,
+    watch: Option<&Watch>,
+    of: impl Fn(u32) -> Vec<(u64, &'a EventKind)>,
+) -> Timeline {
+    let mut all: Vec<u32> = opts.cpus.clone();
+    all.extend_from_slice(cpus);
+    all.sort_unstable();
+    all.dedup();
+    let cpus = all
         .into_iter()
         .map(|cpu| {
-            let mut evs: Vec<&Event> = events.iter().filter(|e| e.cpu == cpu).collect();
-            evs.sort_by_key(|e| e.tsc);
+            let mut evs = of(cpu);
+            evs.sort_by_key(|e| e.0);
             build_cpu(cpu, &evs, opts, watch)
         })
         .collect();
@@ -265,7 +285,7 @@ fn build_with(events: &[Event], opts: &TimelineOptions, watch: Option<&Watch>) -
 
 fn build_cpu(
     cpu: u32,
-    evs: &[&Event],
+    evs: &[(u64, &EventKind)],
     opts: &TimelineOptions,
     watch: Option<&Watch>,
 ) -> CpuTimeline {
@@ -289,8 +309,7 @@ fn build_cpu(
             });
         }
     };
-    for ev in evs {
-        let t = ev.tsc;
+    for &(t, kind) in evs {
         let open = |key: Key, cause: Cause, stack: &mut Vec<Open>| {
             stack.push(Open {
                 key,
@@ -312,7 +331,7 @@ fn build_cpu(
                 push(out, start, t, fallback, stack.len() as u32 + 1);
             }
         };
-        match &ev.kind {
+        match kind {
             EventKind::IrqEntry { irq, name } => open(
                 Key::Irq(*irq),
                 Cause::new(Class::Irq, name.clone()),
@@ -458,7 +477,7 @@ fn build_cpu(
         cpu,
         intervals: out,
         segments,
-        events: evs.iter().map(|e| e.tsc).collect(),
+        events: evs.iter().map(|e| e.0).collect(),
     }
 }
 

@@ -1,14 +1,18 @@
 //! The streaming reader: one thread that, while the run goes on, drains every traced
-//! CPU's `per_cpu/cpuN/trace_pipe_raw` (binary ring-buffer pages) into memory, so the
-//! ring never fills however long the run, and nothing has to be formatted as text
-//! afterwards.
+//! CPU's `per_cpu/cpuN/trace_pipe_raw` (binary ring-buffer pages) and hands each page
+//! to a [`CompactDecoder`], so the ring never fills however long the run, nothing has to
+//! be formatted as text afterwards, and what is kept is 12 bytes an event (a timestamp
+//! and a kind), not the pages.
 //!
 //! The thread is not pinned (the measured threads are; the scheduler puts it where
 //! there is room), opens the files non-blocking, reads each CPU until it has nothing
 //! (`EAGAIN`), then sleeps [`POLL`] before the next round; after the stop flag it drains
-//! once more (tracing is off by then) and returns the pages. Each read returns one page
-//! (partial pages are padded to the page size so the pages stay at fixed offsets).
+//! once more (tracing is off by then) and returns the decoded store. Each read returns
+//! one page (partial pages are padded to the page size so the pages stay at fixed
+//! offsets). Decoding happens here, on the reader's thread, off the measured threads.
 
+use latlab_core::ftrace_compact::{CompactDecoder, CompactTrace};
+use latlab_core::ftrace_raw::{EventFormat, PageLayout};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -23,22 +27,11 @@ use std::time::Duration;
 /// leaves a wide margin while waking the reader only 100 times a second.
 pub const POLL: Duration = Duration::from_millis(10);
 
-/// One CPU's pages, as read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RawCpu {
-    /// The CPU.
-    pub cpu: u32,
-    /// Its pages back to back, each [`RawCpu::page_size`] bytes.
-    pub pages: Vec<u8>,
-    /// The ring's page (sub-buffer) size, bytes.
-    pub page_size: usize,
-}
-
 /// A running reader.
 #[derive(Debug)]
 pub(super) struct Streamer {
     stop: Arc<AtomicBool>,
-    handle: Option<JoinHandle<std::io::Result<Vec<RawCpu>>>>,
+    handle: Option<JoinHandle<std::io::Result<CompactTrace>>>,
 }
 
 /// The ring's page size: the instance's `buffer_subbuf_size_kb` where the kernel has it
@@ -53,9 +46,16 @@ pub(super) fn page_size(instance: &Path) -> usize {
 
 impl Streamer {
     /// Opens every CPU's `trace_pipe_raw` (all of them, or an error: the caller falls
-    /// back to the text path) and starts the thread.
-    pub(super) fn start(instance: &Path, cpus: &[u32]) -> Result<Streamer, String> {
+    /// back to the text path) and starts the thread, which decodes the pages with
+    /// `layout` and `formats`.
+    pub(super) fn start(
+        instance: &Path,
+        cpus: &[u32],
+        layout: PageLayout,
+        formats: &[EventFormat],
+    ) -> Result<Streamer, String> {
         let page = page_size(instance);
+        let decoder = CompactDecoder::new(layout, page, formats, cpus);
         let mut files = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let p = instance
@@ -73,7 +73,7 @@ impl Streamer {
         let s = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
-            .spawn(move || run(files, page, &s))
+            .spawn(move || run(files, decoder, &s))
             .map_err(|e| format!("starting the trace reader: {e}"))?;
         Ok(Streamer {
             stop,
@@ -81,8 +81,8 @@ impl Streamer {
         })
     }
 
-    /// Asks the thread to drain what is left and stop, and returns every CPU's pages.
-    pub(super) fn finish(mut self) -> std::io::Result<Vec<RawCpu>> {
+    /// Asks the thread to drain what is left and stop, and returns every CPU's events.
+    pub(super) fn finish(mut self) -> std::io::Result<CompactTrace> {
         self.stop.store(true, Ordering::Release);
         let h = self.handle.take().expect("joined once");
         h.join()
@@ -101,42 +101,38 @@ impl Drop for Streamer {
 
 fn run(
     mut files: Vec<(u32, File)>,
-    page: usize,
+    mut decoder: CompactDecoder,
     stop: &AtomicBool,
-) -> std::io::Result<Vec<RawCpu>> {
-    let mut out: Vec<RawCpu> = files
-        .iter()
-        .map(|(cpu, _)| RawCpu {
-            cpu: *cpu,
-            pages: Vec::with_capacity(64 * page),
-            page_size: page,
-        })
-        .collect();
-    let mut buf = vec![0u8; page];
+) -> std::io::Result<CompactTrace> {
+    let mut buf = vec![0u8; decoder.page_size()];
     loop {
         let last = stop.load(Ordering::Acquire);
-        for ((cpu, f), o) in files.iter_mut().zip(out.iter_mut()) {
-            drain(f, &mut buf, o).map_err(|e| {
+        for (cpu, f) in &mut files {
+            drain(f, *cpu, &mut buf, &mut decoder).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("reading cpu{cpu}/trace_pipe_raw: {e}"))
             })?;
         }
         if last {
-            return Ok(out);
+            return Ok(decoder.finish());
         }
         std::thread::sleep(POLL);
     }
 }
 
-/// Reads one CPU until it has nothing more, page by page.
-fn drain(f: &mut File, buf: &mut [u8], o: &mut RawCpu) -> std::io::Result<()> {
+/// Reads one CPU until it has nothing more, page by page, each page padded to the page
+/// size (a read can return a partial page) and handed to the decoder.
+fn drain(
+    f: &mut File,
+    cpu: u32,
+    buf: &mut [u8],
+    decoder: &mut CompactDecoder,
+) -> std::io::Result<()> {
     loop {
         match f.read(buf) {
             Ok(0) => return Ok(()),
             Ok(n) => {
-                let at = o.pages.len();
-                o.pages.extend_from_slice(&buf[..n]);
-                o.pages
-                    .resize(at + n.div_ceil(o.page_size) * o.page_size, 0);
+                buf[n..].fill(0);
+                decoder.push(cpu, buf);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
