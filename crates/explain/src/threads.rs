@@ -227,7 +227,7 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
             got.splits[i]
                 .parts
                 .iter()
-                .map(|(c, t)| (c.class, c.name.clone(), *t))
+                .map(|(c, t)| (c.class, c.name.to_string(), *t))
                 .collect()
         };
         assert_eq!(
