@@ -393,8 +393,11 @@ mod tests {
         assert_eq!(&t.kinds[1][8..24], &[0u8; 16]);
     }
 
+    /// Each event's timestamp and kind bytes.
+    type Events = Vec<(u64, Vec<u8>)>;
+
     /// Per CPU, each event's timestamp and kind bytes; the loss and malformed counts.
-    fn resolved(t: &CompactTrace) -> (Vec<Vec<(u64, Vec<u8>)>>, u64, u64) {
+    fn resolved(t: &CompactTrace) -> (Vec<Events>, u64, u64) {
         let cpus = t
             .cpus
             .iter()

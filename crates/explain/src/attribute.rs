@@ -264,7 +264,9 @@ pub(crate) fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64
             match spans.last_mut() {
                 // adjacent pieces of one cause are one span
                 Some(l)
-                    if l.end_ns == a && l.class == cause.class.as_str() && *l.name == *cause.name =>
+                    if l.end_ns == a
+                        && l.class == cause.class.as_str()
+                        && *l.name == *cause.name =>
                 {
                     l.end_ns = b;
                 }

@@ -357,11 +357,9 @@ fn build_cpu(
             }
         };
         match kind {
-            EventKind::IrqEntry { irq, name } => open(
-                Key::Irq(*irq),
-                cz.get(Class::Irq, name),
-                &mut stack,
-            ),
+            EventKind::IrqEntry { irq, name } => {
+                open(Key::Irq(*irq), cz.get(Class::Irq, name), &mut stack)
+            }
             EventKind::IrqExit { irq } => close(
                 Key::Irq(*irq),
                 cz.get(Class::Irq, &format!("irq {irq}")),
@@ -390,22 +388,18 @@ fn build_cpu(
                 &mut stack,
                 &mut out,
             ),
-            EventKind::HrtimerEntry { function } => open(
-                Key::Hrtimer,
-                cz.get(Class::Timer, function),
-                &mut stack,
-            ),
+            EventKind::HrtimerEntry { function } => {
+                open(Key::Hrtimer, cz.get(Class::Timer, function), &mut stack)
+            }
             EventKind::HrtimerExit => close(
                 Key::Hrtimer,
                 cz.get(Class::Timer, "hrtimer"),
                 &mut stack,
                 &mut out,
             ),
-            EventKind::WorkStart { function } => open(
-                Key::Work,
-                cz.get(Class::Workqueue, function),
-                &mut stack,
-            ),
+            EventKind::WorkStart { function } => {
+                open(Key::Work, cz.get(Class::Workqueue, function), &mut stack)
+            }
             EventKind::WorkEnd => close(
                 Key::Work,
                 cz.get(Class::Workqueue, "work"),
@@ -430,13 +424,9 @@ fn build_cpu(
                     Some((since, comm)) => {
                         push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
                     }
-                    None if !seen_tid_switch && foreign(prev) => push(
-                        &mut out,
-                        w0,
-                        t,
-                        cz.get(Class::Preempted, &prev.comm),
-                        0,
-                    ),
+                    None if !seen_tid_switch && foreign(prev) => {
+                        push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
+                    }
                     None => {}
                 }
                 if foreign(next) {
@@ -467,13 +457,9 @@ fn build_cpu(
                             Some((since, comm)) => {
                                 push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
                             }
-                            None if !seen_tid_switch => push(
-                                &mut out,
-                                w0,
-                                t,
-                                cz.get(Class::Preempted, &prev.comm),
-                                0,
-                            ),
+                            None if !seen_tid_switch => {
+                                push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
+                            }
                             None => {}
                         }
                     } else if let Some((since, comm)) = away.take() {
