@@ -271,11 +271,12 @@ impl CompactDecoder {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ftrace_raw::tests::Page;
+    use crate::ftrace_raw::{MISSED_EVENTS, MISSED_STORED};
     use proptest::prelude::*;
 
+    /// The common fields the tests use: the type, and the pid the store drops.
     const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
-        \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
-        \tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n\
         \tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n";
 
     fn formats() -> Vec<EventFormat> {
@@ -343,23 +344,14 @@ mod tests {
 
     /// One 4 KiB page of events after `ts`, `lost` stored when non-zero.
     fn page(ts: u64, events: &[(u32, Vec<u8>)], lost: u64) -> Vec<u8> {
-        let mut b = vec![0u8; 16];
-        b[0..8].copy_from_slice(&ts.to_le_bytes());
+        let mut pg = Page::new(ts);
         for (delta, p) in events {
-            let len = p.len().div_ceil(4) * 4;
-            b.extend_from_slice(&(((len / 4) as u32) | (delta << 5)).to_le_bytes());
-            let at = b.len();
-            b.extend_from_slice(p);
-            b.resize(at + len, 0);
+            pg.event(*delta, p);
         }
-        let size = (b.len() - 16) as u64;
-        let flags = if lost > 0 { (1 << 31) | (1 << 30) } else { 0 };
-        b[8..16].copy_from_slice(&(size | flags).to_le_bytes());
-        if lost > 0 {
-            b.extend_from_slice(&lost.to_le_bytes());
+        match lost {
+            0 => pg.finish(0, None),
+            n => pg.finish(MISSED_EVENTS | MISSED_STORED, Some(n)),
         }
-        b.resize(4096, 0);
-        b
     }
 
     fn decoder() -> CompactDecoder {
