@@ -365,7 +365,7 @@ impl Symbols {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     const HEADER_PAGE: &str = "\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n\
@@ -426,12 +426,12 @@ mod tests {
     }
 
     /// A page builder for the tests: events as the kernel writes them.
-    struct Page {
+    pub(crate) struct Page {
         b: Vec<u8>,
     }
 
     impl Page {
-        fn new(ts: u64) -> Page {
+        pub(crate) fn new(ts: u64) -> Page {
             let mut b = vec![0u8; 16];
             b[0..8].copy_from_slice(&ts.to_le_bytes());
             Page { b }
@@ -439,7 +439,7 @@ mod tests {
         fn word(&mut self, w: u32) {
             self.b.extend_from_slice(&w.to_le_bytes());
         }
-        fn event(&mut self, delta: u32, payload: &[u8]) {
+        pub(crate) fn event(&mut self, delta: u32, payload: &[u8]) {
             let len = payload.len().div_ceil(4) * 4;
             if len <= 28 * 4 {
                 self.word(((len / 4) as u32) | (delta << 5));
@@ -451,7 +451,7 @@ mod tests {
             self.b.extend_from_slice(payload);
             self.b.resize(at + len, 0);
         }
-        fn finish(mut self, commit_flags: u64, stored: Option<u64>) -> Vec<u8> {
+        pub(crate) fn finish(mut self, commit_flags: u64, stored: Option<u64>) -> Vec<u8> {
             let size = (self.b.len() - 16) as u64;
             self.b[8..16].copy_from_slice(&(size | commit_flags).to_le_bytes());
             if let Some(n) = stored {

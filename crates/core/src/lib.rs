@@ -23,6 +23,7 @@
 
 pub mod child;
 pub mod doc;
+pub mod ftrace_compact;
 pub mod ftrace_raw;
 pub mod hist;
 pub mod parse;

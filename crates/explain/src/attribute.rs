@@ -117,7 +117,7 @@ pub(crate) fn ns(ticks: u64, hz: u64) -> u64 {
 }
 
 pub(crate) fn cause_time(c: &Cause, count: u64, ticks: u64, hz: u64) -> CauseTime {
-    CauseTime::new(c.class.as_str(), c.name.clone(), count, ns(ticks, hz))
+    CauseTime::new(c.class.as_str(), &*c.name, count, ns(ticks, hz))
 }
 
 /// The causes of `splits` ranked by time (largest first, then by count), each with the
@@ -264,13 +264,15 @@ pub(crate) fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64
             match spans.last_mut() {
                 // adjacent pieces of one cause are one span
                 Some(l)
-                    if l.end_ns == a && l.class == cause.class.as_str() && l.name == cause.name =>
+                    if l.end_ns == a
+                        && l.class == cause.class.as_str()
+                        && *l.name == *cause.name =>
                 {
                     l.end_ns = b;
                 }
                 _ => spans.push(CauseSpan {
                     class: cause.class.as_str().to_string(),
-                    name: cause.name.clone(),
+                    name: cause.name.to_string(),
                     start_ns: a,
                     end_ns: b,
                 }),

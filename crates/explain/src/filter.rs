@@ -218,7 +218,7 @@ mod tests {
         let names: Vec<&str> = cpu0
             .intervals
             .iter()
-            .map(|i| i.cause.name.as_str())
+            .map(|i| &*i.cause.name)
             .collect();
         assert!(
             names.contains(&"cc1") && names.contains(&"kworker/1:1"),

@@ -287,12 +287,12 @@ fn worst_path(
                 match spans
                     .iter_mut()
                     .rev()
-                    .find(|l| l.class == c.class.as_str() && l.name == c.name)
+                    .find(|l| l.class == c.class.as_str() && *l.name == *c.name)
                 {
                     Some(l) if l.end_ns == a => l.end_ns = b,
                     _ => spans.push(CauseSpan {
                         class: c.class.as_str().to_string(),
-                        name: c.name.clone(),
+                        name: c.name.to_string(),
                         start_ns: a,
                         end_ns: b,
                     }),

@@ -1,15 +1,17 @@
 //! The streamed binary trace (`latlab_sys::ktrace::RawTrace`) decoded into the same
 //! [`Event`]s as the text path ([`crate::decode`]). Pure.
 //!
-//! Pages are split into records by `latlab_core::ftrace_raw::decode_page`; each record's
-//! `common_type` names its event's format, whose fields give the values the text path
-//! reads from the kernel's formatted line. What the kernel formats from a number is
+//! The reader has already cut the pages into records (`latlab_core::ftrace_compact`):
+//! per event a timestamp and a *kind*, the payload with the fields read here kept. Each
+//! kind's `common_type` names its event's format, whose fields give the values the text
+//! path reads from the kernel's formatted line; a kind is decoded once, however many
+//! events share it. What the kernel formats from a number is
 //! formatted here the same way: a softirq vector's name (`NET_RX`), a function address
 //! as its symbol (`%ps`, from `/proc/kallsyms`), `sched_switch`'s `prev_state` as its
 //! letters (`R`, `S`, `D`, `R+`, …).
 
 use crate::decode::{Decoded, Event, EventKind, Task};
-use latlab_core::ftrace_raw::{common_type, decode_page, EventFormat, Symbols};
+use latlab_core::ftrace_raw::{common_type, EventFormat, Symbols};
 use latlab_sys::ktrace::RawTrace;
 use std::collections::HashMap;
 
@@ -49,31 +51,58 @@ pub fn task_state(state: i64) -> String {
     s
 }
 
-/// Decodes every CPU's pages, in order; records of an unknown `common_type` or missing
-/// fields count as malformed, the pages' lost-event counts as lost.
-pub fn decode_raw(raw: &RawTrace) -> Decoded {
+/// Each of the recording's distinct kinds ([`RawTrace::events`]) as an event kind;
+/// `None` for a kind whose format lacks a field the decoder reads.
+pub fn kinds(raw: &RawTrace) -> Vec<Option<EventKind>> {
     let by_id: HashMap<u16, &EventFormat> = raw.formats.iter().map(|f| (f.id, f)).collect();
-    let mut d = Decoded::default();
-    for c in &raw.cpus {
-        if c.page_size == 0 {
-            continue;
-        }
-        for page in c.pages.chunks(c.page_size) {
-            let info = decode_page(page, &raw.layout, &mut |tsc, payload| {
-                let kind = common_type(payload)
-                    .and_then(|id| by_id.get(&id))
-                    .and_then(|f| kind_of(f, payload, &raw.symbols));
-                match kind {
-                    Some(kind) => d.events.push(Event {
-                        cpu: c.cpu,
-                        tsc,
-                        kind,
-                    }),
-                    None => d.malformed += 1,
-                }
-            });
-            d.lost += info.lost;
-            d.malformed += u64::from(info.truncated);
+    raw.events
+        .kinds
+        .iter()
+        .map(|p| {
+            common_type(p)
+                .and_then(|id| by_id.get(&id))
+                .and_then(|f| kind_of(f, p, &raw.symbols))
+        })
+        .collect()
+}
+
+/// Events whose kind did not decode (each counts as malformed), plus the records the
+/// reader already counted as malformed.
+pub fn malformed(raw: &RawTrace, kinds: &[Option<EventKind>]) -> u64 {
+    let bad: u64 = raw
+        .events
+        .cpus
+        .iter()
+        .map(|c| {
+            c.kind
+                .iter()
+                .filter(|&&k| kinds[k as usize].is_none())
+                .count() as u64
+        })
+        .sum();
+    raw.events.malformed + bad
+}
+
+/// Every streamed event as an [`Event`], CPU by CPU in order; records of an unknown
+/// `common_type` or missing fields count as malformed, the pages' lost-event counts as
+/// lost. (The timeline is built from the compact store without this expansion:
+/// [`crate::recording::kernel_timeline`].)
+pub fn decode_raw(raw: &RawTrace) -> Decoded {
+    let ks = kinds(raw);
+    let mut d = Decoded {
+        malformed: malformed(raw, &ks),
+        lost: raw.events.lost,
+        ..Decoded::default()
+    };
+    for c in &raw.events.cpus {
+        for (&tsc, &k) in c.tsc.iter().zip(&c.kind) {
+            if let Some(kind) = &ks[k as usize] {
+                d.events.push(Event {
+                    cpu: c.cpu,
+                    tsc,
+                    kind: kind.clone(),
+                });
+            }
         }
     }
     d
@@ -148,8 +177,8 @@ pub fn kind_of(f: &EventFormat, p: &[u8], syms: &Symbols) -> Option<EventKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use latlab_core::ftrace_compact::CompactDecoder;
     use latlab_core::ftrace_raw::PageLayout;
-    use latlab_sys::ktrace::RawCpu;
 
     const COMMON: &str = "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\
         \tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n\
@@ -200,7 +229,63 @@ mod tests {
                 165,
                 "\tfield:int vector;\toffset:8;\tsize:4;\tsigned:1;\n",
             ),
+            fmt(
+                "nmi_handler",
+                170,
+                "\tfield:void * handler;\toffset:8;\tsize:8;\tsigned:0;\n\
+                 \tfield:s64 delta_ns;\toffset:16;\tsize:8;\tsigned:1;\n\
+                 \tfield:int handled;\toffset:24;\tsize:4;\tsigned:1;\n",
+            ),
+            fmt(
+                "workqueue_execute_start",
+                335,
+                "\tfield:void * work;\toffset:8;\tsize:8;\tsigned:0;\n\
+                 \tfield:void * function;\toffset:16;\tsize:8;\tsigned:0;\n",
+            ),
+            fmt(
+                "sched_wakeup",
+                374,
+                "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n\
+                 \tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n\
+                 \tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n\
+                 \tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n",
+            ),
+            fmt(
+                "napi_poll",
+                2291,
+                "\tfield:struct napi_struct * napi;\toffset:8;\tsize:8;\tsigned:0;\n\
+                 \tfield:__data_loc char[] dev_name;\toffset:16;\tsize:4;\tsigned:0;\n\
+                 \tfield:int work;\toffset:20;\tsize:4;\tsigned:1;\n\
+                 \tfield:int budget;\toffset:24;\tsize:4;\tsigned:1;\n",
+            ),
+            fmt(
+                "softirq_exit",
+                222,
+                "\tfield:unsigned int vec;\toffset:8;\tsize:4;\tsigned:0;\n",
+            ),
+            fmt(
+                "irq_handler_exit",
+                224,
+                "\tfield:int irq;\toffset:8;\tsize:4;\tsigned:1;\n\
+                 \tfield:int ret;\toffset:12;\tsize:4;\tsigned:1;\n",
+            ),
         ]
+    }
+
+    /// `pages` of CPU `cpu` as the streaming reader hands them over: through the compact
+    /// decoder, in chunks of 1000 bytes.
+    fn streamed(pages: &[u8], cpu: u32, kallsyms: &str) -> RawTrace {
+        let formats = formats();
+        let mut dec = CompactDecoder::new(PageLayout::default(), 4096, &formats, &[cpu]);
+        for chunk in pages.chunks(1000) {
+            dec.push(cpu, chunk);
+        }
+        RawTrace {
+            layout: PageLayout::default(),
+            formats,
+            events: dec.finish(),
+            symbols: Symbols::parse(kallsyms),
+        }
     }
 
     fn payload(id: u16, len: usize, put: &[(usize, &[u8])]) -> Vec<u8> {
@@ -257,16 +342,7 @@ mod tests {
         let unknown = payload(999, 8, &[]);
         let mut pages = page(1_000, &[(5, irq), (10, sw), (1, hr)], 0);
         pages.extend(page(2_000, &[(0, soft), (3, timer), (1, unknown)], 7));
-        let raw = RawTrace {
-            layout: PageLayout::default(),
-            formats: formats(),
-            cpus: vec![RawCpu {
-                cpu: 1,
-                pages,
-                page_size: 4096,
-            }],
-            symbols: Symbols::parse("ffffffff81000100 T tick_nohz_handler\n"),
-        };
+        let raw = streamed(&pages, 1, "ffffffff81000100 T tick_nohz_handler\n");
         let d = decode_raw(&raw);
         assert_eq!((d.lost, d.malformed), (7, 1));
         let want = crate::decode::decode(
@@ -278,6 +354,76 @@ mod tests {
         );
         assert_eq!(want.malformed, 0);
         assert_eq!(d.events, want.events);
+    }
+
+    /// The reader keeps of a payload only the fields of `KEPT_FIELDS`: for every event
+    /// of this kernel's formats, a payload full of noise (pids, pointers, `now`, a
+    /// `handled` count, the padding) decodes through the compact store to exactly what
+    /// the full payload decodes to, and payloads differing only in unread fields share
+    /// one kind.
+    #[test]
+    fn the_compact_store_keeps_every_field_the_decoder_reads() {
+        let syms = "ffffffff81000100 T tick_nohz_handler\nffffffff81000400 T vmstat_update\n";
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut noise = || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for f in formats() {
+            // 64 bytes of noise, the data_loc strings after them, some fields set to
+            // values that decode (a known function, a valid vector)
+            let mut base: Vec<u8> = (0..64).map(|_| noise() as u8).collect();
+            base[0..2].copy_from_slice(&f.id.to_le_bytes());
+            for fd in f.fields.iter().filter(|fd| fd.is_data_loc()) {
+                base[fd.offset..fd.offset + 4].copy_from_slice(&(64u32 | (6 << 16)).to_le_bytes());
+            }
+            base.extend_from_slice(b"veth0\0");
+            for (n, v) in [
+                ("handler", 0xffff_ffff_8100_0180u64),
+                ("function", 0xffff_ffff_8100_0410),
+                ("vec", 3),
+            ] {
+                if let Some(fd) = f.field(n) {
+                    base[fd.offset..fd.offset + fd.size]
+                        .copy_from_slice(&v.to_le_bytes()[..fd.size]);
+                }
+            }
+            let kept = latlab_core::ftrace_compact::KEPT_FIELDS
+                .iter()
+                .find(|(n, _)| *n == f.name)
+                .map_or(&[][..], |(_, k)| *k);
+            let mut evs = Vec::new();
+            for round in 0..2 {
+                // each round: new noise in every field the reader may drop
+                let mut p = base.clone();
+                for fd in &f.fields {
+                    if fd.name != "common_type" && !kept.contains(&fd.name.as_str()) {
+                        for b in &mut p[fd.offset..fd.offset + fd.size] {
+                            *b = noise() as u8;
+                        }
+                    }
+                }
+                let want = kind_of(&f, &p, &Symbols::parse(syms));
+                assert!(want.is_some(), "{}: {p:?}", f.name);
+                evs.push((1 + round, p, want));
+            }
+            let page = page(
+                10,
+                &evs.iter()
+                    .map(|(d, p, _)| (*d, p.clone()))
+                    .collect::<Vec<_>>(),
+                0,
+            );
+            let raw = streamed(&page, 0, syms);
+            assert_eq!(raw.events.kinds.len(), 1, "{}: unread fields kept", f.name);
+            let d = decode_raw(&raw);
+            assert_eq!(d.malformed, 0);
+            let got: Vec<_> = d.events.into_iter().map(|e| Some(e.kind)).collect();
+            let want: Vec<_> = evs.into_iter().map(|e| e.2).collect();
+            assert_eq!(got, want, "{}", f.name);
+        }
     }
 
     #[test]

@@ -6,7 +6,7 @@
 
 use crate::attribute::{assemble, split, worst_window, Window, WindowSplit};
 use crate::session::{ExplainOptions, KernelCollected};
-use crate::timeline::{build, Cause, Timeline, TimelineOptions};
+use crate::timeline::{Cause, Timeline, TimelineOptions};
 use latlab_core::results::Attribution;
 
 /// A window of one thread.
@@ -137,11 +137,6 @@ impl KernelCollected {
         let mut out = ThreadsAttributed::default();
         let mut lost = 0;
         if let Some(rec) = &self.recording {
-            let d = crate::recording::decode_recording(rec);
-            let (events, marked) = (d.events, d.lost);
-            out.malformed += d.malformed;
-            out.events = events.len() as u64;
-            lost = rec.lost().max(marked);
             let mut cpus = self.cpus.clone();
             cpus.extend(rec.cpus.iter().map(|c| c.cpu));
             let mut tids: Vec<Option<i32>> = windows.iter().map(|w| w.tid).collect();
@@ -157,7 +152,9 @@ impl KernelCollected {
                     tsc_hz: o.tsc_hz,
                     cpus: cpus.clone(),
                 };
-                out.timelines.push((tid, build(&events, &topts)));
+                let kt = crate::recording::kernel_timeline(rec, &topts);
+                (out.events, out.malformed, lost) = (kt.events, kt.malformed, kt.lost);
+                out.timelines.push((tid, kt.timeline));
             }
         }
         let aopts = self.attribute_options(o, lost);
@@ -230,7 +227,7 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
             got.splits[i]
                 .parts
                 .iter()
-                .map(|(c, t)| (c.class, c.name.clone(), *t))
+                .map(|(c, t)| (c.class, c.name.to_string(), *t))
                 .collect()
         };
         assert_eq!(

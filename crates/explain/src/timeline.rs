@@ -11,7 +11,9 @@
 //! the IRQ.
 
 use crate::decode::{Event, EventKind};
+use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The classes of cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -59,13 +61,14 @@ impl Class {
 pub struct Cause {
     /// The class.
     pub class: Class,
-    /// The name (empty for `outside_kernel` and `unexplained`).
-    pub name: String,
+    /// The name (empty for `outside_kernel` and `unexplained`); shared, so that the
+    /// millions of intervals of a long run hold a reference each, not a copy.
+    pub name: Arc<str>,
 }
 
 impl Cause {
     /// A cause of `class` named `name`.
-    pub fn new(class: Class, name: impl Into<String>) -> Cause {
+    pub fn new(class: Class, name: impl Into<Arc<str>>) -> Cause {
         Cause {
             class,
             name: name.into(),
@@ -201,7 +204,11 @@ struct Open {
 
 /// The cause class of an `irq_vectors` vector kind.
 pub fn vector_cause(vector: &str) -> Cause {
-    let class = match vector {
+    Cause::new(vector_class(vector), vector)
+}
+
+fn vector_class(vector: &str) -> Class {
+    match vector {
         "local_timer" => Class::Timer,
         "reschedule"
         | "call_function"
@@ -209,8 +216,7 @@ pub fn vector_cause(vector: &str) -> Cause {
         | "irq_work"
         | "x86_platform_ipi" => Class::Ipi,
         _ => Class::Irq,
-    };
-    Cause::new(class, vector)
+    }
 }
 
 /// The threads of a measurement that spans several threads and CPUs (a probe's TX and RX
@@ -232,6 +238,23 @@ impl Watch {
     }
 }
 
+/// One [`Cause`] per distinct class and name of a build, shared by its intervals (a
+/// clone is a reference count, not a copy of the name).
+#[derive(Default)]
+struct Causes(HashMap<Class, HashMap<Box<str>, Cause>>);
+
+impl Causes {
+    fn get(&mut self, class: Class, name: &str) -> Cause {
+        let m = self.0.entry(class).or_default();
+        if let Some(c) = m.get(name) {
+            return c.clone();
+        }
+        let c = Cause::new(class, name);
+        m.insert(name.into(), c.clone());
+        c
+    }
+}
+
 /// Builds every CPU's timeline from `events` (any order).
 pub fn build(events: &[Event], opts: &TimelineOptions) -> Timeline {
     build_with(events, opts, None)
@@ -248,16 +271,37 @@ pub fn build_watching(events: &[Event], opts: &TimelineOptions, watch: &Watch) -
 }
 
 fn build_with(events: &[Event], opts: &TimelineOptions, watch: Option<&Watch>) -> Timeline {
-    let mut cpus: Vec<u32> = opts.cpus.clone();
-    cpus.extend(events.iter().map(|e| e.cpu));
+    let mut cpus: Vec<u32> = events.iter().map(|e| e.cpu).collect();
     cpus.sort_unstable();
     cpus.dedup();
-    let cpus = cpus
+    build_per_cpu(&cpus, opts, watch, |cpu| {
+        events
+            .iter()
+            .filter(|e| e.cpu == cpu)
+            .map(|e| (e.tsc, &e.kind))
+            .collect()
+    })
+}
+
+/// Builds every CPU's timeline (those of `opts.cpus` and `cpus`) from the events
+/// `of(cpu)` gives for each, `(timestamp, kind)` in any order (sorted here, stably).
+pub(crate) fn build_per_cpu<'a>(
+    cpus: &[u32],
+    opts: &TimelineOptions,
+    watch: Option<&Watch>,
+    of: impl Fn(u32) -> Vec<(u64, &'a EventKind)>,
+) -> Timeline {
+    let mut all: Vec<u32> = opts.cpus.clone();
+    all.extend_from_slice(cpus);
+    all.sort_unstable();
+    all.dedup();
+    let mut causes = Causes::default();
+    let cpus = all
         .into_iter()
         .map(|cpu| {
-            let mut evs: Vec<&Event> = events.iter().filter(|e| e.cpu == cpu).collect();
-            evs.sort_by_key(|e| e.tsc);
-            build_cpu(cpu, &evs, opts, watch)
+            let mut evs = of(cpu);
+            evs.sort_by_key(|e| e.0);
+            build_cpu(cpu, &evs, opts, watch, &mut causes)
         })
         .collect();
     Timeline { cpus }
@@ -265,9 +309,10 @@ fn build_with(events: &[Event], opts: &TimelineOptions, watch: Option<&Watch>) -
 
 fn build_cpu(
     cpu: u32,
-    evs: &[&Event],
+    evs: &[(u64, &EventKind)],
     opts: &TimelineOptions,
     watch: Option<&Watch>,
+    cz: &mut Causes,
 ) -> CpuTimeline {
     let (w0, w1) = opts.window;
     let mut out: Vec<Interval> = Vec::new();
@@ -289,8 +334,7 @@ fn build_cpu(
             });
         }
     };
-    for ev in evs {
-        let t = ev.tsc;
+    for &(t, kind) in evs {
         let open = |key: Key, cause: Cause, stack: &mut Vec<Open>| {
             stack.push(Open {
                 key,
@@ -312,59 +356,53 @@ fn build_cpu(
                 push(out, start, t, fallback, stack.len() as u32 + 1);
             }
         };
-        match &ev.kind {
-            EventKind::IrqEntry { irq, name } => open(
-                Key::Irq(*irq),
-                Cause::new(Class::Irq, name.clone()),
-                &mut stack,
-            ),
+        match kind {
+            EventKind::IrqEntry { irq, name } => {
+                open(Key::Irq(*irq), cz.get(Class::Irq, name), &mut stack)
+            }
             EventKind::IrqExit { irq } => close(
                 Key::Irq(*irq),
-                Cause::new(Class::Irq, format!("irq {irq}")),
+                cz.get(Class::Irq, &format!("irq {irq}")),
                 &mut stack,
                 &mut out,
             ),
             EventKind::SoftirqEntry { vec, action } => open(
                 Key::Softirq(*vec),
-                Cause::new(Class::Softirq, action.clone()),
+                cz.get(Class::Softirq, action),
                 &mut stack,
             ),
             EventKind::SoftirqExit { vec } => close(
                 Key::Softirq(*vec),
-                Cause::new(Class::Softirq, format!("vec{vec}")),
+                cz.get(Class::Softirq, &format!("vec{vec}")),
                 &mut stack,
                 &mut out,
             ),
             EventKind::VectorEntry { vector } => open(
                 Key::Vector(vector.clone()),
-                vector_cause(vector),
+                cz.get(vector_class(vector), vector),
                 &mut stack,
             ),
             EventKind::VectorExit { vector } => close(
                 Key::Vector(vector.clone()),
-                vector_cause(vector),
+                cz.get(vector_class(vector), vector),
                 &mut stack,
                 &mut out,
             ),
-            EventKind::HrtimerEntry { function } => open(
-                Key::Hrtimer,
-                Cause::new(Class::Timer, function.clone()),
-                &mut stack,
-            ),
+            EventKind::HrtimerEntry { function } => {
+                open(Key::Hrtimer, cz.get(Class::Timer, function), &mut stack)
+            }
             EventKind::HrtimerExit => close(
                 Key::Hrtimer,
-                Cause::new(Class::Timer, "hrtimer"),
+                cz.get(Class::Timer, "hrtimer"),
                 &mut stack,
                 &mut out,
             ),
-            EventKind::WorkStart { function } => open(
-                Key::Work,
-                Cause::new(Class::Workqueue, function.clone()),
-                &mut stack,
-            ),
+            EventKind::WorkStart { function } => {
+                open(Key::Work, cz.get(Class::Workqueue, function), &mut stack)
+            }
             EventKind::WorkEnd => close(
                 Key::Work,
-                Cause::new(Class::Workqueue, "work"),
+                cz.get(Class::Workqueue, "work"),
                 &mut stack,
                 &mut out,
             ),
@@ -375,7 +413,7 @@ fn build_cpu(
                     &mut out,
                     t.saturating_sub(ticks),
                     t,
-                    Cause::new(Class::Nmi, handler.clone()),
+                    cz.get(Class::Nmi, handler),
                     stack.len() as u32 + 1,
                 );
             }
@@ -384,15 +422,11 @@ fn build_cpu(
                     |t: &crate::decode::Task| t.pid != 0 && !watch.is_some_and(|w| w.watches(t));
                 match away.take() {
                     Some((since, comm)) => {
-                        push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0)
+                        push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
                     }
-                    None if !seen_tid_switch && foreign(prev) => push(
-                        &mut out,
-                        w0,
-                        t,
-                        Cause::new(Class::Preempted, prev.comm.clone()),
-                        0,
-                    ),
+                    None if !seen_tid_switch && foreign(prev) => {
+                        push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
+                    }
                     None => {}
                 }
                 if foreign(next) {
@@ -421,19 +455,15 @@ fn build_cpu(
                     } else if next.pid == tid {
                         match away.take() {
                             Some((since, comm)) => {
-                                push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0)
+                                push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
                             }
-                            None if !seen_tid_switch => push(
-                                &mut out,
-                                w0,
-                                t,
-                                Cause::new(Class::Preempted, prev.comm.clone()),
-                                0,
-                            ),
+                            None if !seen_tid_switch => {
+                                push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
+                            }
                             None => {}
                         }
                     } else if let Some((since, comm)) = away.take() {
-                        push(&mut out, since, t, Cause::new(Class::Preempted, comm), 0);
+                        push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0);
                         away = Some((t, next.comm.clone()));
                     }
                     if prev.pid == tid || next.pid == tid {
@@ -450,7 +480,7 @@ fn build_cpu(
         push(&mut out, o.start, w1, o.cause, depth);
     }
     if let Some((since, comm)) = away {
-        push(&mut out, since, w1, Cause::new(Class::Preempted, comm), 0);
+        push(&mut out, since, w1, cz.get(Class::Preempted, &comm), 0);
     }
     out.sort_by_key(|iv| (iv.start, iv.depth));
     let segments = flatten(&out);
@@ -458,7 +488,7 @@ fn build_cpu(
         cpu,
         intervals: out,
         segments,
-        events: evs.iter().map(|e| e.tsc).collect(),
+        events: evs.iter().map(|e| e.0).collect(),
     }
 }
 

@@ -318,7 +318,7 @@ pub fn attribute(
                     data.kernel.push(KernelSpan {
                         cpu: iv.cpu,
                         class: iv.cause.class.as_str().to_string(),
-                        name: iv.cause.name.clone(),
+                        name: iv.cause.name.to_string(),
                         start_ns: ticks.ns(iv.start),
                         end_ns: ticks.ns(iv.end),
                     });

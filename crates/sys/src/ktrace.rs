@@ -11,8 +11,9 @@
 //!
 //! By default the recorder streams: a reader thread ([`stream`]) drains every CPU's
 //! `trace_pipe_raw` (binary pages) during the run, so long high-rate runs do not overrun
-//! the ring and nothing is formatted as text; the pages, the event `format` files and
-//! the kernel's symbols are returned, for `latlab_core::ftrace_raw` to decode. When the
+//! the ring and nothing is formatted as text; the reader decodes the pages as they
+//! arrive into `latlab_core::ftrace_compact`'s store (a timestamp and a kind per event),
+//! returned with the event `format` files and the kernel's symbols that name the kinds. When the
 //! binary path cannot be set up (a `format` or `header_page` the decoder does not
 //! accept, a `trace_pipe_raw` that does not open) it falls back to reading the `trace`
 //! text after the run, and [`Recording::reader`] says which was used and why.
@@ -23,8 +24,7 @@
 
 mod stream;
 
-pub use stream::RawCpu;
-
+use latlab_core::ftrace_compact::CompactTrace;
 use latlab_core::ftrace_raw::{EventFormat, PageLayout, Symbols};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -180,22 +180,23 @@ pub struct Recording {
     pub missing: Vec<String>,
     /// Whether this recorder mounted tracefs.
     pub mounted_tracefs: bool,
-    /// The streamed pages, when the ring was streamed.
+    /// The streamed events, when the ring was streamed.
     pub raw: Option<RawTrace>,
     /// Which reader was used: `trace_pipe_raw`, or `text` with why the binary path was
     /// not (e.g. `text (asked for)`, `text (opening …: …)`).
     pub reader: String,
 }
 
-/// What the streaming reader returns: the pages and what decodes them.
+/// What the streaming reader returns: the events, decoded as they arrived into a compact
+/// store, and what names their kinds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RawTrace {
     /// The page header's layout (`events/header_page`).
     pub layout: PageLayout,
     /// The enabled events' formats (`events/<group>/<name>/format`).
     pub formats: Vec<EventFormat>,
-    /// Each traced CPU's pages.
-    pub cpus: Vec<RawCpu>,
+    /// Each traced CPU's events (timestamps and kinds) and the distinct kinds.
+    pub events: CompactTrace,
     /// The kernel's text symbols (`/proc/kallsyms`), for function addresses; empty when
     /// unreadable (functions then print as addresses).
     pub symbols: Symbols,
@@ -384,7 +385,7 @@ impl Recorder {
         let percent = self.dir.join("buffer_percent");
         let fill_wake = percent.exists()
             && std::fs::write(&percent, stream::BUFFER_PERCENT.to_string()).is_ok();
-        let s = stream::Streamer::start(&self.dir, &self.cpus, fill_wake)?;
+        let s = stream::Streamer::start(&self.dir, &self.cpus, layout, &formats, fill_wake)?;
         Ok((s, layout, formats))
     }
 
@@ -408,7 +409,7 @@ impl Recorder {
             Some((s, layout, formats)) => Some(RawTrace {
                 layout,
                 formats,
-                cpus: s.finish().map_err(io("streaming", &self.dir))?,
+                events: s.finish().map_err(io("streaming", &self.dir))?,
                 symbols: std::fs::read_to_string("/proc/kallsyms")
                     .map(|t| Symbols::parse(&t))
                     .unwrap_or_default(),
@@ -614,12 +615,13 @@ mod tests {
         let out = rec.stop().unwrap();
         assert!(!dir.exists(), "instance {} left behind", dir.display());
         assert_eq!(out.cpus.len(), 1);
-        // Streamed by default: pages, no text, the formats of what was enabled.
+        // Streamed by default: events, no text, the formats of what was enabled.
         assert_eq!(out.reader, "trace_pipe_raw");
         let raw = out.raw.as_ref().unwrap();
         assert_eq!(raw.formats.len(), out.enabled.len());
-        assert_eq!(raw.cpus.len(), 1);
-        assert_eq!(raw.cpus[0].pages.len() % raw.cpus[0].page_size, 0);
+        assert_eq!(raw.events.cpus.len(), 1);
+        assert_eq!(raw.events.cpus[0].cpu, 0);
+        assert_eq!(raw.events.malformed, 0);
         assert!(out.cpus[0].text.is_empty());
         // The text reader when asked for.
         let rec = Recorder::start(&KtraceConfig {

@@ -1,15 +1,16 @@
 //! The streaming reader: one thread that, while the run goes on, drains every traced
-//! CPU's `per_cpu/cpuN/trace_pipe_raw` (binary ring-buffer pages) into memory, so the
-//! ring never fills however long the run, and nothing has to be formatted as text
-//! afterwards.
+//! CPU's `per_cpu/cpuN/trace_pipe_raw` (binary ring-buffer pages) and hands each page
+//! to a [`CompactDecoder`], so the ring never fills however long the run, nothing has to
+//! be formatted as text afterwards, and what is kept is 12 bytes an event (a timestamp
+//! and a kind), not the pages.
 //!
 //! The thread is not pinned (the measured threads are; the scheduler puts it where
 //! there is room), opens the files non-blocking, reads each CPU until it has nothing
 //! (`EAGAIN`), then waits in `poll(2)` until a CPU's ring is [`BUFFER_PERCENT`] % full,
 //! [`WAKE_AT_LEAST`] has passed, or it is told to stop (a byte on a pipe); after the stop
-//! it drains once more (tracing is off by then) and returns the pages. Each read returns
-//! one page (partial pages are padded to the page size so the pages stay at fixed
-//! offsets).
+//! it drains once more (tracing is off by then) and returns the decoded store. Each read
+//! returns one page (partial pages are padded to the page size so the pages stay at fixed
+//! offsets). Decoding happens here, on the reader's thread, off the measured threads.
 //!
 //! Why `poll` on the ring's fill level and not a short sleep: the reader shares the
 //! measured CPUs (on a small host every CPU carries a measured thread). Each wake-up is a
@@ -19,6 +20,8 @@
 //! per CPU holds about a million events: seconds even at a busy ping-pong's rate) instead
 //! of every 10 ms cuts those wake-ups from 100 a second to about two.
 
+use latlab_core::ftrace_compact::{CompactDecoder, CompactTrace};
+use latlab_core::ftrace_raw::{EventFormat, PageLayout};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
@@ -41,24 +44,13 @@ pub const POLL: Duration = Duration::from_millis(10);
 /// level: at a million events a second a 32 MiB ring lasts about two seconds).
 pub const WAKE_AT_LEAST: Duration = Duration::from_millis(500);
 
-/// One CPU's pages, as read.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct RawCpu {
-    /// The CPU.
-    pub cpu: u32,
-    /// Its pages back to back, each [`RawCpu::page_size`] bytes.
-    pub pages: Vec<u8>,
-    /// The ring's page (sub-buffer) size, bytes.
-    pub page_size: usize,
-}
-
 /// A running reader.
 #[derive(Debug)]
 pub(super) struct Streamer {
     stop: Arc<AtomicBool>,
     /// The write end of the pipe the thread polls with its rings: a byte wakes it.
     wake: File,
-    handle: Option<JoinHandle<std::io::Result<Vec<RawCpu>>>>,
+    handle: Option<JoinHandle<std::io::Result<CompactTrace>>>,
 }
 
 /// The ring's page size: the instance's `buffer_subbuf_size_kb` where the kernel has it
@@ -73,14 +65,18 @@ pub(super) fn page_size(instance: &Path) -> usize {
 
 impl Streamer {
     /// Opens every CPU's `trace_pipe_raw` (all of them, or an error: the caller falls
-    /// back to the text path) and starts the thread. `fill_wake`: the instance's
-    /// `buffer_percent` is set, so the thread waits in `poll`; otherwise it sleeps [`POLL`].
+    /// back to the text path) and starts the thread, which decodes the pages with
+    /// `layout` and `formats`. `fill_wake`: the instance's `buffer_percent` is set, so the
+    /// thread waits in `poll`; otherwise it sleeps [`POLL`].
     pub(super) fn start(
         instance: &Path,
         cpus: &[u32],
+        layout: PageLayout,
+        formats: &[EventFormat],
         fill_wake: bool,
     ) -> Result<Streamer, String> {
         let page = page_size(instance);
+        let decoder = CompactDecoder::new(layout, page, formats, cpus);
         let mut files = Vec::with_capacity(cpus.len());
         for &cpu in cpus {
             let p = instance
@@ -99,7 +95,7 @@ impl Streamer {
         let s = Arc::clone(&stop);
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
-            .spawn(move || run(files, page, &s, fill_wake.then_some(&wake_rx)))
+            .spawn(move || run(files, decoder, &s, fill_wake.then_some(&wake_rx)))
             .map_err(|e| format!("starting the trace reader: {e}"))?;
         Ok(Streamer {
             stop,
@@ -115,8 +111,8 @@ impl Streamer {
         let _ = self.wake.write(&[1]);
     }
 
-    /// Asks the thread to drain what is left and stop, and returns every CPU's pages.
-    pub(super) fn finish(mut self) -> std::io::Result<Vec<RawCpu>> {
+    /// Asks the thread to drain what is left and stop, and returns every CPU's events.
+    pub(super) fn finish(mut self) -> std::io::Result<CompactTrace> {
         self.signal_stop();
         let h = self.handle.take().expect("joined once");
         h.join()
@@ -174,28 +170,20 @@ fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> std::io::Resul
 
 fn run(
     mut files: Vec<(u32, File)>,
-    page: usize,
+    mut decoder: CompactDecoder,
     stop: &AtomicBool,
     wake: Option<&File>,
-) -> std::io::Result<Vec<RawCpu>> {
-    let mut out: Vec<RawCpu> = files
-        .iter()
-        .map(|(cpu, _)| RawCpu {
-            cpu: *cpu,
-            pages: Vec::with_capacity(64 * page),
-            page_size: page,
-        })
-        .collect();
-    let mut buf = vec![0u8; page];
+) -> std::io::Result<CompactTrace> {
+    let mut buf = vec![0u8; decoder.page_size()];
     loop {
         let last = stop.load(Ordering::Acquire);
-        for ((cpu, f), o) in files.iter_mut().zip(out.iter_mut()) {
-            drain(f, &mut buf, o).map_err(|e| {
+        for (cpu, f) in &mut files {
+            drain(f, *cpu, &mut buf, &mut decoder).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("reading cpu{cpu}/trace_pipe_raw: {e}"))
             })?;
         }
         if last {
-            return Ok(out);
+            return Ok(decoder.finish());
         }
         match wake {
             Some(w) => wait(&files, w, WAKE_AT_LEAST)?,
@@ -204,16 +192,20 @@ fn run(
     }
 }
 
-/// Reads one CPU until it has nothing more, page by page.
-fn drain(f: &mut File, buf: &mut [u8], o: &mut RawCpu) -> std::io::Result<()> {
+/// Reads one CPU until it has nothing more, page by page, each page padded to the page
+/// size (a read can return a partial page) and handed to the decoder.
+fn drain(
+    f: &mut File,
+    cpu: u32,
+    buf: &mut [u8],
+    decoder: &mut CompactDecoder,
+) -> std::io::Result<()> {
     loop {
         match f.read(buf) {
             Ok(0) => return Ok(()),
             Ok(n) => {
-                let at = o.pages.len();
-                o.pages.extend_from_slice(&buf[..n]);
-                o.pages
-                    .resize(at + n.div_ceil(o.page_size) * o.page_size, 0);
+                buf[n..].fill(0);
+                decoder.push(cpu, buf);
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
