@@ -215,11 +215,7 @@ mod tests {
         }
         // the foreign tasks are there
         let cpu0 = all.cpu(0).unwrap();
-        let names: Vec<&str> = cpu0
-            .intervals
-            .iter()
-            .map(|i| &*i.cause.name)
-            .collect();
+        let names: Vec<&str> = cpu0.intervals.iter().map(|i| &*i.cause.name).collect();
         assert!(
             names.contains(&"cc1") && names.contains(&"kworker/1:1"),
             "{names:?}"
