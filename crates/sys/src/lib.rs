@@ -57,6 +57,7 @@ pub mod rt;
 pub mod rt_throttle;
 pub mod sched;
 pub mod signal;
+mod sockopt;
 pub mod supervise;
 pub mod timer;
 pub mod tsc;

@@ -147,21 +147,7 @@ impl PacketSocket {
     }
 
     fn setsockopt<T>(&self, level: libc::c_int, name: libc::c_int, v: &T) -> io::Result<()> {
-        // SAFETY: `v` points to a live T and the length passed is its size.
-        let r = unsafe {
-            libc::setsockopt(
-                self.fd.as_raw_fd(),
-                level,
-                name,
-                (v as *const T).cast(),
-                std::mem::size_of::<T>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+        crate::sockopt::set(self.fd.as_raw_fd(), level, name, v)
     }
 
     /// The interface this socket is bound to.

@@ -235,24 +235,6 @@ pub struct Xsk {
     pub zerocopy: bool,
 }
 
-fn setsockopt<T>(fd: RawFd, name: libc::c_int, v: &T) -> io::Result<()> {
-    // SAFETY: `v` points to a live T and its size is passed.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_XDP,
-            name,
-            (v as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 fn getsockopt<T>(fd: RawFd, name: libc::c_int) -> io::Result<T> {
     // SAFETY: T is plain old data (the XDP option structs); all-zero is valid.
     let mut v: T = unsafe { std::mem::zeroed() };
@@ -318,12 +300,15 @@ impl Xsk {
             tx_metadata_len: 0,
         };
         let fdr = fd.as_raw_fd();
-        setsockopt(fdr, libc::XDP_UMEM_REG, &reg).map_err(|source| XskError {
-            what: "XDP_UMEM_REG",
-            source,
+        crate::sockopt::set(fdr, libc::SOL_XDP, libc::XDP_UMEM_REG, &reg).map_err(|source| {
+            XskError {
+                what: "XDP_UMEM_REG",
+                source,
+            }
         })?;
         let ring_opt = |name, n: u32, what| {
-            setsockopt(fdr, name, &n).map_err(|source| XskError { what, source })
+            crate::sockopt::set(fdr, libc::SOL_XDP, name, &n)
+                .map_err(|source| XskError { what, source })
         };
         ring_opt(libc::XDP_UMEM_FILL_RING, rx_frames, "XDP_UMEM_FILL_RING")?;
         ring_opt(
