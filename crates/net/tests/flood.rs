@@ -20,6 +20,27 @@ fn rss_kib() -> u64 {
 }
 
 /// One malformed datagram of a kind chosen by `r` (never a valid probe that fits).
+/// Sends one valid probe of a random size with sequence number `seq` and records its
+/// length in `lens` (its answer must be exactly as long).
+fn send_valid(
+    r: &mut Rng,
+    s: &UdpSocket,
+    to: impl std::net::ToSocketAddrs,
+    seq: u32,
+    lens: &mut HashMap<u32, usize>,
+) {
+    let len = HEADER_LEN + (r.next_u64() % 1400) as usize;
+    let mut p = vec![0u8; len];
+    ProbeRepr {
+        seq,
+        ..Default::default()
+    }
+    .emit(&mut p)
+    .unwrap();
+    lens.insert(seq, len);
+    s.send_to(&p, to).unwrap();
+}
+
 fn malformed(r: &mut Rng, buf: &mut Vec<u8>) {
     let kind = r.next_u64() % 5;
     let len = match kind {
@@ -77,16 +98,7 @@ fn flooding_the_reflector_with_garbage() {
         }
         // one valid probe of a random size per chunk: its answer must be exactly as long
         if sent % 10_000 == 0 {
-            let len = HEADER_LEN + (r.next_u64() % 1400) as usize;
-            let mut p = vec![0u8; len];
-            ProbeRepr {
-                seq: valid as u32,
-                ..Default::default()
-            }
-            .emit(&mut p)
-            .unwrap();
-            valid_sent.insert(valid as u32, len);
-            s.send_to(&p, to).unwrap();
+            send_valid(&mut r, &s, to, valid as u32, &mut valid_sent);
             valid += 1;
         }
         // flow control: wait until the reflector has taken everything sent so far, so
@@ -200,16 +212,7 @@ fn flooding_the_xdp_reflector_with_garbage() {
                 sent += 1;
             }
             if sent % 2_000 < 100 {
-                let len = HEADER_LEN + (r.next_u64() % 1400) as usize;
-                let mut p = vec![0u8; len];
-                ProbeRepr {
-                    seq: valid as u32,
-                    ..Default::default()
-                }
-                .emit(&mut p)
-                .unwrap();
-                lens.insert(valid as u32, len);
-                s.send_to(&p, to).unwrap();
+                send_valid(&mut r, &s, to, valid as u32, &mut lens);
                 valid += 1;
             }
             while c.received.load(Ordering::Relaxed) < sent + valid {
