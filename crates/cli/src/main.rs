@@ -32,6 +32,8 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return exit::clap_error(e),
     };
+    // the idle states at the start, for every result's provenance (entries counted from here)
+    latlab_sys::idle::mark_start();
     match commands::run(cli, argv) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),

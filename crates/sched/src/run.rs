@@ -432,24 +432,13 @@ fn run_model(
     rec.finish();
 }
 
-/// Opens `/dev/cpu_dma_latency` and writes `us` (a 32-bit integer, as the PM QoS
-/// interface wants); the request holds until the file is closed.
-fn hold_dma_latency(us: u32) -> std::io::Result<std::fs::File> {
-    use std::io::Write as _;
-    let mut f = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/cpu_dma_latency")?;
-    f.write_all(&(us as i32).to_ne_bytes())?;
-    Ok(f)
-}
-
 /// Runs `spec`: calibrates the gap threshold, sets every thread up, runs them, and returns
 /// what they recorded. Blocks for the run's duration.
 pub fn run(spec: &RunSpec, params: RunParams) -> Result<RunOutcome, RunError> {
     let hz = params.tsc_hz;
     // Held open for the whole run: the kernel keeps the request while the file is open.
     let _dma = match spec.dma_latency_us {
-        Some(us) => Some(hold_dma_latency(us).map_err(RunError::DmaLatency)?),
+        Some(us) => Some(latlab_sys::idle::DmaLatencyHold::new(us).map_err(RunError::DmaLatency)?),
         None => None,
     };
     let load_before = latlab_sys::host::loadavg();

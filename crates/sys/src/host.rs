@@ -257,8 +257,9 @@ pub fn utc_now_rfc3339() -> String {
     rfc3339_from_unix(secs)
 }
 
-/// Assembles a run's [`Provenance`] from this host's [`host_info`] and what the caller
-/// established.
+/// Assembles a run's [`Provenance`] from this host's [`host_info`], the run's idle record
+/// ([`crate::idle::record`]: the idle states since [`crate::idle::mark_start`] and any
+/// `--dma-latency` hold) and what the caller established. Called when the run has ended.
 pub fn provenance(
     timebase: Timebase,
     threads: Vec<ThreadPlacement>,
@@ -271,6 +272,7 @@ pub fn provenance(
         threads,
         memory_locked,
         started_utc,
+        idle: crate::idle::record(),
     }
 }
 

@@ -11,6 +11,8 @@
 //! - [`clocks`]: `clock_gettime`/`gettimeofday` as nanosecond readings;
 //! - [`sched`]: CPU pinning, `SCHED_FIFO`, `mlockall`, with errors that name a remedy;
 //! - [`rt`]: `SCHED_IDLE`, nice, `SCHED_DEADLINE` (with reclaiming), timer slack, yield;
+//! - [`idle`]: the CPUs' idle states and the PM QoS target (`/dev/cpu_dma_latency`), and
+//!   [`idle::DmaLatencyHold`], which holds that target for a run (`--dma-latency`);
 //! - [`rt_throttle`]: real-time throttling off for one run (`--no-rt-throttle`), restored after;
 //! - [`timer`]: relative/absolute sleeps and `timerfd`;
 //! - `mpi_rma` (feature `mpi`): MPI one-sided windows (`MPI_Put`) behind a safe API;
@@ -40,6 +42,7 @@
 pub mod clocks;
 pub mod futex;
 pub mod host;
+pub mod idle;
 pub mod ipc;
 pub mod janitor;
 pub mod ktrace;

@@ -18,7 +18,10 @@ pub mod provenance;
 
 use crate::hist::{HistConfig, HistError, LatencyHistogram};
 pub use attribution::{Attribution, Band, CauseSpan, CauseTime, CpuSteal, WorstWindow};
-pub use provenance::{HostInfo, Provenance, ThreadPlacement, Timebase, TscFacts};
+pub use provenance::{
+    CpuIdle, CpuIdleEntries, HostInfo, IdleRecord, IdleState, Provenance, ThreadPlacement,
+    Timebase, TscFacts,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,9 +29,9 @@ use std::path::{Path, PathBuf};
 /// The value of the `schema` field that identifies a latlab result.
 pub const SCHEMA_NAME: &str = "latlab-result";
 /// The schema version this latlab writes and the newest it reads. Version 2 added the
-/// optional `explain` field, version 3 the optional `self_checks`; older files read
-/// unchanged.
-pub const SCHEMA_VERSION: u32 = 3;
+/// optional `explain` field, version 3 the optional `self_checks`, version 4 the optional
+/// `provenance.idle`; older files read unchanged.
+pub const SCHEMA_VERSION: u32 = 4;
 /// The histogram encoding used in result files.
 pub const HIST_ENCODING: &str = "hdr-v2-deflate-base64";
 

@@ -20,6 +20,143 @@ pub struct Provenance {
     pub memory_locked: bool,
     /// UTC wall-clock time at which the run started, RFC 3339.
     pub started_utc: String,
+    /// The CPUs' idle states (cpuidle) and the PM QoS target over the run; `None` in files
+    /// written before latlab recorded them, or where the kernel exposes no cpuidle.
+    #[serde(default)]
+    pub idle: Option<IdleRecord>,
+}
+
+/// The CPUs' idle policy during a run: which idle states a CPU could enter, and how
+/// often it did. On a virtual machine an idle state with an exit latency (e.g. `haltpoll`
+/// with `guest_halt_poll_ns=0`: every idle CPU halts) can add tens of µs to each wake-up.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleRecord {
+    /// The cpuidle driver, e.g. `haltpoll`, `intel_idle`, `acpi_idle`.
+    pub driver: Option<String>,
+    /// The cpuidle governor, e.g. `menu`, `teo`, `haltpoll`.
+    pub governor: Option<String>,
+    /// Each CPU's idle states at the start of the run.
+    #[serde(default)]
+    pub cpus: Vec<CpuIdle>,
+    /// The `haltpoll` parameters (`guest_halt_poll_ns`, …) when that driver is loaded.
+    #[serde(default)]
+    pub haltpoll: Vec<(String, String)>,
+    /// The PM QoS CPU latency target at the start (`/dev/cpu_dma_latency`), in µs;
+    /// 2000000000 means no request is held by anyone.
+    pub qos_target_us: Option<i32>,
+    /// The target latlab itself held during the run (`--dma-latency`), in µs; `None` when
+    /// latlab did not hold one.
+    pub held_us: Option<u32>,
+    /// Per CPU, the entries into each state during the run (usage at the end minus usage
+    /// at the start), in the order of that CPU's `states`.
+    #[serde(default)]
+    pub entries: Vec<CpuIdleEntries>,
+}
+
+/// One CPU's idle states.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuIdle {
+    /// The CPU number.
+    pub cpu: u32,
+    /// Its states, shallowest first (`state0`, `state1`, …).
+    pub states: Vec<IdleState>,
+}
+
+/// One cpuidle state of one CPU (`/sys/devices/system/cpu/cpuN/cpuidle/stateK`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleState {
+    /// `name`, e.g. `POLL`, `haltpoll idle`, `C1E`.
+    pub name: String,
+    /// `desc`.
+    pub desc: String,
+    /// `latency`: the exit latency, in µs.
+    pub exit_latency_us: u64,
+    /// `disable` is set (by the user, not by a PM QoS request).
+    pub disabled: bool,
+    /// `usage`: how many times the state was entered since boot.
+    pub usage: u64,
+    /// `time`: time spent in it since boot, in µs.
+    pub time_us: u64,
+}
+
+/// One CPU's entries into each idle state during a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuIdleEntries {
+    /// The CPU number.
+    pub cpu: u32,
+    /// Entries per state, in the order of the CPU's states.
+    pub entries: Vec<u64>,
+}
+
+impl IdleRecord {
+    /// Whether, during the run, a CPU could enter an idle state whose exit latency is
+    /// above zero: such a state is enabled and the QoS target (latlab's hold, else the
+    /// target at the start) allows it.
+    pub fn halting_allowed(&self) -> bool {
+        let target = match self.held_us {
+            Some(h) => Some(h as i64),
+            None => self.qos_target_us.map(i64::from),
+        };
+        self.cpus.iter().flat_map(|c| &c.states).any(|s| {
+            s.exit_latency_us > 0
+                && !s.disabled
+                && match target {
+                    Some(t) => s.exit_latency_us as i64 <= t,
+                    None => true,
+                }
+        })
+    }
+
+    /// Per CPU, the entries during the run into states with an exit latency above zero
+    /// (the ones that halt or sleep, not the polling state).
+    pub fn halts(&self) -> Vec<(u32, u64)> {
+        self.entries
+            .iter()
+            .map(|e| {
+                let states = self
+                    .cpus
+                    .iter()
+                    .find(|c| c.cpu == e.cpu)
+                    .map(|c| c.states.as_slice())
+                    .unwrap_or(&[]);
+                let n = e
+                    .entries
+                    .iter()
+                    .zip(states)
+                    .filter(|(_, s)| s.exit_latency_us > 0)
+                    .map(|(n, _)| *n)
+                    .sum();
+                (e.cpu, n)
+            })
+            .collect()
+    }
+
+    /// One line for terminals and reports, e.g. `idle: haltpoll, CPUs 0,1 halted
+    /// 152,331 times during the run; not held` or `…; held at 0 µs`.
+    pub fn summary(&self) -> String {
+        let driver = self.driver.as_deref().unwrap_or("no cpuidle driver");
+        let halts = self.halts();
+        let counts = if halts.is_empty() {
+            String::new()
+        } else {
+            let cpus: Vec<String> = halts.iter().map(|(c, _)| c.to_string()).collect();
+            let ns: Vec<String> = halts.iter().map(|(_, n)| n.to_string()).collect();
+            format!(
+                ", CPU{} {} halted {} times during the run",
+                if halts.len() > 1 { "s" } else { "" },
+                cpus.join(","),
+                ns.join(",")
+            )
+        };
+        let held = match (self.held_us, self.qos_target_us) {
+            (Some(us), _) => format!("held at {us} µs"),
+            (None, Some(t)) if t < 2_000_000_000 => {
+                format!("not held by latlab (QoS target {t} µs at the start)")
+            }
+            (None, _) => "not held".to_string(),
+        };
+        format!("idle: {driver}{counts}; {held}")
+    }
 }
 
 /// Static facts about the host.
