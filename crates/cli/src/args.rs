@@ -20,7 +20,7 @@ use common::{confidence_arg, percentile_arg};
 use latlab_core::parse::Percentile;
 use std::path::PathBuf;
 
-pub use common::OutputArgs;
+pub use common::{IdleArgs, OutputArgs};
 pub use host_clocks::ClocksArgs;
 pub use report::{CheckArgs, CompareArgs, ReportArgs};
 
@@ -231,6 +231,28 @@ gaps are still measured and all their time is unexplained. Time no kernel event 
 on a CPU that logged nothing is 'outside the kernel' (hypervisor, SMI, firmware). See
 docs/host.md and docs/explain.md.")]
     Noise(host_noise::NoiseArgs),
+    /// Run a command while /dev/cpu_dma_latency is held (default 0: idle CPUs poll, never
+    /// halt): compare peers (wrk, memaslap, sockperf) under the idle policy latlab's
+    /// --dma-latency sets. Exits with the command's status.
+    #[command(after_help = "Examples:
+  latlab host hold-idle -- wrk -t1 -c1 -d10s http://10.0.0.2/
+  latlab host hold-idle --dma-latency 10 -- memaslap -s 10.0.0.2:11211 -t 10s
+
+The hold is system-wide and ends when the command exits (or latlab dies). Needs root
+(exit 3 without). A command that cannot start exits 1; otherwise the exit status is the
+command's own (128 + N when signal N ended it).")]
+    HoldIdle(HoldIdleArgs),
+}
+
+/// Options of `latlab host hold-idle`.
+#[derive(Debug, Args)]
+pub struct HoldIdleArgs {
+    /// The PM QoS CPU latency target to hold, in µs (0: no idle state with an exit latency).
+    #[arg(long, value_name = "US", default_value_t = 0, value_parser = common::dma_latency_arg)]
+    pub dma_latency: u32,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Which curves `latlab plot` draws.

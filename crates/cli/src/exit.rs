@@ -108,16 +108,24 @@ fn sched_run_error(e: RunError) -> anyhow::Error {
             }
             other => anyhow::Error::new(other).context(format!("thread {thread}")),
         },
-        RunError::DmaLatency(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            anyhow::Error::new(SchedError::NotPermitted {
-                what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
-                remedy: "run as root",
-            })
-        }
+        RunError::DmaLatency(e) => dma_latency(e),
         RunError::Placement { thread, source } => {
             anyhow::Error::new(source).context(format!("thread {thread}"))
         }
         other => anyhow::Error::new(other),
+    }
+}
+
+/// A `--dma-latency` hold that could not be taken: not permitted (exit 3) without
+/// write access to `/dev/cpu_dma_latency`, else a run-time failure naming the flag.
+pub fn dma_latency(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::PermissionDenied {
+        anyhow::Error::new(SchedError::NotPermitted {
+            what: "--dma-latency (writing /dev/cpu_dma_latency)".into(),
+            remedy: "run as root",
+        })
+    } else {
+        anyhow::anyhow!("--dma-latency: /dev/cpu_dma_latency: {e}")
     }
 }
 

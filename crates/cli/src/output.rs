@@ -301,3 +301,11 @@ mod tests {
         );
     }
 }
+
+/// The one line on the run's idle policy (`idle: haltpoll, CPUs 0,1 halted … ; not held`)
+/// that measuring commands print before the result's path, when the result records one.
+pub fn print_idle(r: &latlab_core::results::ResultFile) {
+    if let Some(idle) = &r.provenance.idle {
+        println!("{}", idle.summary());
+    }
+}

@@ -66,6 +66,10 @@ pub struct ChildJob {
     pub output: Option<PathBuf>,
     /// Whether the child keeps quiet on standard output.
     pub quiet: bool,
+    /// The PM QoS CPU latency target (`--dma-latency`, µs) the parent holds: the child
+    /// holds it too for its run, so that its own result records it. Absent when none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dma_latency_us: Option<u32>,
 }
 
 impl ChildJob {
@@ -89,6 +93,7 @@ impl ChildJob {
             config,
             output,
             quiet: true,
+            dma_latency_us: None,
         })
     }
 

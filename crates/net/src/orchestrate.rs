@@ -74,7 +74,11 @@ impl JobFile {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         ChildJob::new(job, config, Some(result.to_path_buf()))
-            .and_then(|j| j.write(&path))
+            .and_then(|mut j| {
+                // the child holds (and records) the idle policy this process holds
+                j.dma_latency_us = latlab_sys::idle::held_us();
+                j.write(&path)
+            })
             .map_err(|e| OrchestrateError::Child {
                 what: format!("job {job}"),
                 detail: e.to_string(),

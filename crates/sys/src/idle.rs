@@ -191,8 +191,13 @@ pub fn record() -> Option<IdleRecord> {
     }
     let mut r = start.clone();
     r.entries = usage_delta(&start.cpus, &cpu_states());
-    r.held_us = u32::try_from(HELD.load(Ordering::Relaxed)).ok();
+    r.held_us = held_us();
     Some(r)
+}
+
+/// The target a [`DmaLatencyHold`] of this process holds or held, in µs.
+pub fn held_us() -> Option<u32> {
+    u32::try_from(HELD.load(Ordering::Relaxed)).ok()
 }
 
 /// Holds the PM QoS CPU latency target at a value while it lives: opens
@@ -230,6 +235,50 @@ impl Drop for DmaLatencyHold {
         // nothing else to undo. The record keeps saying the run held it.
         let _ = self.file.flush();
     }
+}
+
+/// Runs `program` with `args` (inheriting standard streams and environment) while the
+/// PM QoS target is held at `us`, and returns its exit code: its own, or 128 + the signal
+/// that ended it, as a shell reports it. The hold ends when the program has exited.
+///
+/// # Errors
+/// The hold cannot be taken (see [`DmaLatencyHold::new`]) or the program cannot start.
+pub fn run_held(
+    us: u32,
+    program: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+) -> Result<i32, HeldRunError> {
+    use std::os::unix::process::ExitStatusExt as _;
+    let hold = DmaLatencyHold::new(us).map_err(HeldRunError::Hold)?;
+    let status = std::process::Command::new(program)
+        .args(args)
+        .status()
+        .map_err(|source| HeldRunError::Start {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+    drop(hold);
+    Ok(status
+        .code()
+        .or_else(|| status.signal().map(|s| 128 + s))
+        .unwrap_or(1))
+}
+
+/// Why [`run_held`] could not run its program.
+#[derive(Debug, thiserror::Error)]
+pub enum HeldRunError {
+    /// `/dev/cpu_dma_latency` could not be opened or written.
+    #[error("/dev/cpu_dma_latency: {0}")]
+    Hold(#[source] std::io::Error),
+    /// The program could not be started.
+    #[error("{program}: {source}")]
+    Start {
+        /// The program as given.
+        program: String,
+        /// Why it did not start.
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 #[cfg(test)]

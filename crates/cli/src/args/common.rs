@@ -18,6 +18,33 @@ pub struct OutputArgs {
     pub quiet: bool,
 }
 
+/// `--dma-latency` of the measuring commands: hold the PM QoS CPU latency target for the
+/// run. Not held by default (latlab does not change the measured system silently); the
+/// idle states and the target are recorded in every result either way.
+#[derive(Clone, Copy, Debug, Default, Args)]
+pub struct IdleArgs {
+    /// Hold /dev/cpu_dma_latency at US µs while the command runs (as cyclictest and rtla
+    /// do): idle CPUs then enter only states that wake within US µs; 0 keeps them
+    /// polling (no halting, no VM exit on a guest). Needs root. Default: not held.
+    #[arg(long, value_name = "US", value_parser = dma_latency_arg)]
+    pub dma_latency: Option<u32>,
+}
+
+/// The largest `--dma-latency`: the PM QoS interface takes an `i32` of µs, and
+/// 2000000000 is its "no request" value.
+pub const DMA_LATENCY_MAX_US: u32 = 2_000_000_000;
+
+/// `--dma-latency`: a whole number of µs from 0 to [`DMA_LATENCY_MAX_US`].
+pub(crate) fn dma_latency_arg(s: &str) -> Result<u32, String> {
+    let x = number_in(s, 0.0, f64::from(DMA_LATENCY_MAX_US))?;
+    if x.fract() != 0.0 {
+        return Err(format!(
+            "'{s}' is not valid; expected a whole number of µs from 0 to {DMA_LATENCY_MAX_US}"
+        ));
+    }
+    Ok(x as u32)
+}
+
 /// `--no-mlock` of the measuring commands that lock memory by default.
 #[derive(Debug, Args)]
 pub struct MlockArgs {

@@ -129,6 +129,8 @@ pub struct WhereTimeArgs {
     /// name with .svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 fn delay_arg(s: &str) -> Result<Nanos, String> {

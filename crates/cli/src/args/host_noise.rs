@@ -35,6 +35,8 @@ pub struct NoiseArgs {
     pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 /// The one resolve step of `latlab host noise` (the library validates the result once).

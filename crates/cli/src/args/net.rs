@@ -209,6 +209,8 @@ pub struct NfArgs {
     pub explain: NetExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 /// I/O mode.
@@ -411,6 +413,8 @@ pub struct ProbeArgs {
     pub explain: NetExplainArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 /// Testbed action.
@@ -474,6 +478,8 @@ pub struct CalibrateArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 /// Options of `latlab experiment killer-us`.
@@ -504,6 +510,8 @@ pub struct KillerUsArgs {
     /// Print nothing but errors.
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 /// Bytes of a default probe on the wire: a 64-byte frame and its 4-byte FCS (what a

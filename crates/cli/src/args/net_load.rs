@@ -116,6 +116,8 @@ pub struct LoadArgs {
     pub netns: Option<String>,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub idle: crate::args::IdleArgs,
 }
 
 impl LoadArgs {

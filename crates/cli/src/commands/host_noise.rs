@@ -42,6 +42,7 @@ pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
         for w in &saved.warnings {
             println!("warning: {w}");
         }
+        crate::output::print_idle(&saved);
         println!("result: {}", written.result.display());
     }
     Ok(())

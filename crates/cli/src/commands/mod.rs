@@ -21,8 +21,46 @@ mod where_time;
 
 use crate::args::{Cli, Command, HostCommand};
 
-/// Runs the parsed command line. `argv` is recorded in result files.
+/// The `--dma-latency` of a measuring command that takes one.
+fn dma_latency(c: &Command) -> Option<u32> {
+    use crate::args::experiment::ExperimentCommand as E;
+    use crate::args::net::NetCommand as N;
+    let idle = match c {
+        Command::Net(N::Probe(a)) => a.idle,
+        Command::Net(N::Reflect(a)) => a.nf.idle,
+        Command::Net(N::Forward(a)) => a.nf.idle,
+        Command::Net(N::Calibrate(a)) => a.idle,
+        Command::Net(N::Load(a)) => a.idle,
+        Command::Host(HostCommand::Noise(a)) => a.idle,
+        Command::Experiment(E::WhereTime(a)) => a.idle,
+        Command::Experiment(E::KillerUs(a)) => a.idle,
+        _ => return None,
+    };
+    idle.dma_latency
+}
+
+/// Holds the PM QoS CPU latency target at `us` for as long as the returned hold lives
+/// (`--dma-latency`); without root, exit 3 naming the flag.
+pub(crate) fn hold_idle(us: u32) -> anyhow::Result<latlab_sys::idle::DmaLatencyHold> {
+    latlab_sys::idle::DmaLatencyHold::new(us).map_err(crate::exit::dma_latency)
+}
+
+/// `latlab host hold-idle`: runs the command under the hold and exits with its status.
+fn hold_idle_cmd(a: crate::args::HoldIdleArgs) -> anyhow::Result<()> {
+    use latlab_sys::idle::{run_held, HeldRunError};
+    let (program, args) = a.command.split_first().expect("clap requires CMD");
+    match run_held(a.dma_latency, program, args) {
+        Ok(code) => std::process::exit(code),
+        Err(HeldRunError::Hold(e)) => Err(crate::exit::dma_latency(e)),
+        Err(e) => Err(anyhow::Error::new(e)),
+    }
+}
+
+/// Runs the parsed command line. `argv` is recorded in result files. A command's
+/// `--dma-latency` is held from here until the command returns (the hold is system-wide,
+/// so it covers the processes and namespaces the command starts on this host).
 pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
+    let _idle = dma_latency(&cli.command).map(hold_idle).transpose()?;
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
@@ -33,6 +71,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Experiment(c) => experiment::run(c, argv),
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Host(HostCommand::Noise(a)) => host_noise::run(a, argv),
+        Command::Host(HostCommand::HoldIdle(a)) => hold_idle_cmd(a),
         Command::Explain(a) => explain::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),

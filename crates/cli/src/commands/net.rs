@@ -127,6 +127,7 @@ fn serve(
         for w in &saved.warnings {
             println!("warning: {w}");
         }
+        crate::output::print_idle(&saved);
         println!("result: {}", path.display());
     }
     Ok(())
@@ -243,6 +244,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let saved = ResultFile::load(&out_path)?;
     if !a.out.quiet {
         print_probe(&saved)?;
+        crate::output::print_idle(&saved);
         println!("result: {}", out_path.display());
         println!("interval log: {}", hlog_path.display());
     }
@@ -401,6 +403,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         for w in &saved.warnings {
             println!("warning: {w}");
         }
+        crate::output::print_idle(&saved);
         println!("result: {}", path.display());
     }
     Ok(())

@@ -145,6 +145,7 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
     if !a.out.quiet {
         let saved = ResultFile::load(&out.result)?;
         print_load(&saved)?;
+        crate::output::print_idle(&saved);
         println!("result: {}", out.result.display());
     }
     Ok(())

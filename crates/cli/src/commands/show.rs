@@ -54,6 +54,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<()> {
                 r.provenance.host.hostname,
                 r.provenance.started_utc
             )?;
+            if let Some(idle) = &r.provenance.idle {
+                writeln!(out, "  {}", idle.summary())?;
+            }
             for w in &r.warnings {
                 writeln!(out, "  warning: {w}")?;
             }

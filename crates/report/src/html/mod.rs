@@ -431,6 +431,9 @@ fn provenance_section(inputs: &[Input]) -> Section {
         if let Some(reason) = &p.timebase.fallback_reason {
             kv.push(("timebase fallback".into(), reason.clone()));
         }
+        if let Some(idle) = &p.idle {
+            kv.push(("idle states".into(), idle.summary()));
+        }
         for t in &p.threads {
             kv.push((
                 format!("thread '{}'", t.role),
