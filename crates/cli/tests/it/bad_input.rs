@@ -49,6 +49,12 @@ fn every_numeric_flag_rejects_nan_infinity_and_out_of_range_values() {
         ("net probe", "--rate"),
         ("experiment killer-us", "--duration"),
         ("host clocks", "--fifo"),
+        ("net probe", "--dma-latency"),
+        ("net reflect", "--dma-latency"),
+        ("net load", "--dma-latency"),
+        ("host noise", "--dma-latency"),
+        ("host hold-idle", "--dma-latency"),
+        ("experiment where-time", "--dma-latency"),
     ] {
         assert!(
             flags.iter().any(|(p, f)| p.join(" ") == path && f == flag),
@@ -74,6 +80,25 @@ fn every_numeric_flag_rejects_nan_infinity_and_out_of_range_values() {
     }
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "wrote {left:?}");
+}
+
+/// `--dma-latency` takes a whole number of µs: fractions, negatives and values beyond
+/// the PM QoS interface's i32 are refused up front, naming the flag.
+#[test]
+fn dma_latency_takes_whole_microseconds_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["1.5", "-1", "2000000001", "10us"] {
+        rejected_in(
+            dir.path(),
+            &["net", "probe", "--to", "127.0.0.1:9", "--dma-latency", bad],
+            &["--dma-latency"],
+        );
+        rejected_in(
+            dir.path(),
+            &["host", "hold-idle", "--dma-latency", bad, "--", "true"],
+            &["--dma-latency"],
+        );
+    }
 }
 
 #[test]

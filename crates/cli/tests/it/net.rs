@@ -148,6 +148,85 @@ fn pingpong_on_loopback_writes_a_result() {
     assert_eq!(r.counters["lost"], 0);
 }
 
+/// `--dma-latency 0` holds the PM QoS target for the probe's run: the result records the
+/// hold (and the idle states), the terminal says so, and the target is back to what it
+/// was once the command has exited. A run without the flag records the idle states but
+/// no hold.
+#[test]
+fn dma_latency_on_a_probe_is_held_recorded_and_released() {
+    let _turn = system_test!("/dev/cpu_dma_latency");
+    let before = latlab_sys::idle::qos_target_us();
+    let dir = tempfile::tempdir().unwrap();
+    let mut results = Vec::new();
+    for (name, flag) in [("held.json", " --dma-latency 0"), ("free.json", "")] {
+        let (nf, _) = spawn_nf(
+            std::process::Command::new(latlab_bin()).args(
+                "net reflect --bind 127.0.0.1:7305 --until-stdin-closes -q -o".split_whitespace(),
+            ),
+            &dir.path().join("nf.json"),
+        );
+        let p = dir.path().join(name);
+        let (out, _) = probe_beside(
+            nf,
+            &format!(
+                "net probe --to 127.0.0.1:7305 --mode pingpong --duration 200ms --warmup 0s{flag} -o"
+            ),
+            &p,
+        );
+        let stdout = ok(&out);
+        assert!(stdout.contains("idle: "), "{stdout}");
+        assert_eq!(
+            stdout.contains("held at 0 µs"),
+            !flag.is_empty(),
+            "{stdout}"
+        );
+        results.push(ResultFile::load(&p).unwrap());
+    }
+    let held = results[0].provenance.idle.clone().expect("idle recorded");
+    assert_eq!(held.held_us, Some(0));
+    assert!(!held.halting_allowed());
+    let free = results[1].provenance.idle.clone().expect("idle recorded");
+    assert_eq!(free.held_us, None);
+    assert_eq!(free.cpus.len(), free.entries.len());
+    assert_eq!(
+        latlab_sys::idle::qos_target_us(),
+        before,
+        "the hold was released"
+    );
+}
+
+/// `latlab host hold-idle` holds the target while its command runs and exits with the
+/// command's status.
+#[test]
+fn hold_idle_runs_the_command_under_the_hold_and_returns_its_status() {
+    let _turn = system_test!("/dev/cpu_dma_latency");
+    let before = latlab_sys::idle::qos_target_us();
+    let out = latlab()
+        .args(["host", "hold-idle", "--dma-latency", "3", "--"])
+        .args(["sh", "-c", "od -An -td4 /dev/cpu_dma_latency; exit 7"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(7), "{}", text(&out.stderr));
+    let inside: i32 = text(&out.stdout).trim().parse().unwrap();
+    assert!(inside <= 3, "target inside the command: {inside}");
+    assert_eq!(
+        latlab_sys::idle::qos_target_us(),
+        before,
+        "the hold was released"
+    );
+    let missing = latlab()
+        .args([
+            "host",
+            "hold-idle",
+            "--",
+            "/nonexistent/latlab-no-such-program",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(1));
+    assert_eq!(text(&missing.stderr).trim_end().lines().count(), 1);
+}
+
 /// Self-checks through the CLI: the result carries a verdict per check, `show` and the
 /// probe's summary print them, `check` gates on them; `--ci-width` either stops the run
 /// early or says it reached the maximum. No outcome that depends on the machine's load is

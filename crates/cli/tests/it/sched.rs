@@ -345,5 +345,7 @@ fn dma_latency_is_held_and_recorded() {
     );
     let r = ResultFile::load(&path).unwrap();
     assert_eq!(r.config["dma_latency_us"], 0);
+    let idle = r.provenance.idle.as_ref().expect("idle recorded");
+    assert_eq!(idle.held_us, Some(0), "the sys hold records what it held");
     assert!(r.histogram("dispatch.t0").unwrap().unwrap().count() > 0);
 }
