@@ -168,6 +168,7 @@ pub fn assess_findings(input: &Input) -> Vec<Finding> {
     histogram_warnings(r, &mut warn);
     timebase_warnings(r, &mut warn);
     placement_warnings(r, &mut warn);
+    idle_warnings(r, &mut warn);
     out.sort_by_key(|w| std::cmp::Reverse(w.severity));
     out
 }
@@ -473,6 +474,60 @@ fn placement_warnings(r: &ResultFile, warn: &mut impl Warn) {
     }
 }
 
+/// The CPUs' idle policy: a caution when idle CPUs could enter states with an exit
+/// latency (each wake-up from one adds to the latencies measured; on a VM that halts, tens
+/// of µs), a note when latlab held the PM QoS target (the system ran with its idle policy
+/// changed) or another process did.
+fn idle_warnings(r: &ResultFile, warn: &mut impl Warn) {
+    let Some(idle) = &r.provenance.idle else {
+        return;
+    };
+    let driver = idle.driver.as_deref().unwrap_or("cpuidle");
+    if let Some(us) = idle.held_us {
+        warn(
+            Severity::Info,
+            None,
+            format!(
+                "latlab held /dev/cpu_dma_latency at {us} µs for the run (--dma-latency): idle \
+                 CPUs entered only states that wake within {us} µs, not the system's own idle \
+                 policy ({driver})"
+            ),
+            "compare with a run without --dma-latency to see what the idle policy costs",
+        );
+    } else if idle.halting_allowed() {
+        let mut deep: Vec<String> = Vec::new();
+        for s in idle.cpus.iter().flat_map(|c| &c.states) {
+            let d = format!("'{}' {} µs", s.name, s.exit_latency_us);
+            if s.exit_latency_us > 0 && !s.disabled && !deep.contains(&d) {
+                deep.push(d);
+            }
+        }
+        let halts: u64 = idle.halts().iter().map(|(_, n)| n).sum();
+        warn(
+            Severity::Caution,
+            None,
+            format!(
+                "idle CPUs could enter states with an exit latency ({driver}: {}) and did so \
+                 {halts} times during the run: a wake-up from them adds to the latencies \
+                 measured (tens of µs on a VM whose idle CPUs halt)",
+                deep.join(", ")
+            ),
+            "--dma-latency 0 holds /dev/cpu_dma_latency at 0 for the run, so idle CPUs poll \
+             instead; compare both (latlab host hold-idle does the same for other tools)",
+        );
+    } else if let Some(t) = idle.qos_target_us.filter(|t| *t < 2_000_000_000) {
+        warn(
+            Severity::Info,
+            None,
+            format!(
+                "another process held the CPU latency target at {t} µs when the run started: \
+                 the system's own idle policy ({driver}) was not in force"
+            ),
+            "",
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -649,6 +704,66 @@ mod tests {
         let f = assess_findings(&input(r));
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(f[0].text.contains("'lost_measured' = 5"));
+    }
+
+    fn haltpoll() -> latlab_core::results::IdleRecord {
+        use latlab_core::results::{CpuIdle, CpuIdleEntries, IdleRecord, IdleState};
+        let st = |name: &str, lat| IdleState {
+            name: name.into(),
+            exit_latency_us: lat,
+            ..IdleState::default()
+        };
+        IdleRecord {
+            driver: Some("haltpoll".into()),
+            cpus: vec![CpuIdle {
+                cpu: 0,
+                states: vec![st("POLL", 0), st("haltpoll idle", 1)],
+            }],
+            qos_target_us: Some(2_000_000_000),
+            entries: vec![CpuIdleEntries {
+                cpu: 0,
+                entries: vec![3, 152],
+            }],
+            ..IdleRecord::default()
+        }
+    }
+
+    #[test]
+    fn an_idle_policy_that_halts_is_a_caution_and_a_hold_a_note() {
+        let idle_findings = |idle| {
+            let mut r = base();
+            r.provenance.idle = Some(idle);
+            assess_findings(&input(r))
+                .into_iter()
+                .filter(|f| f.text.contains("µs") && f.text.contains("idle"))
+                .collect::<Vec<_>>()
+        };
+        let free = idle_findings(haltpoll());
+        assert_eq!(free.len(), 1, "{free:?}");
+        assert_eq!(free[0].severity, Severity::Caution);
+        assert!(
+            free[0].text.contains("'haltpoll idle' 1 µs"),
+            "{}",
+            free[0].text
+        );
+        assert!(free[0].text.contains("152 times"), "{}", free[0].text);
+        assert!(free[0].advice.contains("--dma-latency 0"));
+        let held = idle_findings(latlab_core::results::IdleRecord {
+            held_us: Some(0),
+            ..haltpoll()
+        });
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert_eq!(held[0].severity, Severity::Info);
+        assert!(held[0].text.contains("held /dev/cpu_dma_latency at 0 µs"));
+        let other = idle_findings(latlab_core::results::IdleRecord {
+            qos_target_us: Some(0),
+            ..haltpoll()
+        });
+        assert_eq!(other.len(), 1, "{other:?}");
+        assert_eq!(other[0].severity, Severity::Info);
+        let mut polling = haltpoll();
+        polling.cpus[0].states[1].disabled = true;
+        assert!(idle_findings(polling).is_empty());
     }
 
     #[test]
