@@ -15,16 +15,27 @@
 # late, failed self-checks), the peer's rows, and the median comparison at the peer's
 # one-connection throughput. About 4 minutes with the defaults (--quick: about 1 minute).
 #
-#   scripts/load-curves.sh [--quick] [SECONDS]
+#   scripts/load-curves.sh [--quick] [allow|hold] [SECONDS]
+#
+# The idle policy (issue 16's comparison depends on it on a guest whose idle CPUs halt):
+# `allow` (default) leaves the system's cpuidle policy as it is; `hold` runs the whole
+# comparison, peers and latlab alike, under `latlab host hold-idle --dma-latency 0` (idle
+# CPUs poll, never halt), and latlab's runs also say so in their results (--dma-latency 0).
+# The tables' header names the policy, the cpuidle driver and the QoS target seen.
 #
 # Environment: LATLAB (default target/release/latlab when built, else target/debug/latlab),
 # SERVER_CPU (default 0), CLIENT_CPU (default 1), OUT (default a new /tmp/load-curves.*).
 # Needs: memcached, memcaslap (libmemcached-tools), nginx (nginx-light), wrk, python3.
 set -euo pipefail
-usage() { echo "usage: $0 [--quick] [SECONDS]   (env: LATLAB SERVER_CPU CLIENT_CPU OUT)" >&2; exit 2; }
+usage() { echo "usage: $0 [--quick] [allow|hold] [SECONDS]   (env: LATLAB SERVER_CPU CLIENT_CPU OUT)" >&2; exit 2; }
+ARGS=("$@")
 QUICK=
 if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
-case "${1:-}" in -h|--help) usage ;; esac
+IDLE=allow
+case "${1:-}" in
+    -h|--help) usage ;;
+    allow|hold) IDLE=$1; shift ;;
+esac
 SECS=${1:-5}
 [[ "$SECS" =~ ^[1-9][0-9]*$ ]] || usage
 FIXED=30
@@ -33,6 +44,17 @@ if [ -z "${LATLAB:-}" ]; then
     if [ -x target/release/latlab ]; then LATLAB=target/release/latlab; else LATLAB=target/debug/latlab; fi
 fi
 [ -x "$LATLAB" ] || { echo "error: $LATLAB is not built (cargo build -p latlab)" >&2; exit 1; }
+IDLE_FLAGS=()
+if [ "$IDLE" = hold ]; then
+    if [ -z "${LOAD_CURVES_HELD:-}" ]; then
+        # the whole comparison under one hold: the peers see the same idle policy as latlab
+        exec "$LATLAB" host hold-idle --dma-latency 0 -- env LOAD_CURVES_HELD=1 LATLAB="$LATLAB" "$0" "${ARGS[@]}"
+    fi
+    IDLE_FLAGS=(--dma-latency 0)
+fi
+qos_target() { od -An -td4 /dev/cpu_dma_latency 2>/dev/null | tr -d ' ' || echo unknown; }
+IDLE_LINE="idle policy: $IDLE (cpuidle driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none), QoS target $(qos_target) µs during the run)"
+echo "$IDLE_LINE" >&2
 SCPU=${SERVER_CPU:-0}
 CCPU=${CLIENT_CPU:-1}
 OUT=${OUT:-$(mktemp -d /tmp/load-curves.XXXXXX)}
@@ -94,7 +116,7 @@ open_loop() {
         local rate=$r secs=$SECS
         if [ "$r" = fixed ]; then rate=$FIXED_RATE; secs=$FIXED; fi
         taskset -c "$CCPU" "$LATLAB" net load --serve "$server" --serve-cpu "$SCPU" \
-            --target "$target" --rate "${rate}rps" -d "${secs}s" --warmup 1s "$@" \
+            --target "$target" --rate "${rate}rps" -d "${secs}s" --warmup 1s "${IDLE_FLAGS[@]}" "$@" \
             -q -o "$OUT/$server-$r.json"
     done
 }
@@ -150,6 +172,7 @@ for f in "$OUT"/memcached-*.json "$OUT"/nginx-*.json; do
     "$LATLAB" show "$f" -p 50,99 --csv "${f%.json}.csv" >/dev/null
 done
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); latlab: $LATLAB; server CPU $SCPU, client CPU $CCPU; $SECS s per point; results in $OUT"
+echo "$IDLE_LINE"
 python3 - "$OUT" "$SECS" "$FIXED" "$MC_RATES" "$MC_FIXED" "$NG_RATES" "$NG_FIXED" <<'EOF'
 import csv, json, re, sys
 out, secs, fixed = sys.argv[1], sys.argv[2], sys.argv[3]
