@@ -13,6 +13,7 @@
 mod args;
 mod commands;
 mod exit;
+mod idle;
 mod inputs;
 mod output;
 

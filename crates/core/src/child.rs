@@ -172,7 +172,9 @@ mod tests {
         assert_eq!(back, job);
         assert_eq!(back.config::<Cfg>().unwrap(), cfg);
         // no hold: the field is left out, so a job reads the same in an older latlab
-        assert!(!std::fs::read_to_string(&path).unwrap().contains("dma_latency"));
+        assert!(!std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("dma_latency"));
         let held = ChildJob {
             dma_latency_us: Some(0),
             ..job.clone()

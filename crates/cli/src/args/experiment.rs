@@ -130,7 +130,7 @@ pub struct WhereTimeArgs {
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 fn delay_arg(s: &str) -> Result<Nanos, String> {

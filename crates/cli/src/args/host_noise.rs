@@ -36,7 +36,7 @@ pub struct NoiseArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 /// The one resolve step of `latlab host noise` (the library validates the result once).

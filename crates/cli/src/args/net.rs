@@ -210,7 +210,7 @@ pub struct NfArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 /// I/O mode.
@@ -414,7 +414,7 @@ pub struct ProbeArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 /// Testbed action.
@@ -479,7 +479,7 @@ pub struct CalibrateArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 /// Options of `latlab experiment killer-us`.
@@ -511,7 +511,7 @@ pub struct KillerUsArgs {
     #[arg(long, short = 'q')]
     pub quiet: bool,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 /// Bytes of a default probe on the wire: a 64-byte frame and its 4-byte FCS (what a

@@ -117,7 +117,7 @@ pub struct LoadArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
-    pub idle: crate::args::IdleArgs,
+    pub idle: super::common::IdleArgs,
 }
 
 impl LoadArgs {

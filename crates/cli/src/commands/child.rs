@@ -12,7 +12,7 @@ pub fn run(a: ChildArgs) -> anyhow::Result<()> {
     let job = ChildJob::read(&a.job).map_err(|e| usage(e.to_string()))?;
     // recorded in the child's result, like any command's argv
     let argv: Vec<String> = std::env::args().collect();
-    let _idle = job.dma_latency_us.map(super::hold_idle).transpose()?;
+    let _idle = job.dma_latency_us.map(crate::idle::hold).transpose()?;
     match job.job.as_str() {
         latlab_net::run::NF_JOB => super::net::nf_child(&job, argv),
         latlab_net::run::PROBE_JOB => super::net::probe_child(&job, argv),

@@ -39,12 +39,6 @@ fn dma_latency(c: &Command) -> Option<u32> {
     idle.dma_latency
 }
 
-/// Holds the PM QoS CPU latency target at `us` for as long as the returned hold lives
-/// (`--dma-latency`); without root, exit 3 naming the flag.
-pub(crate) fn hold_idle(us: u32) -> anyhow::Result<latlab_sys::idle::DmaLatencyHold> {
-    latlab_sys::idle::DmaLatencyHold::new(us).map_err(crate::exit::dma_latency)
-}
-
 /// `latlab host hold-idle`: runs the command under the hold and exits with its status.
 fn hold_idle_cmd(a: crate::args::HoldIdleArgs) -> anyhow::Result<()> {
     use latlab_sys::idle::{run_held, HeldRunError};
@@ -60,7 +54,9 @@ fn hold_idle_cmd(a: crate::args::HoldIdleArgs) -> anyhow::Result<()> {
 /// `--dma-latency` is held from here until the command returns (the hold is system-wide,
 /// so it covers the processes and namespaces the command starts on this host).
 pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
-    let _idle = dma_latency(&cli.command).map(hold_idle).transpose()?;
+    let _idle = dma_latency(&cli.command)
+        .map(crate::idle::hold)
+        .transpose()?;
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
