@@ -54,6 +54,7 @@ out, rounds = sys.argv[1], int(sys.argv[2])
 print("\n| round | idle policy | QoS target at start | p50 | p99 | halts during the run (CPU: count) |")
 print("|---|---|---|---|---|---|")
 med = {"allow": [], "hold": []}
+warnings = []
 for i in range(1, rounds + 1):
     for policy in ("allow", "hold"):
         name = f"{out}/r{i}-{policy}"
@@ -70,6 +71,8 @@ for i in range(1, rounds + 1):
         qos = idle.get("qos_target_us")
         print(f"| {i} | {label} | {qos if qos is not None else '—'} µs | {stats['p50']:.1f} µs | {stats['p99']:.1f} µs | {halts or '—'} |")
         if policy == "allow" and qos is not None and qos < 2_000_000_000:
-            print(f"\nwarning: round {i}: another process held the QoS target at {qos} µs; 'allowed' is not the system's own idle policy\n")
+            warnings.append(f"warning: round {i}: another process held the QoS target at {qos} µs; 'allowed' is not the system's own idle policy")
+if warnings:
+    print("\n" + "\n".join(warnings))
 print(f"\nmedian of the round medians: allowed {statistics.median(med['allow']):.1f} µs, held at 0 {statistics.median(med['hold']):.1f} µs")
 PY

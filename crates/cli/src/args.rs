@@ -20,7 +20,7 @@ use common::{confidence_arg, percentile_arg};
 use latlab_core::parse::Percentile;
 use std::path::PathBuf;
 
-pub use common::{IdleArgs, OutputArgs};
+pub use common::OutputArgs;
 pub use host_clocks::ClocksArgs;
 pub use report::{CheckArgs, CompareArgs, ReportArgs};
 
