@@ -239,6 +239,14 @@ pub fn plot_ccdf(
     Ok(())
 }
 
+/// The one line on the run's idle policy (`idle: haltpoll, CPUs 0,1 halted … ; not held`)
+/// that measuring commands print before the result's path, when the result records one.
+pub fn print_idle(r: &latlab_core::results::ResultFile) {
+    if let Some(idle) = &r.provenance.idle {
+        println!("{}", idle.summary());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,13 +307,5 @@ mod tests {
             sibling(&p, "hlog"),
             Path::new("latlab-results/host-clocks-20261122T140305Z.hlog")
         );
-    }
-}
-
-/// The one line on the run's idle policy (`idle: haltpoll, CPUs 0,1 halted … ; not held`)
-/// that measuring commands print before the result's path, when the result records one.
-pub fn print_idle(r: &latlab_core::results::ResultFile) {
-    if let Some(idle) = &r.provenance.idle {
-        println!("{}", idle.summary());
     }
 }
