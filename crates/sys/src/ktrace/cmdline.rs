@@ -13,13 +13,14 @@
 //! instance, but the kernel (`set_tracer_flag` → `trace_event_enable_cmd_record`) then
 //! walks the enabled events of **every** instance and drops one command-recorder
 //! reference for each, and clears its flag. For events enabled with `record-cmd` on that
-//! is balanced (the reference was taken, the flag is cleared, their later disable takes
-//! none); those instances merely stop saving comms. For events enabled in an instance
-//! that already has `norecord-cmd` it drops a reference that was never taken, and the
-//! kernel's count goes wrong. So the option is written only (a) under an exclusive
-//! `flock` on [`LOCK`], which every latlab recorder holds from this check until its events
-//! are enabled, and (b) when no instance with `norecord-cmd` has an event enabled (no
-//! other latlab recorder is running; it then keeps `record-cmd` and says why).
+//! is balanced, but those instances stop saving comms (their text shows `<...>`); for
+//! events enabled in an instance that already has `norecord-cmd` it drops a reference that
+//! was never taken, and the kernel's count goes wrong. So the option is written only (a)
+//! under an exclusive `flock` on [`LOCK`], which every latlab recorder holds from this
+//! check until its events are enabled, and (b) when no other instance, the top level
+//! included, has any event enabled: then the walk finds nothing but this instance's (none
+//! yet) and nobody else is touched. Otherwise the recorder keeps `record-cmd` on and says
+//! why.
 
 use std::fs::File;
 use std::os::unix::io::AsRawFd;
@@ -69,8 +70,9 @@ pub fn any_enabled(enable: &str) -> bool {
     !matches!(enable.trim(), "0" | "")
 }
 
-/// Turns `record-cmd` off in the instance `ours` (under tracefs `root`) when that is safe
-/// (see the module docs; the caller holds [`SetupLock`] and has enabled nothing yet).
+/// Turns `record-cmd` off in the instance `ours` (under tracefs `root`) when no other
+/// instance has an event enabled (see the module docs; the caller holds [`SetupLock`] and
+/// has enabled nothing yet).
 /// `Err` says why it stays on.
 pub(super) fn turn_off(root: &Path, ours: &Path) -> Result<(), String> {
     let read = |p: &Path| std::fs::read_to_string(p);
@@ -92,9 +94,14 @@ pub(super) fn turn_off(root: &Path, ours: &Path) -> Result<(), String> {
         else {
             continue;
         };
-        if option_off(&opts, "record-cmd") && any_enabled(&enable) {
+        if any_enabled(&enable) {
+            let off = if option_off(&opts, "record-cmd") {
+                ", record-cmd off"
+            } else {
+                ""
+            };
             return Err(format!(
-                "{} records no comms and has events enabled (another latlab recorder?)",
+                "{} has events enabled{off}: turning it off would touch them",
                 d.display()
             ));
         }
