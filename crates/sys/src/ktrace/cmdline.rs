@@ -90,8 +90,10 @@ pub(super) fn turn_off(root: &Path, ours: &Path) -> Result<(), String> {
     }
     for d in dirs {
         // An instance removed meanwhile has nothing enabled.
-        let (Ok(opts), Ok(enable)) = (read(&d.join("trace_options")), read(&d.join("events/enable")))
-        else {
+        let (Ok(opts), Ok(enable)) = (
+            read(&d.join("trace_options")),
+            read(&d.join("events/enable")),
+        ) else {
             continue;
         };
         if any_enabled(&enable) {
