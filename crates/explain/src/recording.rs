@@ -120,6 +120,7 @@ mod tests {
             mounted_tracefs: false,
             raw: None,
             reader: "text (asked for)".into(),
+            record_cmd: "off".into(),
         };
         let kt = kernel_timeline(
             &rec,

@@ -168,6 +168,14 @@ impl KernelCollected {
         self.recording.as_ref().is_some_and(|r| r.mounted_tracefs)
     }
 
+    /// The recording instance's `record-cmd` option (`off`, or `on (why)`); empty without
+    /// a recording.
+    pub fn record_cmd(&self) -> String {
+        self.recording
+            .as_ref()
+            .map_or_else(String::new, |r| r.record_cmd.clone())
+    }
+
     /// The recording as a timeline, when there is one.
     pub fn timeline(&self, o: &ExplainOptions) -> Option<KernelTimeline> {
         let topts = TimelineOptions {

@@ -262,6 +262,11 @@ pub struct ExplainData {
     pub mounted_tracefs: bool,
     /// CPUs whose kernel events were recorded (empty without kernel events).
     pub traced_cpus: Vec<u32>,
+    /// The recording instance's `record-cmd` option: `off`, or `on (why)`
+    /// (`latlab_sys::ktrace::Recording::record_cmd`); empty without kernel events and in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub record_cmd: String,
     /// Explained samples with time *outside the kernel* (a stall of the guest).
     #[serde(default)]
     pub outside_windows: u64,
@@ -348,6 +353,7 @@ fn kernel_facts(got: &KernelCollected, kt: Option<&latlab_explain::KernelTimelin
         kernel_events: kt.map_or(0, |k| k.events),
         malformed_events: kt.map_or(0, |k| k.malformed),
         mounted_tracefs: got.mounted_tracefs(),
+        record_cmd: got.record_cmd(),
         traced_cpus: if got.recording.is_some() {
             got.cpus.clone()
         } else {

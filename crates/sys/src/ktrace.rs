@@ -22,6 +22,7 @@
 //! decoding them into events is the job of `latlab-explain`. The parsers of the control files
 //! ([`parse_stats`], [`parse_trace_clock`], [`cpumask_hex`]) are pure and unit-tested.
 
+mod cmdline;
 mod stream;
 
 use latlab_core::ftrace_compact::CompactTrace;
@@ -185,6 +186,10 @@ pub struct Recording {
     /// Which reader was used: `trace_pipe_raw`, or `text` with why the binary path was
     /// not (e.g. `text (asked for)`, `text (opening …: …)`).
     pub reader: String,
+    /// The instance's `record-cmd` option: `off` (the kernel's command-name recorder was
+    /// not hooked to every switch and wake-up for this recording, see [`cmdline`]), or
+    /// `on (why)`.
+    pub record_cmd: String,
 }
 
 /// What the streaming reader returns: the events, decoded as they arrived into a compact
@@ -215,6 +220,7 @@ pub struct Recorder {
     dir: PathBuf,
     stream: Option<(stream::Streamer, PageLayout, Vec<EventFormat>)>,
     reader: String,
+    record_cmd: String,
     cpus: Vec<u32>,
     enabled: Vec<String>,
     missing: Vec<String>,
@@ -315,6 +321,7 @@ impl Recorder {
             dir,
             stream: None,
             reader: "text (asked for)".into(),
+            record_cmd: String::new(),
             cpus: cfg.cpus.clone(),
             enabled: Vec::new(),
             missing: Vec::new(),
@@ -331,6 +338,16 @@ impl Recorder {
         write_file(&d.join("trace_clock"), "x86-tsc")?;
         write_file(&d.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
         write_file(&d.join("tracing_cpumask"), &cpumask_hex(&cfg.cpus))?;
+        // `record-cmd` off before any event is enabled, under the lock every latlab
+        // recorder holds until its events are enabled (see [`cmdline`]).
+        let lock = cmdline::SetupLock::take();
+        self.record_cmd = match &lock {
+            Ok(_) => match cmdline::turn_off(Path::new(TRACEFS), &d) {
+                Ok(()) => "off".into(),
+                Err(why) => format!("on ({why})"),
+            },
+            Err(e) => format!("on (locking {}: {e})", cmdline::LOCK),
+        };
         for ev in &cfg.events {
             let (group, name) = ev
                 .split_once('/')
@@ -355,6 +372,7 @@ impl Recorder {
         {
             write_file(&d.join("events").join(ev).join("filter"), filter)?;
         }
+        drop(lock);
         write_file(&d.join("trace"), "")?;
         if cfg.reader == ReaderKind::Stream {
             match self.open_stream() {
@@ -442,6 +460,7 @@ impl Recorder {
             mounted_tracefs: self.mounted_tracefs,
             raw,
             reader: std::mem::take(&mut self.reader),
+            record_cmd: std::mem::take(&mut self.record_cmd),
         })
     }
 
@@ -617,6 +636,11 @@ mod tests {
         assert_eq!(out.cpus.len(), 1);
         // Streamed by default: events, no text, the formats of what was enabled.
         assert_eq!(out.reader, "trace_pipe_raw");
+        assert!(
+            out.record_cmd == "off" || out.record_cmd.starts_with("on ("),
+            "{}",
+            out.record_cmd
+        );
         let raw = out.raw.as_ref().unwrap();
         assert_eq!(raw.formats.len(), out.enabled.len());
         assert_eq!(raw.events.cpus.len(), 1);
