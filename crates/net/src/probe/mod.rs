@@ -19,6 +19,10 @@
 //! a core (measured: without the TX yield, a blocking RX thread on the same core made the
 //! generator fall seconds behind at 100 kpps).
 //!
+//! Over AF_XDP both ways with no CPU of its own for RX ([`ProbeConfig::one_loop`]) there
+//! is no RX thread: the TX loop polls the RX ring while it waits and every 16 sends when
+//! behind, and never sleeps or yields (see `xdp::RxInline` for why).
+//!
 //! ## Closed loop (`pingpong`)
 //! One thread sends a probe, waits for its answer (up to [`PINGPONG_TIMEOUT`]), sends the
 //! next: the method of sockperf and netperf, for comparison.
@@ -229,14 +233,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     };
     // one loop: the receiver ran on the TX thread's CPU
     let rx_cpu = if one_loop { cfg.tx_cpu } else { cfg.rx_cpu };
-    let mut o = finish(
-        cfg,
-        tx,
-        receiver,
-        (rx_cpu, pol, prio),
-        warnings,
-        interfaces,
-    );
+    let mut o = finish(cfg, tx, receiver, (rx_cpu, pol, prio), warnings, interfaces);
     o.checks.monitor = monitored;
     o.xdp = xdp_provenance;
     if one_loop {

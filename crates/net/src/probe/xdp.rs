@@ -183,7 +183,9 @@ fn poll_once(receiver: &mut Receiver, rx: &mut XdpRx) -> u32 {
             rx_tsc = clock.now();
         }
         match parse_udp(frame) {
-            Some(p) => receiver.handle(&frame[p.payload], false, RxTimestamps::default(), rx_tsc, 0),
+            Some(p) => {
+                receiver.handle(&frame[p.payload], false, RxTimestamps::default(), rx_tsc, 0)
+            }
             // the program steers only IPv4/UDP: counted as too short for a probe
             None => receiver.handle(&[], false, RxTimestamps::default(), rx_tsc, 0),
         }
