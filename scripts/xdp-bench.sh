@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's AF_XDP figures in one run (about 2-3 minutes; docs/benchmarks.md has results):
+# Issue 14's AF_XDP figures in one run (about 3 minutes; docs/benchmarks.md has results):
 #
 #  gen   The generator's ceiling on the testbed's veth path latlab-ga -> latlab-na: 64-byte
 #        frames, one TX thread on CPU $GEN_CPU for every tool, side by side, ROUNDS rounds
