@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's AF_XDP figures in one run (about 2-3 minutes; docs/benchmarks.md has results):
+# Issue 14's AF_XDP figures in one run (about 3 minutes; docs/benchmarks.md has results):
 #
 #  gen   The generator's ceiling on the testbed's veth path latlab-ga -> latlab-na: 64-byte
 #        frames, one TX thread on CPU $GEN_CPU for every tool, side by side, ROUNDS rounds
@@ -10,10 +10,12 @@
 #        (not for this host), the cheapest sink, the same for every tool, so the rate is
 #        the generator's and not the receiver's.
 #  fwd   1 Mpps offered for 10 s (RATE, FWD_SECS) through latlab's forwarder over AF_XDP
-#        (NF on $NF_CPU), generator --io xdp (TX thread on $GEN_CPU, RX on $GEN_RX_CPU): achieved rate,
+#        (NF on $NF_CPU), generator --io xdp on $GEN_CPU (RX on $GEN_RX_CPU; the same CPU by
+#        default, where TX and RX run in one loop on one thread): achieved rate,
 #        sent/received/lost, lateness p50/p99/p99.9 and latency, from the result file.
 #  cal   latlab net calibrate --io xdp at 0, 10 and 50 us (forwarder and generator over
-#        AF_XDP, real-time throttling off for the run): the user-stamp medians' shifts.
+#        AF_XDP, real-time throttling off for the run): the user-stamp medians' shifts,
+#        as the host idles and with /dev/cpu_dma_latency held at 0.
 #
 #   scripts/xdp-bench.sh [gen,fwd,cal]      (default: all three)
 #
@@ -138,9 +140,33 @@ echo '```'
 fi
 
 if [[ ",$PARTS," == *,cal,* ]]; then
+# twice: as the host idles, and with /dev/cpu_dma_latency held at 0 (no CPU halts in idle:
+# on a guest idling through haltpoll a wake-up costs tens of us); the generator's TX and
+# RX share one loop, so a difference between the two is the idle state's
+cal() { # NAME [hold]
+    local cmd="$LATLAB net calibrate --io xdp --no-rt-throttle --delays 0ns,10us,50us \
+--duration ${CAL_SECS:-4}s --warmup 1s --rate 10kpps --rounds 2 -q -o $OUT/calibrate-$1"
+    if [ "${2:-}" = hold ]; then
+        python3 -c 'import os,struct,subprocess,sys
+fd=os.open("/dev/cpu_dma_latency",os.O_WRONLY); os.write(fd,struct.pack("i",0))
+sys.exit(subprocess.run(sys.argv[1],shell=True).returncode)' "$cmd"
+    else
+        sh -c "$cmd"
+    fi
+    python3 - "$OUT/calibrate-$1/calibrate.json" "$1" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))["data"]
+for r in d["rows"]:
+    if r["source"] == "user (actual send)" and r["percentile"] == "p50":
+        print(f"| {sys.argv[2]} | {r['injected_ns']/1e3:.0f} us | {r['baseline_ns']/1e3:.2f} us | "
+              f"{r['measured_ns']/1e3:.2f} us | {r['shift_ns']/1e3:+.2f} us | {r['error_ns']/1e3:+.2f} us |")
+PY
+}
 echo
-echo "### latlab net calibrate --io xdp (medians' shift against 0 injected)"
+echo "### latlab net calibrate --io xdp: user (actual send) p50, shift against 0 injected"
 echo
-"$LATLAB" net calibrate --io xdp --no-rt-throttle --delays 0ns,10us,50us --duration "${CAL_SECS:-4}s" \
-    --warmup 1s --rate 10kpps --rounds 2 -o "$OUT/calibrate" | grep -E "^source|p50|warning|result" || true
+echo "| idle state | injected | baseline p50 | measured p50 | shift | error |"
+echo "|---|---|---|---|---|---|"
+cal as-is
+cal dma-latency-0 hold
 fi

@@ -44,15 +44,15 @@ fn spawn_forwarder(io: &str, out: &std::path::Path) -> std::process::Child {
     nf
 }
 
-/// One probe run over AF_XDP through a forwarder with `nf_io`: every probe is counted
-/// exactly once, as received or lost.
-fn probe_through(nf_io: &str) -> (ResultFile, ResultFile) {
+/// One probe run over AF_XDP through a forwarder with `nf_io` (`cpus`: the probe's
+/// placement flags): every probe is counted exactly once, as received or lost.
+fn probe_through(nf_io: &str, cpus: &str) -> (ResultFile, ResultFile) {
     let dir = tempfile::tempdir().unwrap();
     let (nf_path, probe_path) = (dir.path().join("nf.json"), dir.path().join("probe.json"));
     let mut nf = spawn_forwarder(nf_io, &nf_path);
-    let out = latlab_line(
-        "net probe --testbed --io xdp --rate 5kpps --duration 400ms --warmup 100ms -q -o",
-    )
+    let out = latlab_line(&format!(
+        "net probe --testbed --io xdp --rate 5kpps --duration 400ms --warmup 100ms {cpus} -q -o"
+    ))
     .arg(&probe_path)
     .output()
     .unwrap();
@@ -69,8 +69,14 @@ fn probe_through(nf_io: &str) -> (ResultFile, ResultFile) {
 fn xdp_probes_through_xdp_and_socket_forwarders_are_all_counted() {
     let _turn = system_test!("the namespace testbed and XDP programs");
     ok(&latlab().args(["net", "testbed", "up"]).output().unwrap());
-    for nf_io in ["xdp", "busy"] {
-        let (r, nf) = probe_through(nf_io);
+    // unpinned (TX and RX in one loop on one thread), and TX and RX threads on two CPUs
+    let two = if latlab_sys::sched::allowed_cpus().len() >= 2 {
+        "--tx-cpu 0 --rx-cpu 1"
+    } else {
+        ""
+    };
+    for (nf_io, cpus) in [("xdp", ""), ("busy", ""), ("xdp", two)] {
+        let (r, nf) = probe_through(nf_io, cpus);
         let c = &r.counters;
         assert_eq!(c["sent"], 2500, "{nf_io}: {c:?}");
         assert_eq!(
@@ -102,6 +108,8 @@ fn xdp_probes_through_xdp_and_socket_forwarders_are_all_counted() {
             .map(|v| v.to_string())
             .unwrap_or_default();
         assert_eq!(nf_xdp.contains("latlab-na"), nf_io == "xdp", "{nf_xdp}");
+        let one_loop = data.xdp.iter().any(|x| x.contains("one loop"));
+        assert_eq!(one_loop, cpus.is_empty(), "{cpus:?}: {:?}", data.xdp);
     }
     // nothing stays attached after the runs
     for ns in ["latlab-gen", "latlab-nf"] {
@@ -139,6 +147,12 @@ fn calibrate_over_xdp_compares_the_user_sources_of_af_xdp_runs() {
         // both directions of the generator on AF_XDP, every probe counted
         assert!(
             probe.xdp.iter().any(|x| x.contains("latlab-ga")),
+            "{:?}",
+            probe.xdp
+        );
+        // on one CPU: TX and RX in one loop, no RX thread to switch to
+        assert!(
+            probe.xdp.iter().any(|x| x.contains("one loop")),
             "{:?}",
             probe.xdp
         );

@@ -228,6 +228,14 @@ impl ProbeConfig {
         }
     }
 
+    /// Whether TX and RX run in one loop on one thread (`--io xdp` both ways, the RX thread
+    /// on the TX thread's CPU or unpinned): the open loop polls the RX ring while it
+    /// waits, with no second thread to switch to.
+    pub fn one_loop(&self) -> bool {
+        let shares_cpu = self.rx_cpu.is_none() || self.rx_cpu == self.tx_cpu;
+        self.tx_io == IoMode::Xdp && self.rx_io == IoMode::Xdp && shares_cpu
+    }
+
     /// Checks what a run needs of the configuration: the one place these checks live.
     /// [`run`] calls it first; a command calls it when it resolves its arguments, to fail
     /// before it starts anything. The messages name the command-line flags.

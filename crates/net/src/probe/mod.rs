@@ -19,6 +19,10 @@
 //! a core (measured: without the TX yield, a blocking RX thread on the same core made the
 //! generator fall seconds behind at 100 kpps).
 //!
+//! Over AF_XDP both ways with no CPU of its own for RX ([`ProbeConfig::one_loop`]) there
+//! is no RX thread: the TX loop polls the RX ring while it waits and every 16 sends when
+//! behind, and never sleeps or yields (see `xdp::RxInline` for why).
+//!
 //! ## Closed loop (`pingpong`)
 //! One thread sends a probe, waits for its answer (up to [`PINGPONG_TIMEOUT`]), sends the
 //! next: the method of sockperf and netperf, for comparison.
@@ -154,18 +158,33 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     if let Some((feed, _)) = &monitor {
         receiver.feed = Some(feed.clone());
     }
-    let cfg_rx = cfg.clone();
-    let rx_thread = std::thread::Builder::new()
-        .name("latlab-probe-rx".into())
-        .spawn(move || -> Result<_, ProbeError> {
-            sched::place_current_thread(cfg_rx.rx_cpu, cfg_rx.rx_fifo())?;
-            match xdp_rx.as_mut() {
-                Some(x) => xdp::rx_loop(&mut receiver, x),
-                None => rx_loop(&cfg_rx, &mut receiver, &mut rx_batch, &rx),
-            }
-            Ok((receiver, sched::current_policy()))
-        })
-        .map_err(sock_err("spawning the RX thread"))?;
+    let one_loop = cfg.one_loop() && xdp_rx.is_some();
+    let mut parked = None;
+    let rx_thread = if one_loop {
+        parked = Some(receiver);
+        None
+    } else {
+        let cfg_rx = cfg.clone();
+        let mut xdp_rx = xdp_rx.take();
+        Some(
+            std::thread::Builder::new()
+                .name("latlab-probe-rx".into())
+                .spawn(move || -> Result<_, ProbeError> {
+                    sched::place_current_thread(cfg_rx.rx_cpu, cfg_rx.rx_fifo())?;
+                    match xdp_rx.as_mut() {
+                        Some(x) => xdp::rx_loop(&mut receiver, x),
+                        None => rx_loop(&cfg_rx, &mut receiver, &mut rx_batch, &rx),
+                    }
+                    Ok((receiver, sched::current_policy()))
+                })
+                .map_err(sock_err("spawning the RX thread"))?,
+        )
+    };
+    // TX and RX in one loop: the receiver and its ring go to the TX thread
+    let mut inline = match (parked, xdp_rx) {
+        (Some(receiver), Some(rx)) => Some(xdp::RxInline { receiver, rx }),
+        _ => None,
+    };
     let cfg_tx = cfg.clone();
     let shared_tx = shared.clone();
     let tx_thread = std::thread::Builder::new()
@@ -177,8 +196,9 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
                 shared_tx.rx_deadline.store(0, Ordering::Release);
                 return Err(e.into());
             }
-            let out = open_loop(&cfg_tx, sender, start);
-            Ok(out)
+            let out = open_loop(&cfg_tx, sender, start, inline.as_mut());
+            let rx = inline.map(|i| (i.receiver, sched::current_policy()));
+            Ok((out, rx))
         })
         .map_err(sock_err("spawning the TX thread"))?;
     let tx_res = tx_thread
@@ -188,27 +208,38 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
         shared.rx_deadline.store(0, Ordering::Release);
         shared.tx_done.store(true, Ordering::Release);
     }
-    let rx_res = rx_thread
-        .join()
-        .map_err(|_| ProbeError::Config("the RX thread panicked".into()))?;
+    let rx_res = match rx_thread {
+        Some(t) => Some(
+            t.join()
+                .map_err(|_| ProbeError::Config("the RX thread panicked".into()))?,
+        ),
+        None => None,
+    };
     let monitored = match monitor {
         Some((_, h)) => h
             .join()
             .map_err(|_| ProbeError::Config("the stop rule's thread panicked".into()))?,
         None => Default::default(),
     };
-    let tx = tx_res?;
-    let (receiver, (pol, prio)) = rx_res?;
-    let mut o = finish(
-        cfg,
-        tx,
-        receiver,
-        (cfg.rx_cpu, pol, prio),
-        warnings,
-        interfaces,
-    );
+    let (tx, inline_rx) = tx_res?;
+    let (receiver, (pol, prio)) = match (rx_res, inline_rx) {
+        (Some(r), _) => r?,
+        (None, Some(r)) => r,
+        (None, None) => {
+            return Err(ProbeError::Config(
+                "the probe ran without a receiver".into(),
+            ))
+        }
+    };
+    // one loop: the receiver ran on the TX thread's CPU
+    let rx_cpu = if one_loop { cfg.tx_cpu } else { cfg.rx_cpu };
+    let mut o = finish(cfg, tx, receiver, (rx_cpu, pol, prio), warnings, interfaces);
     o.checks.monitor = monitored;
     o.xdp = xdp_provenance;
+    if one_loop {
+        o.xdp
+            .push("generator: TX and RX in one loop on one thread (no RX thread)".into());
+    }
     o.backlog_drops = latlab_sys::netstat::softnet_dropped().saturating_sub(drops_before);
     o.udp_rcvbuf_drops = latlab_sys::netstat::udp_rcvbuf_errors().saturating_sub(udp_before);
     Ok(o)

@@ -175,7 +175,10 @@ impl Sender {
     }
 }
 
-/// The open-loop TX loop.
+/// Sends between two polls of the RX ring by a loop that also receives and is behind
+/// schedule: at 1 Mpps every 16 µs, 64 frames per poll.
+const RX_POLL_EVERY: u64 = 16;
+
 /// The largest early-wake-up margin of the sender, ns: 500 µs, and for a `SCHED_FIFO`
 /// sender at most a quarter of the mean gap (see [`open_loop`]).
 pub(super) fn fifo_max_margin_ns(fifo: bool, mean_gap_ns: f64) -> u64 {
@@ -186,7 +189,16 @@ pub(super) fn fifo_max_margin_ns(fifo: bool, mean_gap_ns: f64) -> u64 {
     }
 }
 
-pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutcome {
+/// With `rx` (`--io xdp`, TX and RX on one CPU) the loop also receives: it polls the RX
+/// ring while it waits for the next send (spinning, never sleeping or yielding: an answer
+/// is stamped when the poll finds it) and every [`RX_POLL_EVERY`] sends when it is behind,
+/// then drains the last answers itself.
+pub(super) fn open_loop(
+    cfg: &ProbeConfig,
+    mut s: Sender,
+    start: u64,
+    mut rx: Option<&mut super::xdp::RxInline>,
+) -> TxOutcome {
     let clock = s.clock;
     let mut lateness = LatencyHistogram::new(cfg.hist).unwrap_or_default();
     let total = cfg.warmup.get() + cfg.duration.get();
@@ -258,6 +270,14 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
                     continue;
                 }
             }
+            // TX and RX in one loop: wait by polling for answers
+            if let Some(r) = rx.as_deref_mut() {
+                // an empty poll that took long: the thread lost its CPU (--explain)
+                if r.poll() == 0 {
+                    spun_at = Some(now);
+                }
+                continue;
+            }
             let left = sched_at - now;
             if left > sleep_margin + spin_after_sleep {
                 s.drain_errqueue();
@@ -290,6 +310,12 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
         if k % 16 == 15 {
             s.drain_errqueue();
         }
+        // behind schedule the wait above never runs: take the answers in between sends
+        if k % RX_POLL_EVERY == RX_POLL_EVERY - 1 {
+            if let Some(r) = rx.as_deref_mut() {
+                r.poll();
+            }
+        }
         if let Some(sent_at) = s.send(seq, this_flow, flags, sched_at) {
             if warm {
                 s.counters.sent_warmup += 1;
@@ -319,7 +345,12 @@ pub(super) fn open_loop(cfg: &ProbeConfig, mut s: Sender, start: u64) -> TxOutco
     let drain_end = end + ns_to_raw(&clock, cfg.drain.get());
     s.shared.rx_deadline.store(drain_end, Ordering::Release);
     s.shared.tx_done.store(true, Ordering::Release);
-    while clock.now() < drain_end {
+    // one loop: it has taken every answer (or waited out the drain) already
+    let inline = rx.is_some();
+    if let Some(r) = rx {
+        r.drain(s.xdp.as_mut());
+    }
+    while !inline && clock.now() < drain_end {
         if let Some(x) = s.xdp.as_mut() {
             // frames a full ring held back, until the kernel has taken them all
             x.tx.kick();

@@ -169,25 +169,36 @@ pub(super) fn open_paths(cfg: &ProbeConfig) -> Result<XdpPaths, ProbeError> {
     Ok(out)
 }
 
-/// The RX loop over an AF_XDP socket (spins; yields when a poll finds nothing, as the
-/// busy socket loop does).
+/// Frames taken from the RX ring per poll.
+const RX_BATCH: u32 = 64;
+
+/// One poll of the RX ring: every frame handed to the receiver, stamped with one clock
+/// reading taken when the poll found the first; returns how many.
+#[inline]
+fn poll_once(receiver: &mut Receiver, rx: &mut XdpRx) -> u32 {
+    let clock = receiver.clock;
+    let mut rx_tsc = 0u64;
+    rx.recv(RX_BATCH, |frame| {
+        if rx_tsc == 0 {
+            rx_tsc = clock.now();
+        }
+        match parse_udp(frame) {
+            Some(p) => {
+                receiver.handle(&frame[p.payload], false, RxTimestamps::default(), rx_tsc, 0)
+            }
+            // the program steers only IPv4/UDP: counted as too short for a probe
+            None => receiver.handle(&[], false, RxTimestamps::default(), rx_tsc, 0),
+        }
+    })
+}
+
+/// The RX loop over an AF_XDP socket on a thread of its own (spins; yields when a poll
+/// finds nothing, as the busy socket loop does).
 pub(super) fn rx_loop(receiver: &mut Receiver, rx: &mut XdpRx) {
     let clock = receiver.clock;
     let mut prev = clock.now();
     loop {
-        let mut rx_tsc = 0u64;
-        let n = rx.recv(64, |frame| {
-            if rx_tsc == 0 {
-                rx_tsc = clock.now();
-            }
-            match parse_udp(frame) {
-                Some(p) => {
-                    receiver.handle(&frame[p.payload], false, RxTimestamps::default(), rx_tsc, 0)
-                }
-                // the program steers only IPv4/UDP: counted as too short for a probe
-                None => receiver.handle(&[], false, RxTimestamps::default(), rx_tsc, 0),
-            }
-        });
+        let n = poll_once(receiver, rx);
         if n == 0 {
             std::thread::yield_now();
         }
@@ -202,4 +213,53 @@ pub(super) fn rx_loop(receiver: &mut Receiver, rx: &mut XdpRx) {
         }
     }
     receiver.poll_pending(clock.now(), true);
+}
+
+/// The receiver and its RX ring when TX and RX share one CPU: the TX thread polls the ring
+/// itself between sends ([`super::tx::open_loop`]), so there is no second thread to wake
+/// or switch to.
+///
+/// Why: with two threads on one CPU the answer to a probe sent with no slack was stamped
+/// only once the TX thread had finished its kick (copy mode's `sendto` runs the veth
+/// transmit and the forwarder's XDP redirect in softirq on this CPU), gone to sleep and
+/// switched to the RX thread — about 5 µs after it had arrived, for an answer that comes
+/// back within that time (`net calibrate --io xdp`'s zero-delay baseline), and not for one
+/// that comes back later (an injected delay), so the medians' shifts came out short by
+/// that much. At Mpps the same switches cost the generator its rate.
+pub(super) struct RxInline {
+    pub(super) receiver: Receiver,
+    pub(super) rx: XdpRx,
+}
+
+impl RxInline {
+    /// One poll of the ring and of the probes waiting for TX timestamps; returns how many
+    /// frames it took.
+    #[inline]
+    pub(super) fn poll(&mut self) -> u32 {
+        let n = poll_once(&mut self.receiver, &mut self.rx);
+        if !self.receiver.pending.is_empty() {
+            let now = self.receiver.clock.now();
+            self.receiver.poll_pending(now, false);
+        }
+        n
+    }
+
+    /// After the last send: polls until every answer is in or the drain deadline passed.
+    pub(super) fn drain(&mut self, tx: Option<&mut XdpTxPath>) {
+        let clock = self.receiver.clock;
+        let mut tx = tx;
+        loop {
+            if let Some(t) = tx.as_deref_mut() {
+                // frames a full ring held back, until the kernel has taken them all
+                t.tx.kick();
+            }
+            self.poll();
+            let now = clock.now();
+            self.receiver.poll_pending(now, false);
+            if self.receiver.finished(now) {
+                break;
+            }
+        }
+        self.receiver.poll_pending(clock.now(), true);
+    }
 }
