@@ -29,8 +29,8 @@ pub use crate::mpidata::{
 mod ofi;
 mod shared;
 
-pub use shared::BenchError;
 use shared::{rounds, variants, SenderRun, SMALL};
+pub use shared::{BenchError, TransportError};
 
 const TAG_RESULT: i32 = 21;
 
@@ -56,8 +56,8 @@ pub fn run(
         c.validate()?;
         Ok((c, crate::mpirun::resolve_transport(transport)?))
     })
-    .map_err(|e| BenchError::Config(e.to_string()))?
-    .map_err(BenchError::Config)?;
+    .map_err(|e| TransportError::Config(e.to_string()))?
+    .map_err(TransportError::Config)?;
     if size < 2 || size % 2 != 0 {
         return Err(BenchError::Ranks(size));
     }
@@ -83,7 +83,9 @@ pub fn run(
             let (m, st) = world.any_process().matched_probe_with_tag(TAG_RESULT);
             buf.resize(st.count(u8::equivalent_datatype()) as usize, 0);
             m.matched_receive_into(&mut buf[..]);
-            all.push(serde_json::from_slice(&buf).map_err(|e| BenchError::Config(e.to_string()))?);
+            all.push(
+                serde_json::from_slice(&buf).map_err(|e| TransportError::Config(e.to_string()))?,
+            );
         }
         world.barrier();
         return Ok(Some(assemble(cfg, &tc, ns, nr, all, argv, provenance())));
@@ -102,7 +104,7 @@ fn measure_mpi(
     rank: usize,
     ns: usize,
     nr: usize,
-) -> Result<Vec<SenderRun>, BenchError> {
+) -> Result<Vec<SenderRun>, TransportError> {
     let max = *cfg.sizes.iter().max().unwrap_or(&1) as usize;
     let small: usize = SMALL.iter().sum();
     let slot = max + small;

@@ -214,7 +214,11 @@ pub fn run(
                     "role": if cfg.loopback { "reflect" } else { "forward" },
                     "io": cfg.nf_io.name(), "cpu": nf_cpu, "fifo": 50, "delay_ns": d.get()
                 })),
-                ..ProbeJob::new(probe)
+                ..ProbeJob::new(
+                    probe
+                        .validated()
+                        .map_err(|e| CalibrateError::Config(e.to_string()))?,
+                )
             };
             let res = orchestrate::run_probe(exe, placement, &pr, &probe_path);
             let nf_res = nf.finish();

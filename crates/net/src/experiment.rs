@@ -54,6 +54,9 @@ pub enum ExperimentError {
     /// A file could not be written.
     #[error(transparent)]
     Result(#[from] latlab_core::results::ResultError),
+    /// A rung's probe configuration fails the probe's checks.
+    #[error(transparent)]
+    Probe(#[from] crate::probe::ProbeError),
     /// DPDK's testpmd failed on its rung.
     #[error(transparent)]
     Testpmd(#[from] crate::testpmd::TestpmdError),
@@ -183,7 +186,7 @@ impl RunPlan<'_> {
         probe.explain = self.explain;
         let pr = ProbeJob {
             nf: Some(step.describe(loopback, self.nf_cpu)),
-            ..ProbeJob::new(probe)
+            ..ProbeJob::new(probe.validated()?)
         };
         let res = orchestrate::run_probe(self.exe, self.placement, &pr, &probe_path);
         let mut forwarded = None;

@@ -133,14 +133,22 @@ pub fn probe_cpus(cpus: &[u32], fifo: Option<i32>) -> Vec<CpuQuiet> {
 /// One sentence for a reader on where the generator and the NF were placed from the
 /// quiet-CPU probe `quiet` (`gen_cpu`, `nf_cpu` as [`choose_cpus`] chose them).
 pub fn placement_sentence(quiet: &[CpuQuiet], nf_cpu: u32, gen_cpu: u32) -> String {
-    let seen: Vec<String> = quiet.iter().map(CpuQuiet::describe).collect();
     let choice = if nf_cpu == gen_cpu {
         format!("the generator and the NF share CPU {gen_cpu} (one CPU only, so the generator's own work is in every latency)")
     } else {
         format!("the generator runs on CPU {gen_cpu}, the quietest, since its lateness decides whether a run can be trusted, and the NF on CPU {nf_cpu}")
     };
+    format!("Placement: {choice}; {}.", probe_clause(quiet))
+}
+
+/// The part of every placement sentence that says what the choice rests on: "a thread
+/// spun 200 ms on each CPU first (CPU 0: …; CPU 1: …)", from the quiet-CPU probe `quiet`.
+/// The experiments that place their threads by [`choose_cpus`] (killer-us' calibration,
+/// Hourglass, where-time) say their choice and then this.
+pub fn probe_clause(quiet: &[CpuQuiet]) -> String {
+    let seen: Vec<String> = quiet.iter().map(CpuQuiet::describe).collect();
     format!(
-        "Placement: {choice}; a thread spun {} on each CPU first ({}).",
+        "a thread spun {} on each CPU first ({})",
         format_ns(QUIET_PROBE.get() as f64),
         seen.join("; ")
     )
@@ -302,6 +310,32 @@ mod tests {
         };
         assert_eq!(choose_cpus(&[unplaced.clone(), q(1, 50)]), Some((1, 1)));
         assert_eq!(choose_cpus(&[unplaced]), None);
+    }
+
+    #[test]
+    fn the_placement_sentence_ends_with_the_probe_clause() {
+        let quiet = [
+            CpuQuiet {
+                cpu: 0,
+                stats: None,
+            },
+            CpuQuiet {
+                cpu: 1,
+                stats: Some(GapStats::default()),
+            },
+        ];
+        let clause = probe_clause(&quiet);
+        assert!(
+            clause.starts_with("a thread spun 200")
+                && clause.contains("CPU 0: could not be probed; CPU 1: lost 0.00 %"),
+            "{clause}"
+        );
+        let s = placement_sentence(&quiet, 0, 1);
+        assert!(
+            s.starts_with("Placement: the generator runs on CPU 1"),
+            "{s}"
+        );
+        assert!(s.ends_with(&format!("; {clause}.")), "{s}");
     }
 
     #[test]

@@ -361,7 +361,7 @@ mod tests {
         probe.tx_cpu = Some(3);
         let job = ProbeJob {
             nf: Some(serde_json::json!({"config": "pinned"})),
-            ..ProbeJob::new(probe)
+            ..ProbeJob::new(probe.validated().unwrap())
         };
         let result = std::env::temp_dir().join("latlab-orchestrate-test-probe.json");
         let exe = Path::new("/usr/bin/latlab");

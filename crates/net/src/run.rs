@@ -7,7 +7,7 @@
 
 use crate::explain;
 use crate::nf::{self, NfConfig, NfError, Role};
-use crate::probe::{self, ProbeConfig, ProbeError};
+use crate::probe::{self, ProbeError, ValidProbeConfig};
 use latlab_core::results::{ResultError, ResultFile, StoredHistogram, ThreadPlacement};
 use latlab_core::units::Nanos;
 use latlab_explain::KernelSession;
@@ -179,8 +179,8 @@ pub fn nf(
 /// A probe run: the probe's configuration and what its result records beside it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ProbeJob {
-    /// The probe.
-    pub probe: ProbeConfig,
+    /// The probe, checked where it was resolved (a job file's, as it is read).
+    pub probe: ValidProbeConfig,
     /// The network function's configuration, recorded in the result when the caller knows
     /// it (free-form: orchestrators add what they vary, e.g. a ladder step's name).
     #[serde(default)]
@@ -197,7 +197,7 @@ pub struct ProbeJob {
 
 impl ProbeJob {
     /// A job for `probe` with nothing else recorded.
-    pub fn new(probe: ProbeConfig) -> ProbeJob {
+    pub fn new(probe: ValidProbeConfig) -> ProbeJob {
         ProbeJob {
             probe,
             nf: None,

@@ -226,7 +226,11 @@ impl LoadSource for TestbedTraffic {
                 "role": "forward", "io": "blocking", "cpu": self.nf_cpu, "fifo": null,
                 "purpose": self.purpose
             })),
-            ..ProbeJob::new(probe)
+            ..ProbeJob::new(
+                probe
+                    .validated()
+                    .map_err(|e| Error::Config(e.to_string()))?,
+            )
         };
         let (exe, path) = (self.exe.clone(), self.probe_result.clone());
         let probe = std::thread::spawn(move || {

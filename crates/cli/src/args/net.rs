@@ -636,7 +636,7 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
             ),
             None => None,
         };
-        cfg.validate().map_err(|e| usage(e.to_string()))?;
+        let cfg = cfg.validated().map_err(|e| usage(e.to_string()))?;
         Ok(ProbeJob {
             nf,
             ..ProbeJob::new(cfg)

@@ -46,7 +46,7 @@ mod tests {
         probe.sources = latlab_net::probe::Sources::USER;
         let job = ProbeJob {
             nf: Some(serde_json::json!({"role": "reflect"})),
-            ..ProbeJob::new(probe.clone())
+            ..ProbeJob::new(probe.clone().validated().unwrap())
         };
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("probe.json");

@@ -10,7 +10,7 @@
 //! Receivers only poll (libfabric progress is manual here). Each variant ends with every
 //! rank's [`OfiWorld::finish`] and an MPI barrier.
 
-use super::shared::{rounds, variants, BenchError, SenderRun, SMALL};
+use super::shared::{rounds, variants, SenderRun, TransportError, SMALL};
 use crate::mpidata::BenchConfig;
 use crate::ofiwire::OfiWorld;
 use latlab_core::hist::{HistConfig, LatencyHistogram};
@@ -24,7 +24,7 @@ pub(crate) fn measure(
     provider: &str,
     rank: usize,
     ns: usize,
-) -> Result<Vec<SenderRun>, BenchError> {
+) -> Result<Vec<SenderRun>, TransportError> {
     let nr = world.size() as usize - ns;
     let max = *cfg.sizes.iter().max().unwrap_or(&1) as usize;
     let small: usize = SMALL.iter().sum();

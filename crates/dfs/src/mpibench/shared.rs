@@ -2,7 +2,7 @@
 //! rounds, the Mix's small messages, one sender's measurement.
 
 use crate::mpidata::BenchConfig;
-use latlab_sys::mpi_rma::RmaError;
+pub use crate::mpirun::TransportError;
 
 /// The Mix variant's small messages per big one: a 16-byte descriptor and two 64-byte
 /// SYNC messages (Fig. 5).
@@ -18,16 +18,9 @@ pub enum BenchError {
     /// Fewer than 2 or an odd number of ranks.
     #[error("need an even number of at least 2 MPI ranks (half senders, half receivers), got {0}")]
     Ranks(usize),
-    /// Rank 0 rejected the configuration.
-    #[error("{0}")]
-    Config(String),
-    /// An RMA call failed.
+    /// The configuration was rejected, or an RMA or libfabric call failed.
     #[error(transparent)]
-    Rma(#[from] RmaError),
-    /// A libfabric call failed.
-    #[cfg(feature = "ofi")]
-    #[error(transparent)]
-    Ofi(#[from] latlab_sys::ofi::OfiError),
+    Transport(#[from] TransportError),
 }
 
 /// One (size, variant) of one sender: size, mix, rounds, total ns, round histogram

@@ -43,7 +43,7 @@ use serde::Serialize;
 use wire::{LocalClock, RankStats, TAG_STATS};
 
 pub use crate::mpidata::{RunConfig, RunData, Transport, TransportConfig, RUN_KIND as RESULT_KIND};
-pub use error::RunError;
+pub use error::{RunError, TransportError};
 
 /// Runs under MPI. `resolve` is called on rank 0 only and returns the configuration (or a
 /// message rejecting the command line); it is broadcast to every rank, with the transport
@@ -65,7 +65,7 @@ pub fn run(
         Ok((c, resolve_transport(transport)?))
     })
     .map_err(|e| RunError::Message(0, e.to_string()))?
-    .map_err(RunError::Config)?;
+    .map_err(TransportError::Config)?;
     let (ni, nc) = (cfg.topology.inputs, cfg.topology.computes);
     if ni + nc != size {
         return Err(RunError::Ranks {
@@ -83,7 +83,7 @@ pub fn run(
     let mut early_stats: Vec<Vec<u8>> = Vec::new();
     let result = match tc.transport {
         Transport::Mpi => {
-            let win = Window::allocate(&world, window_bytes)?;
+            let win = Window::allocate(&world, window_bytes).map_err(TransportError::from)?;
             let mut t = transport::Mpi {
                 world: &world,
                 win: &win,
@@ -104,7 +104,7 @@ pub fn run(
             let stats = rank_loop(&world, &mut t, &cfg, rank, &mut early_stats);
             // every rank keeps polling until every rank is done (manual progress)
             t.w.finish()
-                .unwrap_or_else(|e| abort(&world, rank, &RunError::from(e)));
+                .unwrap_or_else(|e| abort(&world, rank, &TransportError::from(e)));
             let r = gather(&world, stats, early_stats, |all| {
                 assemble(&cfg, &tc, size, all, argv, provenance())
             })?;
@@ -189,7 +189,7 @@ fn ofi_transport(
     window_bytes: usize,
     slot_bytes: usize,
     compute: bool,
-) -> Result<transport::Ofi, RunError> {
+) -> Result<transport::Ofi, TransportError> {
     let mut w = crate::ofiwire::OfiWorld::connect(world, provider)?;
     let region =
         w.ep.register(if compute { window_bytes } else { slot_bytes })?;

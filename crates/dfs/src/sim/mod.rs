@@ -39,6 +39,7 @@ pub mod net;
 pub mod noise;
 pub mod result;
 pub mod rng;
+mod slab;
 mod spec;
 
 pub use config::{

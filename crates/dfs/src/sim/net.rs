@@ -9,6 +9,8 @@
 //! Rates are recomputed whenever a transfer starts or ends at a port, or a port's bandwidth
 //! changes; a transfer's completion is an event at `now + remaining / rate`.
 
+use super::slab::alloc_with;
+
 /// A transfer in flight.
 #[derive(Clone, Copy, Debug)]
 pub struct Flow {
@@ -123,20 +125,10 @@ impl Network {
             tag,
             live: true,
         };
-        let id = match self.free.pop() {
-            Some(id) => {
-                let v = self.flows[id as usize].version;
-                self.flows[id as usize] = Flow {
-                    version: v.wrapping_add(1),
-                    ..flow
-                };
-                id
-            }
-            None => {
-                self.flows.push(flow);
-                (self.flows.len() - 1) as u32
-            }
-        };
+        let id = alloc_with(&mut self.flows, &mut self.free, |old| Flow {
+            version: old.map_or(0, |o| o.version.wrapping_add(1)),
+            ..flow
+        });
         self.inj_flows[src].push(id);
         self.ej_flows[dst].push(id);
         self.update_ports(src, dst, now, out);

@@ -363,13 +363,11 @@ fn place(cfg: &WhereTimeConfig) -> (WhereTimeConfig, String) {
         placed.engine_cpu = Some(quietest);
         placed.endpoint_cpu = Some(other);
     }
-    let seen: Vec<String> = quiet.iter().map(|q| q.describe()).collect();
     let sentence = format!(
-        "the injector on {}, the quietest CPU while a thread spun {} on each ({}), servers and clients on {}; pass --cpu to choose.",
+        "the injector on {}, the quietest CPU, servers and clients on {}; {}; pass --cpu to choose.",
         cpu(placed.engine_cpu),
-        latlab_core::units::format_ns(latlab_net::fit::QUIET_PROBE.get() as f64),
-        seen.join("; "),
-        cpu(placed.endpoint_cpu)
+        cpu(placed.endpoint_cpu),
+        latlab_net::fit::probe_clause(&quiet)
     );
     (placed, sentence)
 }

@@ -420,8 +420,10 @@ fn agent_thread(
     let Ok(start) = go.recv() else {
         return Err(String::new());
     };
-    let mut job: ProbeJob = spec.job;
-    job.probe.start_at_monotonic_ns = Some(start);
+    let job = ProbeJob {
+        probe: spec.job.probe.starting_at(start),
+        ..spec.job
+    };
     let mut notice = |line: &str| eprintln!("latlab: rank {}: {line}", spec.rank);
     crate::run::probe(&job, argv, started_utc, &mut notice).map_err(|e| e.to_string())
 }

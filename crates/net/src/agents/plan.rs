@@ -72,6 +72,9 @@ pub enum SplitError {
     /// A mode the agents do not run.
     #[error("--agents runs the open loop only (no --mode pingpong, no --ci-width: agents stop together at --duration)")]
     Mode,
+    /// An agent's share fails the probe's checks ([`ProbeConfig::validate`]).
+    #[error("{0}")]
+    Probe(String),
 }
 
 /// An agent's seed: the run's seed and the agent's index through splitmix64, so the
@@ -125,7 +128,8 @@ pub fn split(total: &ProbeConfig, agents: usize) -> Result<Vec<ProbeConfig>, Spl
 /// (otherwise every agent probes from the addresses of `total`, on its own host).
 ///
 /// # Errors
-/// [`SplitError`] when the load cannot be split.
+/// [`SplitError`] when the load cannot be split, or an agent's share fails the probe's
+/// checks.
 pub fn plan(total: &ProbeJob, agents: usize, testbed: bool) -> Result<AgentsPlan, SplitError> {
     let parts = split(&total.probe, agents)?;
     let n = parts.len();
@@ -140,19 +144,21 @@ pub fn plan(total: &ProbeJob, agents: usize, testbed: bool) -> Result<AgentsPlan
                 c.tx_bind = t.tx_bind;
                 c.rx_bind = t.rx_bind;
             }
-            AgentSpec {
+            Ok(AgentSpec {
                 rank: i + 1,
                 namespace,
                 job: ProbeJob {
-                    probe: c,
+                    probe: c
+                        .validated()
+                        .map_err(|e| SplitError::Probe(e.to_string()))?,
                     ..total.clone()
                 },
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, SplitError>>()?;
     Ok(AgentsPlan {
         version: env!("CARGO_PKG_VERSION").to_string(),
-        total: total.probe.clone(),
+        total: ProbeConfig::clone(&total.probe),
         agents,
         exchanges_per_round: 16,
         round_period_ns: 1_000_000_000,

@@ -237,8 +237,9 @@ impl ProbeConfig {
     }
 
     /// Checks what a run needs of the configuration: the one place these checks live.
-    /// [`run`] calls it first; a command calls it when it resolves its arguments, to fail
-    /// before it starts anything. The messages name the command-line flags.
+    /// [`ProbeConfig::validated`] runs them once; a command does that when it resolves its
+    /// arguments, to fail before it starts anything. The messages name the command-line
+    /// flags.
     ///
     /// # Errors
     /// [`ProbeError::Config`] saying what is wrong.
@@ -285,6 +286,15 @@ impl ProbeConfig {
         Ok(())
     }
 
+    /// This configuration, checked once by [`ProbeConfig::validate`]: what [`run`] takes.
+    ///
+    /// # Errors
+    /// [`ProbeError::Config`] saying what is wrong.
+    pub fn validated(self) -> Result<ValidProbeConfig, ProbeError> {
+        self.validate()?;
+        Ok(ValidProbeConfig(self))
+    }
+
     /// Upper bound of probes the run sends (sizes the sequence bitmap).
     pub fn max_probes(&self) -> u64 {
         match self.mode {
@@ -298,6 +308,51 @@ impl ProbeConfig {
                 expected + expected / 5 + 1024
             }
         }
+    }
+}
+
+/// A [`ProbeConfig`] that passed [`ProbeConfig::validate`], built by
+/// [`ProbeConfig::validated`]: what [`run`] and a [`crate::run::ProbeJob`] hold, so that a
+/// configuration is checked once, where it is resolved (a command's arguments, an
+/// orchestrator's plan), and no caller can hand a run one that was never checked. A job
+/// file's copy is checked as it is read (its own edge). Read it through `Deref`; it
+/// cannot be changed, except for the start time of [`ValidProbeConfig::starting_at`],
+/// which no check looks at.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "ProbeConfig", into = "ProbeConfig")]
+pub struct ValidProbeConfig(ProbeConfig);
+
+impl ValidProbeConfig {
+    /// The same configuration, its schedule starting at `CLOCK_MONOTONIC` `ns` (an
+    /// agent's shared start, [`ProbeConfig::start_at_monotonic_ns`]).
+    pub fn starting_at(mut self, ns: i64) -> ValidProbeConfig {
+        self.0.start_at_monotonic_ns = Some(ns);
+        self
+    }
+
+    /// The configuration, to change and check again.
+    pub fn into_inner(self) -> ProbeConfig {
+        self.0
+    }
+}
+
+impl std::ops::Deref for ValidProbeConfig {
+    type Target = ProbeConfig;
+    fn deref(&self) -> &ProbeConfig {
+        &self.0
+    }
+}
+
+impl TryFrom<ProbeConfig> for ValidProbeConfig {
+    type Error = ProbeError;
+    fn try_from(c: ProbeConfig) -> Result<ValidProbeConfig, ProbeError> {
+        c.validated()
+    }
+}
+
+impl From<ValidProbeConfig> for ProbeConfig {
+    fn from(c: ValidProbeConfig) -> ProbeConfig {
+        c.0
     }
 }
 

@@ -47,7 +47,9 @@ mod tests;
 mod tx;
 mod xdp;
 
-pub use self::config::{Arrivals, Mode, ProbeConfig, ProbeError, Sources, LATENCY_HIST};
+pub use self::config::{
+    Arrivals, Mode, ProbeConfig, ProbeError, Sources, ValidProbeConfig, LATENCY_HIST,
+};
 pub use self::outcome::{fell_behind, ProbeData, ProbeOutcome, RESULT_KIND};
 pub use self::pingpong::PINGPONG_TIMEOUT;
 pub use self::ring::RING;
@@ -72,9 +74,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Runs a probe: sets sockets up, starts the RX thread, sends on the calling thread's
-/// spawned TX thread, and returns everything measured.
-pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> {
-    cfg.validate()?;
+/// spawned TX thread, and returns everything measured. The configuration was checked
+/// when it was made a [`ValidProbeConfig`].
+pub fn run(cfg: &ValidProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> {
     let payload = wire::payload_len(cfg.frame).map_err(ProbeError::Config)?;
     let Interfaces {
         sources,
@@ -85,7 +87,7 @@ pub fn run(cfg: &ProbeConfig, clock: Clock) -> Result<ProbeOutcome, ProbeError> 
     // from here on, the sources that can actually run
     let resolved = ProbeConfig {
         sources,
-        ..cfg.clone()
+        ..ProbeConfig::clone(cfg)
     };
     let cfg = &resolved;
     let drops_before = latlab_sys::netstat::softnet_dropped();

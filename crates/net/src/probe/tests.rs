@@ -52,7 +52,7 @@ fn open_loop_through_a_reflector_counts_and_decomposes_every_probe() {
     cfg.warmup = Nanos::from_millis(100);
     cfg.flows = 3;
     let clock = Clock::monotonic();
-    let out = run(&cfg, clock).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), clock).unwrap();
     nf.stop();
     let c = out.counters();
     assert_eq!(c["sent"], 1200, "{c:?}");
@@ -105,7 +105,7 @@ fn pingpong_through_a_reflector() {
     cfg.mode = Mode::Pingpong;
     cfg.duration = Nanos::from_millis(200);
     cfg.warmup = Nanos::from_millis(50);
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     nf.stop();
     let c = out.counters();
     assert!(c["sent"] > 20, "{c:?}");
@@ -136,7 +136,7 @@ fn pingpong_without_answers_is_woken_and_counts_every_probe_lost() {
     cfg.duration = Nanos::from_millis(300);
     cfg.warmup = Nanos::ZERO;
     let t0 = std::time::Instant::now();
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     let took = t0.elapsed();
     let c = out.counters();
     let per = PINGPONG_TIMEOUT.get() / 1_000_000;
@@ -242,7 +242,7 @@ fn poisson_run_sends_exactly_its_seeded_schedule() {
         last = o;
         expected += 1;
     }
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     nf.stop();
     assert_eq!(out.counters()["sent"], expected);
     // exponential gaps: mean near 200 µs and a coefficient of variation near 1
@@ -270,7 +270,7 @@ fn lost_probes_are_counted_exactly() {
     cfg.duration = Nanos::from_millis(100);
     cfg.warmup = Nanos::ZERO;
     cfg.drain = Nanos::from_millis(20);
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     let c = out.counters();
     assert_eq!(c["sent"], 100);
     assert_eq!(c["lost_measured"], 100);
@@ -281,13 +281,15 @@ fn hardware_on_loopback_is_one_clear_error() {
     let (nf, to) = reflector();
     let mut cfg = ProbeConfig::new(to);
     cfg.sources = Sources::parse("hardware").unwrap();
-    let e = run(&cfg, Clock::monotonic()).unwrap_err().to_string();
+    let e = run(&cfg.clone().validated().unwrap(), Clock::monotonic())
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("interface lo"), "{e}");
     assert!(e.contains("software-receive"), "{e}");
     cfg.hardware_optional = true;
     cfg.duration = Nanos::from_millis(50);
     cfg.warmup = Nanos::ZERO;
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     assert!(out.warnings[0].contains("continuing"), "{:?}", out.warnings);
     nf.stop();
 }
@@ -304,7 +306,7 @@ fn a_run_records_what_its_self_checks_need_and_judges_each() {
     cfg.warmup = Nanos::from_millis(100);
     cfg.interval = Nanos::from_millis(50);
     cfg.sources = Sources::USER;
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     nf.stop();
     let sent_measured = out.tx.counters.sent - out.tx.counters.sent_warmup;
     // one gap per measured send after the first (stride 1 below 2000 sends)
@@ -343,7 +345,7 @@ fn the_stop_rule_stops_early_or_says_it_reached_the_maximum() {
     cfg.interval = Nanos::from_millis(100);
     cfg.sources = Sources::USER;
     cfg.ci_width = Some(latlab_core::selfcheck::CiTarget::parse("p50:10s").unwrap());
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     assert!(out.checks.stopped_early);
     assert!(out.checks.monitor.checks >= 1);
     assert!(out.checks.measured_ns < cfg.duration.get());
@@ -360,7 +362,7 @@ fn the_stop_rule_stops_early_or_says_it_reached_the_maximum() {
 
     cfg.duration = Nanos::from_millis(300);
     cfg.ci_width = Some(latlab_core::selfcheck::CiTarget::parse("p99:1ns").unwrap());
-    let out = run(&cfg, Clock::monotonic()).unwrap();
+    let out = run(&cfg.clone().validated().unwrap(), Clock::monotonic()).unwrap();
     nf.stop();
     assert!(!out.checks.stopped_early);
     assert_eq!(out.checks.measured_ns, cfg.duration.get());
@@ -409,4 +411,30 @@ fn a_fifo_sender_spins_at_most_a_quarter_of_the_gap() {
     assert_eq!(fifo_max_margin_ns(true, 200_000.0), 50_000);
     assert_eq!(fifo_max_margin_ns(true, 10_000_000.0), 500_000);
     assert_eq!(fifo_max_margin_ns(false, 200_000.0), 500_000);
+}
+
+/// A checked configuration is written and read as the plain one; reading a job file's
+/// copy checks it, so a bad one never reaches a run.
+#[test]
+fn a_checked_config_reads_as_the_plain_one_and_a_bad_one_does_not_read() {
+    let cfg = ProbeConfig::new("127.0.0.1:9".parse().unwrap());
+    let checked = cfg.clone().validated().unwrap();
+    let plain = serde_json::to_value(&cfg).unwrap();
+    assert_eq!(serde_json::to_value(&checked).unwrap(), plain);
+    assert_eq!(
+        serde_json::from_value::<ValidProbeConfig>(plain).unwrap(),
+        checked
+    );
+    assert_eq!(
+        checked.starting_at(5).start_at_monotonic_ns,
+        Some(5),
+        "the start is no check's business"
+    );
+    let mut bad = cfg;
+    bad.flows = 0;
+    let e = serde_json::from_value::<ValidProbeConfig>(serde_json::to_value(&bad).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("--flows must be at least 1"), "{e}");
+    assert!(bad.validated().is_err());
 }

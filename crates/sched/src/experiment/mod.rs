@@ -225,30 +225,21 @@ fn place(cfg: &ExperimentConfig) -> (u32, String) {
         };
         return (cfg.cpu, format!("CPU {}, {why}.", cfg.cpu));
     }
-    let quiet: Vec<latlab_net::fit::CpuQuiet> = allowed
-        .iter()
-        .map(|&cpu| latlab_net::fit::CpuQuiet {
-            cpu,
-            stats: latlab_net::fit::quiet_cpu(cpu, None, latlab_net::fit::QUIET_PROBE),
-        })
-        .collect();
-    let lines: Vec<String> = quiet.iter().map(|q| q.describe()).collect();
+    let quiet = latlab_net::fit::probe_cpus(&allowed, None);
+    let probe = latlab_net::fit::probe_clause(&quiet);
     match latlab_net::fit::choose_cpus(&quiet) {
         Some((_, quietest)) => (
             quietest,
             format!(
-                "CPU {quietest}, the quietest of the {} allowed while a thread spun on each for {} ({}); pass --cpu to choose.",
+                "CPU {quietest}, the quietest of the {} allowed; {probe}; pass --cpu to choose.",
                 allowed.len(),
-                format_ns(latlab_net::fit::QUIET_PROBE.get() as f64),
-                lines.join("; ")
             ),
         ),
         None => (
             cfg.cpu,
             format!(
-                "CPU {}, the last allowed: no CPU could be probed ({}).",
-                cfg.cpu,
-                lines.join("; ")
+                "CPU {}, the last allowed, since no CPU could be probed: {probe}.",
+                cfg.cpu
             ),
         ),
     }

@@ -7,7 +7,9 @@ use crate::args::dfs::BenchArgs;
 use crate::exit::usage;
 use latlab_core::child::ChildJob;
 use latlab_core::text::Table;
-use latlab_dfs::mpibench::{self, BenchConfig, BenchData, BenchError, Transport, TransportConfig};
+use latlab_dfs::mpibench::{
+    self, BenchConfig, BenchData, BenchError, Transport, TransportConfig, TransportError,
+};
 
 pub fn run(a: BenchArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let launch = Launch::from_args(&a.out, "dfs-bench", argv);
@@ -27,7 +29,7 @@ fn execute(cfg: BenchConfig, transport: TransportConfig, l: Launch) -> anyhow::R
     let provenance = || mpi_provenance(&l.started_utc);
     let r = match mpibench::run(|_| Ok(cfg), transport, l.argv.clone(), provenance) {
         Ok(r) => r,
-        Err(e @ (BenchError::Config(_) | BenchError::Ranks(_))) => {
+        Err(e @ (BenchError::Transport(TransportError::Config(_)) | BenchError::Ranks(_))) => {
             return Err(usage(e.to_string()))
         }
         Err(e) => return Err(e.into()),

@@ -34,9 +34,10 @@ fn execute(
     let provenance = || mpi_provenance(&l.started_utc);
     let result = match mpirun::run(resolve, transport, l.argv.clone(), provenance) {
         Ok(r) => r,
-        Err(e @ (mpirun::RunError::Config(_) | mpirun::RunError::Ranks { .. })) => {
-            return Err(usage(e.to_string()))
-        }
+        Err(
+            e @ (mpirun::RunError::Transport(mpirun::TransportError::Config(_))
+            | mpirun::RunError::Ranks { .. }),
+        ) => return Err(usage(e.to_string())),
         Err(e) => return Err(e.into()),
     };
     let Some(r) = result else { return Ok(()) };

@@ -6,6 +6,7 @@
 use super::knobs::{FabricError, FabricParams, Routing, VCS};
 use super::topology::{Dragonfly, LinkKind, Peer};
 use crate::sim::rng::Rng;
+use crate::sim::slab::alloc;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
@@ -20,19 +21,6 @@ pub struct Completion {
 
 const NONE: u32 = u32::MAX;
 
-/// Stores `v` in a free slot of `slab` (or a new one); returns its index.
-fn alloc<T>(slab: &mut Vec<T>, free: &mut Vec<u32>, v: T) -> u32 {
-    match free.pop() {
-        Some(i) => {
-            slab[i as usize] = v;
-            i
-        }
-        None => {
-            slab.push(v);
-            (slab.len() - 1) as u32
-        }
-    }
-}
 /// UGAL-L threshold, packets.
 const UGAL_THRESHOLD: u32 = 2;
 
