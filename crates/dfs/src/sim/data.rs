@@ -80,8 +80,14 @@ pub struct SimData {
     pub dde: DdeCounters,
     /// Contributions sent.
     pub sent: u64,
-    /// Events processed.
+    /// Events handled (the fabric's own included). A flow's completion rescheduled before
+    /// it fell due is moved, not queued again, and counts in `superseded_events` instead
+    /// (before 2026-11-25 each was queued and popped as a stale event and counted here:
+    /// the old count is `events + superseded_events`).
     pub events: u64,
+    /// Completion events replaced before they fell due (never queued).
+    #[serde(default)]
+    pub superseded_events: u64,
     /// Whether every time-slice completed (FLESnet: was built or discarded).
     pub complete: bool,
     /// Simulated time the warm-up took (from the first send until the warm-up

@@ -40,6 +40,7 @@ pub mod noise;
 pub mod result;
 pub mod rng;
 mod spec;
+mod timers;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
