@@ -153,7 +153,8 @@ pub struct Trend {
 }
 
 /// MSER (White 1997: the truncation point `d` minimising the standard error of the mean
-/// of the blocks after it, Σ(y − ȳ)² / (n − d)²) and the trend of the blocks after `d`.
+/// of the blocks after it, Σ(y − ȳ)² / (n − d)², searched in the first half of the
+/// blocks as the rule has it) and the trend of the blocks after `d`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Settle {
     /// Blocks dropped as transient.
@@ -168,7 +169,7 @@ pub struct Settle {
     pub change_pct: f64,
     /// The blocks kept are stationary (the same test as [`Trend::stationary`]).
     pub stationary: bool,
-    /// MSER dropped at most half the blocks: past half, the run is too short to tell a
+    /// MSER's cut lies inside the first half: at its end, the run is too short to tell a
     /// steady state from the end of a transient (the usual MSER rule).
     pub reliable: bool,
 }
@@ -264,14 +265,16 @@ impl Settle {
         if n < 8 {
             return None;
         }
-        // suffix sums give every truncation's variance in one pass
+        // suffix sums give every truncation's variance in one pass; the cut is searched in
+        // the first half only (a late cut would chase the last wobble of a short run)
+        let half = n / 2;
         let (mut s1, mut s2) = (0.0, 0.0);
         let mut best = (f64::INFINITY, 0);
         for d in (0..n).rev() {
             s1 += points[d].1;
             s2 += points[d].1 * points[d].1;
-            let m = (n - d) as f64;
-            if n - d >= 4 {
+            if d <= half {
+                let m = (n - d) as f64;
                 let ss = (s2 - s1 * s1 / m).max(0.0);
                 let v = ss / (m * m);
                 if v <= best.0 {
@@ -291,7 +294,7 @@ impl Settle {
             slope_se_ms_per_s: se.map_or(0.0, |s| s * 1e3),
             change_pct,
             stationary: stationary(slope, change_pct, se),
-            reliable: d * 2 <= n,
+            reliable: d < half,
         })
     }
 }
