@@ -163,9 +163,11 @@ pub struct Settle {
     pub from_ms: f64,
     /// Mean of the blocks kept, ms.
     pub mean_ms: f64,
-    /// Trend of the blocks kept, ms/s, its standard error and change in percent.
+    /// Trend of the blocks kept, ms of mean completion per simulated second.
     pub slope_ms_per_s: f64,
+    /// Its standard error (as [`Trend::slope_se_ms_per_s`]).
     pub slope_se_ms_per_s: f64,
+    /// Its change over the blocks kept, percent of their mean.
     pub change_pct: f64,
     /// The blocks kept are stationary (the same test as [`Trend::stationary`]).
     pub stationary: bool,
