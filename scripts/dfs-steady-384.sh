@@ -13,8 +13,8 @@
 # FLESnet runs at --offered-load 0.7: below the ~77 % the modelled network carries, so its
 # builders' queues are stationary (at the default 0.8 they fill until discards start, which
 # takes seconds of simulated time at 384 nodes; docs/dfs.md "Steady state").
-# Budget: ≤ 10 min on a 2-core host (quiet: ~5-6 min expected with the dev build, dfs at
-# opt-level 2: ~550 s of CPU in all, DFS's ~300-350 s on one thread the long pole). Every
+# Budget: ≤ 10 min on a 2-core host (nearly quiet: 4 min 26 s with the dev build, dfs at
+# opt-level 2: 479 s of CPU in all, DFS's ~266 s on one thread the long pole). Every
 # figure but the wall times is deterministic (seed 1).
 set -euo pipefail
 INTERVALS=${1:-576}
