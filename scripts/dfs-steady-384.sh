@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The issue-15 steady-state run: 384 nodes (192 inputs + 192 computes), best effort, DFS and
-# FLESnet's time-slice manager, the default model and stall trace, 96 intervals of 960
-# time-slices (~2 s simulated), the three policies on 2 threads. Prints the simulator's
-# tables (completion spread, bandwidth, warm-up, halves, trend per simulated second and
-# whether it is stationary, events, wall, events/s) and then one markdown row per policy
-# with the wall time of the whole command.
+# FLESnet's time-slice manager, the default model and stall trace, 576 intervals of 960
+# time-slices (~12 s simulated: best effort's spread grows for ~3-5 s before it levels
+# off, and MSER needs its cut in the first half of the run), the three policies on 2
+# threads. Prints the simulator's tables (completion spread, bandwidth, warm-up, halves,
+# trend per simulated second with its standard error, stationary, MSER's settle point,
+# events, wall, events/s) and then one markdown row per policy with the wall time of the
+# whole command.
 #
-#   scripts/dfs-steady-384.sh [INTERVALS=96] [JOBS=2] [LATLAB=target/debug/latlab]
+#   scripts/dfs-steady-384.sh [INTERVALS=576] [JOBS=2] [LATLAB=target/debug/latlab]
 #
 # FLESnet runs at --offered-load 0.7: below the ~77 % the modelled network carries, so its
 # builders' queues are stationary (at the default 0.8 they fill until discards start, which
 # takes seconds of simulated time at 384 nodes; docs/dfs.md "Steady state").
-# Budget: ≤ 10 min on a 2-core host (quiet: ~2-3 min with the dev build, dfs at
-# opt-level 2). Every figure but the wall times is deterministic (seed 1).
+# Budget: ≤ 10 min on a 2-core host (nearly quiet: 4 min 26 s with the dev build, dfs at
+# opt-level 2: 479 s of CPU in all, DFS's ~266 s on one thread the long pole). Every
+# figure but the wall times is deterministic (seed 1).
 set -euo pipefail
-INTERVALS=${1:-96}
+INTERVALS=${1:-576}
 JOBS=${2:-2}
 LATLAB=${3:-target/debug/latlab}
 OUT=${OUT:-latlab-results/dfs-steady-384}
@@ -30,8 +33,8 @@ start=$(date +%s.%N)
 end=$(date +%s.%N)
 wall=$(awk -v a="$start" -v b="$end" 'BEGIN {printf "%.1f", b - a}')
 echo
-echo "| policy | simulated s | events | events/s (its thread) | p90 ms 1st/2nd half | trend ms/s | stationary | command wall s |"
-echo "|---|---|---|---|---|---|---|---|"
+echo "| policy | simulated s | events | events/s (its thread) | p90 ms 1st/2nd half | trend ms/s ± se | stationary | settled (MSER cut s: mean ms after) | steady state | command wall s |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
 for m in best-effort dfs flesnet; do
   python3 - "$OUT/run-$m.json" "$wall" <<'PY'
 import json, sys
@@ -40,8 +43,13 @@ d = r["data"]
 w = r["counters"].get("wall_ms", 0) / 1e3
 h = d.get("completion_halves_ms") or [{"p90": float("nan")}] * 2
 t = d.get("trend") or {}
+s = t.get("settle") or {}
+settled = s.get("stationary") and s.get("reliable")
+steady = "yes (whole run)" if t.get("stationary") else ("yes (after the cut)" if settled else "no")
+cut = f"{s['from_ms'] / 1e3:.2f}: {s['mean_ms']:.3f}" + ("" if s.get("reliable") else " (cut at half: run too short)") if s else "-"
 print(f"| {d['config']['mode']} | {d['duration_ms'] / 1e3:.3f} | {d['events']} | "
       f"{d['events'] / w if w else float('nan'):.0f} | {h[0]['p90']:.3f}/{h[1]['p90']:.3f} | "
-      f"{t.get('slope_ms_per_s', float('nan')):.3f} | {'yes' if t.get('stationary') else 'no'} | {sys.argv[2]} |")
+      f"{t.get('slope_ms_per_s', float('nan')):.3f} ± {t.get('slope_se_ms_per_s', float('nan')):.3f} | "
+      f"{'yes' if t.get('stationary') else 'no'} | {cut} | {steady} | {sys.argv[2]} |")
 PY
 done

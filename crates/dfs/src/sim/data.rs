@@ -80,8 +80,14 @@ pub struct SimData {
     pub dde: DdeCounters,
     /// Contributions sent.
     pub sent: u64,
-    /// Events processed.
+    /// Events handled (the fabric's own included). A flow's completion rescheduled before
+    /// it fell due is moved, not queued again, and counts in `superseded_events` instead
+    /// (before 2026-11-25 each was queued and popped as a stale event and counted here:
+    /// the old count is `events + superseded_events`).
     pub events: u64,
+    /// Completion events replaced before they fell due (never queued).
+    #[serde(default)]
+    pub superseded_events: u64,
     /// Whether every time-slice completed (FLESnet: was built or discarded).
     pub complete: bool,
     /// Simulated time the warm-up took (from the first send until the warm-up
@@ -122,7 +128,8 @@ pub struct BlockRow {
 }
 
 /// Whether the completion duration still moves after warm-up: a least-squares line
-/// through the post-warm-up blocks' means against their end times.
+/// through the post-warm-up blocks' means against their end times, and, where that line
+/// still moves, where the series settles (MSER).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trend {
     /// Blocks fitted.
@@ -131,13 +138,108 @@ pub struct Trend {
     pub slope_ms_per_s: f64,
     /// The line's change over the fitted span in percent of the blocks' mean.
     pub change_pct: f64,
-    /// `|change_pct|` ≤ [`STATIONARY_CHANGE_PCT`].
+    /// Standard error of the slope, ms/s, from the line through [`BATCHES`] batch means
+    /// of the blocks (batching absorbs most of the blocks' autocorrelation); 0 with fewer
+    /// than 2 × [`BATCHES`] blocks (then only the change counts).
+    #[serde(default)]
+    pub slope_se_ms_per_s: f64,
+    /// `|change_pct|` ≤ [`STATIONARY_CHANGE_PCT`], or the slope is within
+    /// [`T_CRIT`] standard errors of 0 (no trend the run can tell from noise).
     pub stationary: bool,
+    /// Where the series settles: the MSER warm-up truncation of the blocks and the trend
+    /// of what follows it.
+    #[serde(default)]
+    pub settle: Option<Settle>,
+}
+
+/// MSER (White 1997: the truncation point `d` minimising the standard error of the mean
+/// of the blocks after it, Σ(y − ȳ)² / (n − d)², searched in the first half of the
+/// blocks as the rule has it) and the trend of the blocks after `d`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Settle {
+    /// Blocks dropped as transient.
+    pub dropped_blocks: u64,
+    /// End time of the last dropped block, ms (the series is taken as settled after it).
+    pub from_ms: f64,
+    /// Mean of the blocks kept, ms.
+    pub mean_ms: f64,
+    /// Trend of the blocks kept, ms of mean completion per simulated second.
+    pub slope_ms_per_s: f64,
+    /// Its standard error (as [`Trend::slope_se_ms_per_s`]).
+    pub slope_se_ms_per_s: f64,
+    /// Its change over the blocks kept, percent of their mean.
+    pub change_pct: f64,
+    /// The blocks kept are stationary (the same test as [`Trend::stationary`]).
+    pub stationary: bool,
+    /// MSER's cut lies inside the first half: at its end, the run is too short to tell a
+    /// steady state from the end of a transient (the usual MSER rule).
+    pub reliable: bool,
 }
 
 /// Largest change of the fitted trend over the run, in percent of the mean, that still
 /// counts as stationary.
 pub const STATIONARY_CHANGE_PCT: f64 = 10.0;
+
+/// Batch means the slope's standard error is computed from.
+pub const BATCHES: usize = 10;
+
+/// Two-sided 95 % quantile of Student's t with `BATCHES − 2` = 8 degrees of freedom.
+pub const T_CRIT: f64 = 2.306;
+
+/// A least-squares line: (slope per ms, change in percent of the mean, mean).
+fn line(points: &[(f64, f64)]) -> (f64, f64, f64) {
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 }; // ms per ms
+    let span = points.last().map_or(0.0, |p| p.0) - points.first().map_or(0.0, |p| p.0);
+    let change_pct = if my > 0.0 {
+        slope * span / my * 100.0
+    } else {
+        0.0
+    };
+    (slope, change_pct, my)
+}
+
+/// Standard error of the slope (per ms) of the line through [`BATCHES`] batch means;
+/// None with fewer than two points per batch.
+fn slope_se(points: &[(f64, f64)]) -> Option<f64> {
+    let k = points.len() / BATCHES;
+    if k < 2 {
+        return None;
+    }
+    let q: Vec<(f64, f64)> = points
+        .chunks_exact(k)
+        .take(BATCHES)
+        .map(|c| {
+            let n = c.len() as f64;
+            (
+                c.iter().map(|p| p.0).sum::<f64>() / n,
+                c.iter().map(|p| p.1).sum::<f64>() / n,
+            )
+        })
+        .collect();
+    let n = q.len() as f64;
+    let mx = q.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = q.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = q.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = q.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum::<f64>() / sxx;
+    let res: f64 = q
+        .iter()
+        .map(|p| (p.1 - my - slope * (p.0 - mx)).powi(2))
+        .sum();
+    Some((res / (n - 2.0) / sxx).sqrt())
+}
+
+/// The stationarity test: small change, or a slope the run cannot tell from 0.
+fn stationary(slope: f64, change_pct: f64, se: Option<f64>) -> bool {
+    change_pct.abs() <= STATIONARY_CHANGE_PCT || se.is_some_and(|se| slope.abs() <= T_CRIT * se)
+}
 
 impl Trend {
     /// The trend of `blocks` (points `(end_ms, mean_ms)`); None with fewer than four.
@@ -145,23 +247,56 @@ impl Trend {
         if points.len() < 4 {
             return None;
         }
-        let n = points.len() as f64;
-        let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
-        let my = points.iter().map(|p| p.1).sum::<f64>() / n;
-        let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
-        let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 }; // ms per ms
-        let span = points.last()?.0 - points.first()?.0;
-        let change_pct = if my > 0.0 {
-            slope * span / my * 100.0
-        } else {
-            0.0
-        };
+        let (slope, change_pct, _) = line(points);
+        let se = slope_se(points);
         Some(Trend {
             blocks: points.len() as u64,
             slope_ms_per_s: slope * 1e3,
             change_pct,
-            stationary: change_pct.abs() <= STATIONARY_CHANGE_PCT,
+            slope_se_ms_per_s: se.map_or(0.0, |s| s * 1e3),
+            stationary: stationary(slope, change_pct, se),
+            settle: Settle::find(points),
+        })
+    }
+}
+
+impl Settle {
+    /// MSER over `points` (at least four kept).
+    fn find(points: &[(f64, f64)]) -> Option<Settle> {
+        let n = points.len();
+        if n < 8 {
+            return None;
+        }
+        // suffix sums give every truncation's variance in one pass; the cut is searched in
+        // the first half only (a late cut would chase the last wobble of a short run)
+        let half = n / 2;
+        let (mut s1, mut s2) = (0.0, 0.0);
+        let mut best = (f64::INFINITY, 0);
+        for d in (0..n).rev() {
+            s1 += points[d].1;
+            s2 += points[d].1 * points[d].1;
+            if d <= half {
+                let m = (n - d) as f64;
+                let ss = (s2 - s1 * s1 / m).max(0.0);
+                let v = ss / (m * m);
+                if v <= best.0 {
+                    best = (v, d);
+                }
+            }
+        }
+        let d = best.1;
+        let kept = &points[d..];
+        let (slope, change_pct, mean) = line(kept);
+        let se = slope_se(kept);
+        Some(Settle {
+            dropped_blocks: d as u64,
+            from_ms: if d == 0 { 0.0 } else { points[d - 1].0 },
+            mean_ms: mean,
+            slope_ms_per_s: slope * 1e3,
+            slope_se_ms_per_s: se.map_or(0.0, |s| s * 1e3),
+            change_pct,
+            stationary: stationary(slope, change_pct, se),
+            reliable: d < half,
         })
     }
 }
@@ -198,5 +333,58 @@ mod tests {
         assert!((t.slope_ms_per_s - 20.0).abs() < 1e-9, "{t:?}");
         assert!((t.change_pct - 1.4 / 5.7 * 100.0).abs() < 1e-9, "{t:?}");
         assert!(Trend::fit(&grow[..3]).is_none());
+    }
+
+    /// A deterministic wobble in [-1, 1] (no generator needed).
+    fn wobble(k: usize) -> f64 {
+        ((k * 7919) % 101) as f64 / 50.0 - 1.0
+    }
+
+    #[test]
+    fn a_transient_then_a_plateau_settles_where_the_plateau_starts() {
+        // 40 blocks rising 2 -> 8 ms, then 60 flat at 8 ms ± 0.5: the whole run trends,
+        // MSER drops about the rise and what follows is stationary
+        let pts: Vec<(f64, f64)> = (0..100)
+            .map(|k| {
+                let y = if k < 40 { 2.0 + 0.15 * k as f64 } else { 8.0 };
+                (k as f64 * 20.0 + 20.0, y + 0.5 * wobble(k))
+            })
+            .collect();
+        let t = Trend::fit(&pts).unwrap();
+        assert!(!t.stationary, "{t:?}");
+        let s = t.settle.unwrap();
+        assert!((35..=45).contains(&s.dropped_blocks), "{s:?}");
+        assert!(s.reliable && s.stationary, "{s:?}");
+        assert!((s.mean_ms - 8.0).abs() < 0.3, "{s:?}");
+        assert_eq!(s.from_ms, pts[s.dropped_blocks as usize - 1].0);
+    }
+
+    #[test]
+    fn noise_around_a_level_is_stationary_even_when_its_line_moves_over_ten_percent() {
+        // 1.5 ms swinging ±0.4 ms over 110 blocks (slow wandering, as DFS's spread does)
+        // plus scatter: the fitted line changes by over 10 % but within about one standard
+        // error of its slope, so the run cannot tell it from a flat series
+        let pts: Vec<(f64, f64)> = (0..200)
+            .map(|k| {
+                let swing = 0.4 * (std::f64::consts::TAU * k as f64 / 110.0).sin();
+                (k as f64 * 20.0, 1.5 + swing + 0.1 * wobble(k * 13 + 5))
+            })
+            .collect();
+        let t = Trend::fit(&pts).unwrap();
+        assert!(t.change_pct.abs() > STATIONARY_CHANGE_PCT, "{t:?}");
+        assert!(t.slope_se_ms_per_s > 0.0);
+        assert!(t.stationary, "{t:?}");
+        // a steady growth of the same size as the scatter over the run is not
+        let grow: Vec<(f64, f64)> = pts
+            .iter()
+            .enumerate()
+            .map(|(k, &(x, y))| (x, y + 1.5 * (k as f64 / 200.0).sqrt()))
+            .collect();
+        let t = Trend::fit(&grow).unwrap();
+        assert!(!t.stationary, "{t:?}");
+        assert!(
+            t.slope_ms_per_s.abs() > T_CRIT * t.slope_se_ms_per_s,
+            "{t:?}"
+        );
     }
 }

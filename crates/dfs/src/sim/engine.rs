@@ -10,6 +10,7 @@ use super::data::{FillSample, FiveNum, SimOutcome};
 use super::net::Reschedule;
 use super::noise::Stalls;
 use super::rng::Rng;
+use super::timers::Timers;
 use crate::compute::{Arrival, ArrivalOutcome, ComputeNode};
 use crate::dde::Dde;
 use crate::ie::{InputEngine, Poll, Proposal, Report};
@@ -113,6 +114,9 @@ pub(super) struct Sim<'a> {
     now: i64,
     seq: u64,
     heap: BinaryHeap<Entry>,
+    /// Flow completions and fabric wake-ups: one pending event per flow, moved in place on
+    /// every reschedule instead of queueing a stale event ([`Timers`]).
+    timers: Timers,
     rng: Rng,
     net: Net,
     inputs: Vec<InputNode>,
@@ -234,6 +238,7 @@ impl<'a> Sim<'a> {
             now: 0,
             seq: 0,
             heap: BinaryHeap::new(),
+            timers: Timers::default(),
             rng,
             net: Net::for_config(cfg, inj_v, ej_v),
             inputs,
@@ -295,13 +300,29 @@ impl<'a> Sim<'a> {
         self.cfg.net.latency_ns + self.rng.exp(self.cfg.net.jitter_ns).round() as i64
     }
 
+    /// Moves every rescheduled flow's one pending completion event (a fresh sequence
+    /// number each, exactly as the push of a new event did).
     fn flush_resched(&mut self) {
-        let r = std::mem::take(&mut self.resched);
-        for &(id, t, v) in &r {
-            self.push(t, Ev::FlowDone(id, v));
+        for &(id, t, v) in &self.resched {
+            self.seq += 1;
+            // the fabric's reserved id u32::MAX takes slot 0, flow ids the slots after it
+            self.timers.set(id.wrapping_add(1), t, self.seq, v);
         }
-        self.resched = r;
         self.resched.clear();
+    }
+
+    /// The next event by `(time, seq)` from the main queue or the timers.
+    fn next_event(&mut self) -> Option<(i64, Ev)> {
+        let main = self.heap.peek().map(|e| (e.t, e.seq));
+        match (main, self.timers.peek()) {
+            (None, None) => None,
+            (Some(_), None) => self.heap.pop().map(|e| (e.t, e.ev)),
+            (Some(m), Some(f)) if m < f => self.heap.pop().map(|e| (e.t, e.ev)),
+            (_, Some(_)) => {
+                let (t, _, slot, v) = self.timers.pop().expect("peeked");
+                Some((t, Ev::FlowDone(slot.wrapping_sub(1), v)))
+            }
+        }
     }
 
     pub(super) fn run(
@@ -335,13 +356,13 @@ impl<'a> Sim<'a> {
         }
         let mut percent = 0;
         progress.step("simulating", 0, 100);
-        while let Some(e) = self.heap.pop() {
-            self.now = e.t;
+        while let Some((t, ev)) = self.next_event() {
+            self.now = t;
             self.events += 1;
-            match e.ev {
+            match ev {
                 Ev::Wake(i) => {
                     let inp = &mut self.inputs[i as usize];
-                    if inp.wake_at == e.t {
+                    if inp.wake_at == t {
                         inp.wake_at = i64::MAX;
                         self.poll(i as usize);
                     }

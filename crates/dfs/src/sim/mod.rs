@@ -41,6 +41,7 @@ pub mod result;
 pub mod rng;
 mod slab;
 mod spec;
+mod timers;
 
 pub use config::{
     BandwidthDrop, DdeFault, DropWindow, NetModel, Role, SimConfig, SimError, SlowNode,
@@ -48,7 +49,8 @@ pub use config::{
     SIM_DEFAULT_TS_PER_INTERVAL,
 };
 pub use data::{
-    BlockRow, FillSample, FiveNum, IntervalRow, SimData, SimOutcome, Trend, STATIONARY_CHANGE_PCT,
+    BlockRow, FillSample, FiveNum, IntervalRow, Settle, SimData, SimOutcome, Trend, BATCHES,
+    STATIONARY_CHANGE_PCT, T_CRIT,
 };
 pub use noise::{NoiseError, NoiseTrace};
 

@@ -75,6 +75,7 @@ pub fn to_result(o: &SimOutcome, argv: Vec<String>, provenance: Provenance) -> R
     c.insert("catch_up_sends".into(), d.ie.catch_up_sends);
     c.insert("dde_speedups".into(), d.dde.speedups);
     c.insert("events".into(), d.events);
+    c.insert("superseded_events".into(), d.superseded_events);
     c.insert("discarded_time_slices".into(), d.discarded);
     // a time-slice the FLESnet manager discarded was never sent: not lost
     let expected = (d.time_slices - d.discarded) * d.config.topology.inputs as u64;

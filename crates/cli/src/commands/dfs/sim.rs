@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use latlab_core::results::{Provenance, ResultFile};
 use latlab_core::text::Table;
 use latlab_dfs::report::{compare, sim_data, sim_summary};
-use latlab_dfs::sim::{self, result::to_result, SimConfig};
+use latlab_dfs::sim::{self, result::to_result, SimConfig, STATIONARY_CHANGE_PCT, T_CRIT};
 use latlab_dfs::Mode;
 use latlab_sys::host;
 use std::path::{Path, PathBuf};
@@ -175,8 +175,10 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         "p90 1st half ms",
         "p90 2nd half ms",
         "trend ms/s",
+        "± se",
         "change %",
         "stationary",
+        "settled (MSER)",
         "discarded",
         "events",
         "wall s",
@@ -192,10 +194,12 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
             halves.map_or("-".into(), |h| f(h[0].p90, 3)),
             halves.map_or("-".into(), |h| f(h[1].p90, 3)),
             d.trend.map_or("-".into(), |t| f(t.slope_ms_per_s, 3)),
+            d.trend.map_or("-".into(), |t| f(t.slope_se_ms_per_s, 3)),
             d.trend.map_or("-".into(), |t| f(t.change_pct, 1)),
             d.trend
                 .map_or("-", |t| if t.stationary { "yes" } else { "no" })
                 .into(),
+            d.trend.map_or("-".into(), settled),
             d.discarded.to_string(),
             d.events.to_string(),
             f(wall_s, 2),
@@ -207,6 +211,9 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         ]);
     }
     println!("steady state and cost:");
+    println!(
+        "(stationary: change ≤ {STATIONARY_CHANGE_PCT} % or slope within {T_CRIT} se; settled: MSER cut, mean after)"
+    );
     print!("{}", t.render());
     let be = datas.iter().find(|d| d.config.mode == Mode::BestEffort);
     let dfs = datas.iter().find(|d| d.config.mode == Mode::Dfs);
@@ -237,4 +244,16 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         println!("result: {}", p.display());
     }
     Ok(())
+}
+
+/// The MSER column: where a trending run settles and its mean after, or why it does not.
+fn settled(t: latlab_dfs::sim::Trend) -> String {
+    match t.settle {
+        _ if t.stationary => "from start".into(),
+        Some(s) if s.stationary && s.reliable => {
+            format!("{:.0} ms: {:.3} ms", s.from_ms, s.mean_ms)
+        }
+        Some(s) if s.stationary => format!("{:.0} ms? (run too short)", s.from_ms),
+        _ => "no".into(),
+    }
 }

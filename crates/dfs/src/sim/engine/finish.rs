@@ -133,6 +133,7 @@ impl Sim<'_> {
             dde,
             sent: self.sent,
             events: self.events + self.net.internal_events(),
+            superseded_events: self.timers.superseded(),
             complete,
             warmup_ms: self.warm_time.map_or(0.0, |w| (w - start) as f64 / 1e6),
             completion_halves_ms: halves,
