@@ -196,8 +196,9 @@ def latlab_row(name):
     return d["configured_rps"], d["achieved_rps"], stats, late, failed, served
 
 def log2_bucket(text, q):
-    """memaslap's Log2 Dist of the last Total Statistics block: the bucket [2^k, 2^k+1) µs
-    holding quantile q."""
+    """memaslap's Log2 Dist of the last Total Statistics block: the bucket holding quantile
+    q. memaslap files a latency v (µs) under the smallest r with 2^r >= v (ms_stats.c,
+    ms_local_log2), so the column labelled r holds (2^(r-1), 2^r] µs."""
     block = text[text.rfind("Total Statistics"):]
     counts = {}
     for m in re.finditer(r"^\s+(\d+):\s+([\d\s]+)$", block.split("cmd_get")[0], re.M):
@@ -209,7 +210,7 @@ def log2_bucket(text, q):
     for k in sorted(counts):
         seen += counts[k]
         if total and seen >= q * total:
-            return f"[{2**k}, {2**(k+1)}) µs"
+            return f"({2**(k-1)}, {2**k}] µs"
     return "—"
 
 for server, (rates, fixed_rate) in plans.items():
