@@ -342,16 +342,7 @@ mod tests {
 
     #[test]
     fn usage_delta_matches_cpus_and_never_goes_negative() {
-        let cpu = |cpu, u: &[u64]| CpuIdle {
-            cpu,
-            states: u
-                .iter()
-                .map(|&usage| IdleState {
-                    usage,
-                    ..IdleState::default()
-                })
-                .collect(),
-        };
+        let cpu = |cpu, u: &[u64]| cpu_with(cpu, u);
         let start = [cpu(0, &[10, 100]), cpu(1, &[5, 50])];
         let end = [cpu(1, &[7, 381]), cpu(0, &[10, 252])];
         let d = usage_delta(&start, &end);
@@ -382,8 +373,8 @@ mod tests {
                 .collect(),
             qos_target_us: Some(QOS_NO_REQUEST_US),
             entries: usage_delta(
-                &[cpu_with(0, [10, 100]), cpu_with(1, [5, 50])],
-                &[cpu_with(0, [99, 252]), cpu_with(1, [7, 381])],
+                &[cpu_with(0, &[10, 100]), cpu_with(1, &[5, 50])],
+                &[cpu_with(0, &[99, 252]), cpu_with(1, &[7, 381])],
             ),
             ..IdleRecord::default()
         };
@@ -401,7 +392,8 @@ mod tests {
         assert!(r.summary().contains("QoS target 0 µs"));
     }
 
-    fn cpu_with(cpu: u32, u: [u64; 2]) -> CpuIdle {
+    /// A CPU whose states have these usage counts and nothing else.
+    fn cpu_with(cpu: u32, u: &[u64]) -> CpuIdle {
         CpuIdle {
             cpu,
             states: u
