@@ -6,7 +6,7 @@ use crate::exit::usage;
 use clap::Args;
 use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
-use latlab_net::rpc::{LoadConfig, Protocol, SizeRange, Target};
+use latlab_net::rpc::{LoadConfig, LoadIo, Protocol, SizeRange, Target};
 use latlab_net::serve::ServerKind;
 
 /// `--rate`: requests per second, `rps`, `krps`, `Mrps` (or the probe's `pps` units).
@@ -38,6 +38,29 @@ impl From<ServeArg> for ServerKind {
         match a {
             ServeArg::Memcached => ServerKind::Memcached,
             ServeArg::Nginx => ServerKind::Nginx,
+        }
+    }
+}
+
+/// `--io`: how the generator waits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LoadIoArg {
+    /// Sleep in ppoll until an answer or 30 µs before the next send, then poll without
+    /// sleeping up to it (sends on time).
+    Adaptive,
+    /// Sleep in ppoll until an answer or the next send, never spin (as memaslap and wrk do:
+    /// compare with them in this mode).
+    Blocking,
+    /// Never sleep: poll the sockets without waiting (the client CPU spins).
+    Busy,
+}
+
+impl From<LoadIoArg> for LoadIo {
+    fn from(a: LoadIoArg) -> LoadIo {
+        match a {
+            LoadIoArg::Adaptive => LoadIo::Adaptive,
+            LoadIoArg::Blocking => LoadIo::Blocking,
+            LoadIoArg::Busy => LoadIo::Busy,
         }
     }
 }
@@ -84,6 +107,9 @@ pub struct LoadArgs {
     /// connection has this many is late (sent when one frees, measured from its schedule).
     #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub pipeline: u32,
+    /// How the generator thread waits for answers and for its next send.
+    #[arg(long, value_enum, default_value_t = LoadIoArg::Adaptive)]
+    pub io: LoadIoArg,
     /// Generator threads (connections and rate split evenly, histograms merged exactly).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub threads: u32,
@@ -173,6 +199,7 @@ impl LoadArgs {
         cfg.drain = self.drain;
         cfg.connections = self.connections;
         cfg.pipeline = self.pipeline;
+        cfg.io = self.io.into();
         cfg.threads = self.threads;
         cfg.get_ratio = self.get_ratio;
         cfg.keys = self.keys;

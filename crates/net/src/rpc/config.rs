@@ -125,6 +125,34 @@ impl SizeRange {
     }
 }
 
+/// How the generator thread waits for answers and for its next send.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadIo {
+    /// Sleep in `ppoll` until an answer arrives or 30 µs before the next send, then poll the
+    /// sockets without sleeping up to it: sends leave on time, and an answer that lands near
+    /// a send is seen at once (at high rates the thread never sleeps).
+    #[default]
+    Adaptive,
+    /// Sleep in `ppoll` until an answer arrives or the next send falls due, never spinning:
+    /// what an epoll client such as memaslap or wrk does. Each answer and each send then
+    /// waits for a wake-up, which the latencies include (like the peers').
+    Blocking,
+    /// Never sleep: poll the sockets without waiting (the client CPU spins).
+    Busy,
+}
+
+impl LoadIo {
+    /// Its name as written in results and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadIo::Adaptive => "adaptive",
+            LoadIo::Blocking => "blocking",
+            LoadIo::Busy => "busy",
+        }
+    }
+}
+
 /// Everything a load run needs, resolved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LoadConfig {
@@ -144,6 +172,10 @@ pub struct LoadConfig {
     pub connections: u32,
     /// Most requests outstanding on one connection.
     pub pipeline: u32,
+    /// How the generator waits (results written before it existed read as adaptive, the
+    /// only behaviour then).
+    #[serde(default)]
+    pub io: LoadIo,
     /// Generator threads; connections and rate are split evenly, each thread with its own
     /// seeded stream, their histograms merged exactly.
     pub threads: u32,
@@ -186,6 +218,7 @@ impl LoadConfig {
             drain: Nanos::from_millis(500),
             connections: 8,
             pipeline: 4,
+            io: LoadIo::Adaptive,
             threads: 1,
             get_ratio: 0.9,
             keys: 10_000,

@@ -4,7 +4,7 @@
 //! connection's receive buffer. Buffers are allocated before the run; a request is written
 //! into its connection's send buffer and timed with the run's clock.
 
-use super::config::{LoadConfig, Protocol, Target};
+use super::config::{LoadConfig, LoadIo, Protocol, Target};
 use super::error::LoadError;
 use super::http;
 use super::memcached::{self, UDP_HEADER};
@@ -123,6 +123,25 @@ impl Conn {
         self.out.clear();
         self.out_pos = 0;
         Ok(false)
+    }
+}
+
+/// How long the loop may sleep in `ppoll` (0: poll without sleeping) at `now`, with the next
+/// send due at `next` (`None`: the schedule is done; the drain ends at `drain_end`).
+/// Adaptive waits for an answer, or until just before the next send and then polls the
+/// sockets without sleeping up to it (a timed wake-up can be tens of µs late); blocking
+/// sleeps up to the send itself; busy never sleeps.
+fn wait_ns(io: LoadIo, next: Option<u64>, now: u64, drain_end: u64) -> u64 {
+    if io == LoadIo::Busy {
+        return 0;
+    }
+    match next {
+        Some(t) if t > now => match io {
+            LoadIo::Blocking => t - now,
+            _ => (t - now).saturating_sub(SPIN_MARGIN_NS),
+        },
+        Some(_) => 1_000_000, // blocked: an answer frees a slot
+        None => drain_end.saturating_sub(now).max(1),
     }
 }
 
@@ -359,14 +378,7 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
         if schedule_done && (outstanding == 0 || now >= end_ns + cfg.drain.get()) {
             break;
         }
-        // wait for an answer, or until just before the next send and then poll the
-        // sockets without sleeping up to it (a timed wake-up can be tens of µs late)
-        let wake = match pacer.next_ns() {
-            Some(t) if t > now + SPIN_MARGIN_NS => t - now - SPIN_MARGIN_NS,
-            Some(t) if t > now => 0,
-            Some(_) => 1_000_000, // blocked: an answer frees a slot
-            None => (end_ns + cfg.drain.get()).saturating_sub(now).max(1),
-        };
+        let wake = wait_ns(cfg.io, pacer.next_ns(), now, end_ns + cfg.drain.get());
         let wake = if udp {
             wake.min(cfg.timeout.get())
         } else {
@@ -577,4 +589,35 @@ pub fn preload_keys(cfg: &LoadConfig) -> Result<(), LoadError> {
         preload(cfg, &vec![b'x'; cfg.value_size.max])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_io_mode_waits_as_documented() {
+        let (now, drain_end) = (1_000_000, 9_000_000);
+        let far = Some(now + 100_000);
+        let near = Some(now + 10_000);
+        // adaptive: sleeps up to the margin before a far send, not at all before a near one
+        assert_eq!(
+            wait_ns(LoadIo::Adaptive, far, now, drain_end),
+            100_000 - SPIN_MARGIN_NS
+        );
+        assert_eq!(wait_ns(LoadIo::Adaptive, near, now, drain_end), 0);
+        // blocking: sleeps up to the send itself, however near
+        assert_eq!(wait_ns(LoadIo::Blocking, far, now, drain_end), 100_000);
+        assert_eq!(wait_ns(LoadIo::Blocking, near, now, drain_end), 10_000);
+        // busy: never sleeps, not even while blocked or draining
+        for next in [far, near, Some(now), None] {
+            assert_eq!(wait_ns(LoadIo::Busy, next, now, drain_end), 0);
+        }
+        // a send already due but blocked (every connection full) waits for an answer
+        for io in [LoadIo::Adaptive, LoadIo::Blocking] {
+            assert_eq!(wait_ns(io, Some(now), now, drain_end), 1_000_000);
+            assert_eq!(wait_ns(io, None, now, drain_end), drain_end - now);
+            assert_eq!(wait_ns(io, None, drain_end + 5, drain_end), 1);
+        }
+    }
 }

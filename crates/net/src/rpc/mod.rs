@@ -28,7 +28,7 @@ pub mod reply;
 pub mod result;
 pub mod sections;
 
-pub use config::{LoadConfig, Protocol, SizeRange, Target, TARGET_FORMS};
+pub use config::{LoadConfig, LoadIo, Protocol, SizeRange, Target, TARGET_FORMS};
 pub use error::LoadError;
 pub use result::{load_result, LoadData, LoadOutcome, RESULT_KIND};
 
