@@ -145,12 +145,22 @@ fn memcached_over_tcp_and_udp_counts_add_up() {
     let tcp = load(dir.path(), &format!("memcached://127.0.0.1:{port}"), &[]);
     assert_counts_add_up(&tcp);
     assert!(tcp.histogram("get.sched").unwrap().unwrap().count() > 0);
+    assert_eq!(tcp.config["io"], "adaptive", "the default way of waiting");
+    // the other two ways of waiting answer every request too, and say which they were
+    let busy = load(
+        dir.path(),
+        &format!("memcached://127.0.0.1:{port}"),
+        &["--io", "busy"],
+    );
+    assert_counts_add_up(&busy);
+    assert_eq!(busy.config["io"], "busy");
     let udp = load(
         dir.path(),
         &format!("memcached+udp://127.0.0.1:{port}"),
-        &["--get-ratio", "0.5"],
+        &["--get-ratio", "0.5", "--io", "blocking"],
     );
     assert_counts_add_up(&udp);
+    assert_eq!(udp.config["io"], "blocking");
     assert_eq!(udp.counters["misses"], 0, "the keys were preloaded");
 }
 
