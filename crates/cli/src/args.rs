@@ -340,4 +340,37 @@ mod tests {
         assert!(s.contains("--duration"), "{s}");
         assert!(s.contains("250ns, 87.0us"), "{s}");
     }
+
+    fn calibrate(args: &[&str]) -> net::CalibrateArgs {
+        let cli = Cli::try_parse_from(["latlab", "net", "calibrate"].iter().chain(args)).unwrap();
+        let Command::Net(net::NetCommand::Calibrate(a)) = cli.command else {
+            panic!()
+        };
+        a
+    }
+
+    #[test]
+    fn calibration_holds_the_idle_state_at_0_as_root_unless_told_otherwise() {
+        assert_eq!(calibrate(&[]).dma_latency(true), Some(0));
+        assert_eq!(
+            calibrate(&[]).dma_latency(false),
+            None,
+            "no hold without root"
+        );
+        assert_eq!(calibrate(&["--idle-as-is"]).dma_latency(true), None);
+        assert_eq!(
+            calibrate(&["--dma-latency", "20"]).dma_latency(true),
+            Some(20)
+        );
+        let e = Cli::try_parse_from([
+            "latlab",
+            "net",
+            "calibrate",
+            "--idle-as-is",
+            "--dma-latency",
+            "0",
+        ])
+        .unwrap_err();
+        assert!(e.to_string().contains("--idle-as-is"), "{e}");
+    }
 }

@@ -480,6 +480,21 @@ pub struct CalibrateArgs {
     pub quiet: bool,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    /// Leave the CPUs' idle policy as it is. By default, as root, a calibration holds
+    /// /dev/cpu_dma_latency at 0 µs (as cyclictest does): it measures the instrument, and
+    /// an idle vCPU that halts between probes adds its wake-up to every delay it checks.
+    #[arg(long, conflicts_with = "dma_latency")]
+    pub idle_as_is: bool,
+}
+
+impl CalibrateArgs {
+    /// The `/dev/cpu_dma_latency` target to hold for the calibration: `--dma-latency`,
+    /// else 0 µs as root unless `--idle-as-is`; none without root (the hold needs it).
+    pub fn dma_latency(&self, root: bool) -> Option<u32> {
+        self.idle
+            .dma_latency
+            .or((root && !self.idle_as_is).then_some(0))
+    }
 }
 
 /// Options of `latlab experiment killer-us`.

@@ -29,7 +29,7 @@ fn dma_latency(c: &Command) -> Option<u32> {
         Command::Net(N::Probe(a)) => a.idle,
         Command::Net(N::Reflect(a)) => a.nf.idle,
         Command::Net(N::Forward(a)) => a.nf.idle,
-        Command::Net(N::Calibrate(a)) => a.idle,
+        Command::Net(N::Calibrate(a)) => return a.dma_latency(latlab_sys::netns::is_root()),
         Command::Net(N::Load(a)) => a.idle,
         Command::Host(HostCommand::Noise(a)) => a.idle,
         Command::Experiment(E::WhereTime(a)) => a.idle,

@@ -440,6 +440,10 @@ fn calibrate_leaves_the_testbed_as_it_found_it() {
     );
     let r = ResultFile::load(&dir.path().join("calibrate.json")).unwrap();
     assert_eq!(r.kind, "net.calibrate");
+    // as root a calibration holds the idle state at 0 µs by default (--idle-as-is not given)
+    let idle = r.provenance.idle.clone().expect("idle recorded");
+    assert_eq!(idle.held_us, Some(0), "{idle:?}");
+    assert!(!idle.halting_allowed());
     assert!(
         !up(),
         "calibrate brought the testbed up and must take it down"
