@@ -39,7 +39,7 @@ cleanup() {
 trap cleanup EXIT
 
 # configuration name -> how the instance is set up (none: no instance)
-CONFIGS="none hooks_cmd hooks_nocmd switch_cmd switch_nocmd switch_nocmd_local filtered_cmd filtered_nocmd"
+CONFIGS="none hooks_cmd hooks_nocmd switch_cmd switch_nocmd switch_nocmd_local filtered_cmd filtered_nocmd notrace_nocmd"
 setup() {
     [ "$1" = none ] && return 0
     mkdir "$inst"
@@ -52,12 +52,21 @@ setup() {
         filtered_*)
             echo 'prev_pid == 0 && next_pid == 0' >"$inst/events/sched/sched_switch/filter"
             echo 1 >"$inst/events/sched/sched_switch/enable" ;;
+        notrace_*)
+            # dropped by the instance's pid filter instead: run() lists the benchmark's pid
+            # in set_event_notrace_pid and event-fork adds its threads, so every switch
+            # (both sides listed) is ignored before the event is written
+            echo event-fork >"$inst/trace_options"
+            echo 1 >"$inst/events/sched/sched_switch/enable" ;;
     esac
     echo 1 >"$inst/tracing_on"
 }
 teardown() { cleanup; }
 run() {
-    taskset -c "$cpu" perf stat -e task-clock -x, perf bench sched pipe -T -l "$LOOPS" 2>&1 >/dev/null |
+    (
+        case $1 in notrace_*) echo "$BASHPID" >"$inst/set_event_notrace_pid" ;; esac
+        exec taskset -c "$cpu" perf stat -e task-clock -x, perf bench sched pipe -T -l "$LOOPS"
+    ) 2>&1 >/dev/null |
         awk -F, -v L="$LOOPS" '/task-clock/ { printf "%.4f\n", $1 * 1000 / L }'
 }
 
@@ -66,7 +75,7 @@ echo "# kernel event cost, $(date -u +%FT%TZ), $(uname -r), load $(cut -d' ' -f1
 for r in $(seq 1 "$REPS"); do
     for c in $CONFIGS; do
         setup "$c"
-        v=$(run)
+        v=$(run "$c")
         teardown
         echo "$c $v" >>"$out"
     done
@@ -87,6 +96,7 @@ what = {
     "switch_nocmd_local": "the same, trace clock `local` instead of `x86-tsc`",
     "filtered_cmd": "`sched_switch` with a filter that drops every one, record-cmd on",
     "filtered_nocmd": "the same, record-cmd off",
+    "notrace_nocmd": "`sched_switch` dropped by the pid filter (`set_event_notrace_pid`, both sides listed), record-cmd off",
 }
 base = statistics.median(d["none"])
 print("\n| instance | CPU per round trip, median (quartiles) | vs no instance | per switch |")
