@@ -1,7 +1,11 @@
 #!/bin/bash
 # What one kernel event costs the task that fires it, in the settings --explain's recorder
 # chooses between (issue 13 overhead): a sched_switch recorded, one dropped by a kernel
-# filter, the instance's record-cmd on or off, the trace clock.
+# filter or by the pid filter, the instance's record-cmd on or off, the trace clock; and,
+# for the recorder not built yet, a BPF program on the sched_switch raw tracepoint that
+# returns at once or writes a 32-byte record into a BPF ring buffer
+# (scripts/bpf/raw-tp-cost.c, built with gcc against linux/bpf.h; those rows are left out
+# with a note when gcc or the header is missing).
 #
 # usage: scripts/explain-event-cost.sh [REPS] [LOOPS]
 #   REPS   interleaved repetitions of every configuration (default 11)
@@ -13,7 +17,10 @@
 # the host moves it much less) is taken with no tracefs instance and with one private
 # instance (latlab-cost-<pid>) set up as described per row. Prints a markdown table: the
 # median CPU time per round trip, the quartiles, the difference to no instance, and that
-# per event (the difference / 2: two switches per round trip). Needs root and perf
+# per event (the difference / 2: two switches per round trip); then the same per event
+# from paired differences (each configuration against the no-instance run of the same
+# repetition, median and quartiles), which a host whose speed drifts between runs moves
+# less. Needs root and perf
 # (Debian package linux-perf). About 1 minute on a quiet 2-vCPU guest.
 set -euo pipefail
 
@@ -36,12 +43,34 @@ cleanup() {
         rmdir "$inst" || true
     fi
 }
-trap cleanup EXIT
+trap 'bpf_stop; cleanup; rm -rf "$bpfdir"' EXIT
 
 # configuration name -> how the instance is set up (none: no instance)
 CONFIGS="none hooks_cmd hooks_nocmd switch_cmd switch_nocmd switch_nocmd_local filtered_cmd filtered_nocmd notrace_nocmd"
+bpfdir=$(mktemp -d /tmp/latlab-bpf-cost.XXXXXX)
+bpf_pid=""
+if command -v gcc >/dev/null && [ -e /usr/include/linux/bpf.h ] &&
+    gcc -O2 -o "$bpfdir/raw-tp-cost" "$(dirname "$0")/bpf/raw-tp-cost.c" 2>"$bpfdir/gcc.log"; then
+    CONFIGS="$CONFIGS bpf_empty bpf_ringbuf"
+else
+    echo "note: no BPF rows (gcc or /usr/include/linux/bpf.h missing, or the build failed: $bpfdir/gcc.log)" >&2
+fi
+bpf_stop() {
+    [ -n "$bpf_pid" ] || return 0
+    exec 5>&-
+    wait "$bpf_pid" 2>/dev/null || true
+    bpf_pid=""
+}
 setup() {
     [ "$1" = none ] && return 0
+    case $1 in
+        bpf_*)
+            # the program stays attached until its stdin (fd 5 here) closes
+            exec 5> >(exec "$bpfdir/raw-tp-cost" "${1#bpf_}" >"$bpfdir/ready")
+            bpf_pid=$!
+            for _ in $(seq 100); do grep -q ready "$bpfdir/ready" 2>/dev/null && return 0; sleep 0.05; done
+            echo "the BPF program did not attach (${1#bpf_})" >&2; exit 1 ;;
+    esac
     mkdir "$inst"
     case $1 in *nocmd*) echo norecord-cmd >"$inst/trace_options" ;; esac
     case $1 in *local) echo local >"$inst/trace_clock" ;; *) echo x86-tsc >"$inst/trace_clock" ;; esac
@@ -61,7 +90,7 @@ setup() {
     esac
     echo 1 >"$inst/tracing_on"
 }
-teardown() { cleanup; }
+teardown() { bpf_stop; rm -f "$bpfdir/ready"; cleanup; }
 run() {
     (
         case $1 in notrace_*) echo "$BASHPID" >"$inst/set_event_notrace_pid" ;; esac
@@ -77,16 +106,18 @@ for r in $(seq 1 "$REPS"); do
         setup "$c"
         v=$(run "$c")
         teardown
-        echo "$c $v" >>"$out"
+        echo "$r $c $v" >>"$out"
     done
 done
 python3 - "$out" <<'PY'
 import statistics, sys
 from collections import defaultdict
 d = defaultdict(list)
+runs = defaultdict(dict)
 for line in open(sys.argv[1]):
-    c, v = line.split()
+    r, c, v = line.split()
     d[c].append(float(v))
+    runs[r][c] = float(v)
 what = {
     "none": "no instance",
     "hooks_cmd": "an instance with `nmi_handler` enabled (never fires), record-cmd on",
@@ -97,7 +128,10 @@ what = {
     "filtered_cmd": "`sched_switch` with a filter that drops every one, record-cmd on",
     "filtered_nocmd": "the same, record-cmd off",
     "notrace_nocmd": "`sched_switch` dropped by the pid filter (`set_event_notrace_pid`, both sides listed), record-cmd off",
+    "bpf_empty": "BPF on the `sched_switch` raw tracepoint, returning at once (no instance)",
+    "bpf_ringbuf": "BPF on the `sched_switch` raw tracepoint, 32 bytes into a BPF ring buffer (no instance)",
 }
+what = {c: t for c, t in what.items() if c in d}
 base = statistics.median(d["none"])
 print("\n| instance | CPU per round trip, median (quartiles) | vs no instance | per switch |")
 print("|---|---|---|---|")
@@ -108,6 +142,15 @@ for c, text in what.items():
     diff = m - base
     per = f"{diff / 2 * 1000:+.0f} ns" if c != "none" else "-"
     print(f"| {text} | {m:.3f} µs ({q[0]:.3f}–{q[2]:.3f}) | {diff * 1000:+.0f} ns | {per} |")
+print("\nPer switch from paired differences (each repetition's run minus its no-instance run, / 2):\n")
+print("| instance | per switch, median of the pairs (quartiles) |")
+print("|---|---|")
+for c, text in what.items():
+    if c == "none":
+        continue
+    p = sorted((rr[c] - rr["none"]) * 500 for rr in runs.values() if c in rr and "none" in rr)
+    q = statistics.quantiles(p, n=4) if len(p) > 1 else [p[0], p[0], p[0]]
+    print(f"| {text} | {statistics.median(p):+.0f} ns ({q[0]:+.0f}…{q[2]:+.0f}) |")
 print("\nA round trip is 2 switches and 2 wake-ups; \"per switch\" is half the difference "
       "(for the `hooks` rows it is the command-name recorder's hooks on a switch and a "
       "wake-up together).")
