@@ -1,11 +1,9 @@
 #!/bin/bash
 # What one kernel event costs the task that fires it, in the settings --explain's recorder
 # chooses between (issue 13 overhead): a sched_switch recorded, one dropped by a kernel
-# filter or by the pid filter, the instance's record-cmd on or off, the trace clock; and,
-# for the recorder not built yet, a BPF program on the sched_switch raw tracepoint that
-# returns at once or writes a 32-byte record into a BPF ring buffer
-# (scripts/bpf/raw-tp-cost.c, built with gcc against linux/bpf.h; those rows are left out
-# with a note when gcc or the header is missing).
+# filter or by the pid filter, the instance's record-cmd on or off, the trace clock. (BPF on
+# the raw tracepoint against tracefs, in alternating blocks of one process:
+# scripts/explain-bpf-cost.sh.)
 #
 # usage: scripts/explain-event-cost.sh [REPS] [LOOPS]
 #   REPS   interleaved repetitions of every configuration (default 11)
@@ -43,34 +41,12 @@ cleanup() {
         rmdir "$inst" || true
     fi
 }
-trap 'bpf_stop; cleanup; rm -rf "$bpfdir"' EXIT
+trap cleanup EXIT
 
 # configuration name -> how the instance is set up (none: no instance)
 CONFIGS="none hooks_cmd hooks_nocmd switch_cmd switch_nocmd switch_nocmd_local filtered_cmd filtered_nocmd notrace_nocmd"
-bpfdir=$(mktemp -d /tmp/latlab-bpf-cost.XXXXXX)
-bpf_pid=""
-if command -v gcc >/dev/null && [ -e /usr/include/linux/bpf.h ] &&
-    gcc -O2 -o "$bpfdir/raw-tp-cost" "$(dirname "$0")/bpf/raw-tp-cost.c" 2>"$bpfdir/gcc.log"; then
-    CONFIGS="$CONFIGS bpf_empty bpf_ringbuf"
-else
-    echo "note: no BPF rows (gcc or /usr/include/linux/bpf.h missing, or the build failed: $bpfdir/gcc.log)" >&2
-fi
-bpf_stop() {
-    [ -n "$bpf_pid" ] || return 0
-    exec 5>&-
-    wait "$bpf_pid" 2>/dev/null || true
-    bpf_pid=""
-}
 setup() {
     [ "$1" = none ] && return 0
-    case $1 in
-        bpf_*)
-            # the program stays attached until its stdin (fd 5 here) closes
-            exec 5> >(exec "$bpfdir/raw-tp-cost" "${1#bpf_}" >"$bpfdir/ready")
-            bpf_pid=$!
-            for _ in $(seq 100); do grep -q ready "$bpfdir/ready" 2>/dev/null && return 0; sleep 0.05; done
-            echo "the BPF program did not attach (${1#bpf_})" >&2; exit 1 ;;
-    esac
     mkdir "$inst"
     case $1 in *nocmd*) echo norecord-cmd >"$inst/trace_options" ;; esac
     case $1 in *local) echo local >"$inst/trace_clock" ;; *) echo x86-tsc >"$inst/trace_clock" ;; esac
@@ -90,7 +66,7 @@ setup() {
     esac
     echo 1 >"$inst/tracing_on"
 }
-teardown() { bpf_stop; rm -f "$bpfdir/ready"; cleanup; }
+teardown() { cleanup; }
 run() {
     (
         case $1 in notrace_*) echo "$BASHPID" >"$inst/set_event_notrace_pid" ;; esac
@@ -128,8 +104,6 @@ what = {
     "filtered_cmd": "`sched_switch` with a filter that drops every one, record-cmd on",
     "filtered_nocmd": "the same, record-cmd off",
     "notrace_nocmd": "`sched_switch` dropped by the pid filter (`set_event_notrace_pid`, both sides listed), record-cmd off",
-    "bpf_empty": "BPF on the `sched_switch` raw tracepoint, returning at once (no instance)",
-    "bpf_ringbuf": "BPF on the `sched_switch` raw tracepoint, 32 bytes into a BPF ring buffer (no instance)",
 }
 what = {c: t for c, t in what.items() if c in d}
 base = statistics.median(d["none"])

@@ -1,0 +1,163 @@
+// What a sched_switch costs the task that switches, with the recorders --explain could use
+// (issue 13 overhead), measured in alternating blocks inside one process so that a host
+// whose speed drifts from second to second hits every configuration alike:
+//   none        nothing attached
+//   tr_rec      a private tracefs instance recording sched_switch (record-cmd off, x86-tsc)
+//   tr_filt     the same with a filter that drops every switch
+//   bpf_empty   a BPF program on the sched_switch raw tracepoint that returns at once
+//   bpf_ring    one that writes a 32-byte record into an 8 MiB BPF ring buffer
+// Two threads pinned to one CPU pass a token through pipes (2 switches per round trip);
+// each block times N round trips. Every cycle runs each configuration once, in an order
+// that rotates; a configuration's cost is the median over cycles of (its block - the none
+// block of the same cycle) / 2 per switch. Needs root.
+//   event-cost CYCLES N CPU
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/bpf.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static long bpf(int cmd, union bpf_attr *a) { return syscall(__NR_bpf, cmd, a, sizeof(*a)); }
+#define I(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
+
+static int load(int ring) {
+    struct bpf_insn p[32];
+    int n = 0;
+    union bpf_attr a;
+    if (ring) {
+        memset(&a, 0, sizeof a);
+        a.map_type = BPF_MAP_TYPE_RINGBUF;
+        a.max_entries = 8 << 20;
+        int mfd = bpf(BPF_MAP_CREATE, &a);
+        if (mfd < 0) { perror("ringbuf map"); exit(3); }
+        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
+        p[n++] = I(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 8, 0);
+        p[n++] = I(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -32, 0);
+        p[n++] = I(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 16, 0);
+        p[n++] = I(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -24, 0);
+        p[n++] = I(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -16, 0);
+        p[n++] = I(BPF_ST | BPF_MEM | BPF_DW, 10, 0, -8, 0);
+        p[n++] = I(BPF_LD | BPF_IMM | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, mfd);
+        p[n++] = I(0, 0, 0, 0, 0);
+        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+        p[n++] = I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -32);
+        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_K, 3, 0, 0, 32);
+        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_K, 4, 0, 0, 0);
+        p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output);
+    }
+    p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
+    p[n++] = I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
+    static char log[65536];
+    memset(&a, 0, sizeof a);
+    a.prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    a.insn_cnt = n;
+    a.insns = (unsigned long)p;
+    a.license = (unsigned long)"GPL";
+    a.log_level = 1; a.log_size = sizeof log; a.log_buf = (unsigned long)log;
+    int fd = bpf(BPF_PROG_LOAD, &a);
+    if (fd < 0) { perror("BPF program"); fputs(log, stderr); exit(3); }
+    return fd;
+}
+static int attach(int prog) {
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.raw_tracepoint.name = (unsigned long)"sched_switch";
+    a.raw_tracepoint.prog_fd = prog;
+    int fd = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+    if (fd < 0) { perror("attach"); exit(3); }
+    return fd;
+}
+static char inst[256];
+static void put(const char *rel, const char *v) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", inst, rel);
+    int fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0 || write(fd, v, strlen(v)) < 0) { fprintf(stderr, "%s: %s\n", path, strerror(errno)); exit(3); }
+    close(fd);
+}
+static void cleanup(void) { if (inst[0]) { put("tracing_on", "0"); put("events/sched/sched_switch/enable", "0"); rmdir(inst); } }
+
+static int p1[2], p2[2], cpu;
+static long n_rt;
+static pthread_barrier_t start, done;
+static volatile int quit;
+static void pin(void) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(cpu, &s); pthread_setaffinity_np(pthread_self(), sizeof s, &s); }
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec * 1e9 + t.tv_nsec; }
+static double block_ns;
+static void *ping(void *x) {
+    (void)x; pin(); char c = 0;
+    for (;;) {
+        pthread_barrier_wait(&start);
+        if (quit) return NULL;
+        double t0 = now();
+        for (long i = 0; i < n_rt; i++) { if (write(p1[1], &c, 1) != 1 || read(p2[0], &c, 1) != 1) exit(1); }
+        block_ns = now() - t0;
+        pthread_barrier_wait(&done);
+    }
+}
+static void *pong(void *x) {
+    (void)x; pin(); char c;
+    for (;;) {
+        pthread_barrier_wait(&start);
+        if (quit) return NULL;
+        for (long i = 0; i < n_rt; i++) { if (read(p1[0], &c, 1) != 1 || write(p2[1], &c, 1) != 1) exit(1); }
+        pthread_barrier_wait(&done);
+    }
+}
+static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
+enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, NC };
+static const char *names[NC] = {"none", "tr_rec", "tr_filt", "bpf_empty", "bpf_ring"};
+
+int main(int argc, char **argv) {
+    int cycles = argc > 1 ? atoi(argv[1]) : 40;
+    n_rt = argc > 2 ? atol(argv[2]) : 20000;
+    cpu = argc > 3 ? atoi(argv[3]) : 1;
+    if (cycles < 3 || n_rt < 100) { fprintf(stderr, "usage: event-cost CYCLES>=3 N>=100 CPU\n"); return 2; }
+    snprintf(inst, sizeof inst, "/sys/kernel/tracing/instances/latlab-cost-ab-%d", getpid());
+    if (mkdir(inst, 0755)) { fprintf(stderr, "%s: %s\n", inst, strerror(errno)); inst[0] = 0; return 3; }
+    atexit(cleanup);
+    put("trace_options", "norecord-cmd"); put("trace_clock", "x86-tsc"); put("buffer_size_kb", "4096");
+    put("tracing_on", "1");
+    int pe = load(0), pr = load(1);
+    if (pipe(p1) || pipe(p2)) return 1;
+    pthread_barrier_init(&start, NULL, 3); pthread_barrier_init(&done, NULL, 3);
+    pthread_t a, b;
+    pthread_create(&a, NULL, ping, NULL); pthread_create(&b, NULL, pong, NULL);
+    double *t = calloc((size_t)cycles * NC, sizeof *t);
+    for (int k = -1; k < cycles; k++) {           // cycle -1 warms up and is dropped
+        for (int j = 0; j < NC; j++) {
+            int c = (j + (k < 0 ? 0 : k)) % NC, lfd = -1;
+            if (c == TR_REC || c == TR_FILT) {
+                put("events/sched/sched_switch/filter", c == TR_FILT ? "prev_pid == 0 && next_pid == 0" : "0");
+                put("events/sched/sched_switch/enable", "1");
+            } else if (c == BPF_EMPTY) lfd = attach(pe);
+            else if (c == BPF_RING) lfd = attach(pr);
+            pthread_barrier_wait(&start);
+            pthread_barrier_wait(&done);
+            if (c == TR_REC || c == TR_FILT) put("events/sched/sched_switch/enable", "0");
+            if (lfd >= 0) close(lfd);
+            if (k >= 0) t[k * NC + c] = block_ns / n_rt;
+        }
+    }
+    quit = 1; pthread_barrier_wait(&start);
+    printf("| configuration | round trip, median of blocks | per switch, median of paired differences (quartiles) |\n|---|---|---|\n");
+    double *v = calloc(cycles, sizeof *v);
+    for (int c = 0; c < NC; c++) {
+        for (int k = 0; k < cycles; k++) v[k] = t[k * NC + c];
+        qsort(v, cycles, sizeof *v, cmp);
+        double med = v[cycles / 2];
+        if (c == NONE) { printf("| %s | %.3f µs | - |\n", names[c], med / 1e3); continue; }
+        for (int k = 0; k < cycles; k++) v[k] = (t[k * NC + c] - t[k * NC + NONE]) / 2;
+        qsort(v, cycles, sizeof *v, cmp);
+        printf("| %s | %.3f µs | %+.0f ns (%+.0f…%+.0f) |\n", names[c], med / 1e3, v[cycles / 2], v[cycles / 4], v[3 * cycles / 4]);
+    }
+    return 0;
+}
