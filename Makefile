@@ -23,6 +23,9 @@ TEST_PACKAGES += sockperf
 # latlab explain: Debian's trace-cmd reads and decodes the reference instance the recorder is
 # compared with (crates/cli/tests/it/kernel_truth.rs)
 TEST_PACKAGES += trace-cmd
+# pahole (Debian dwarves) reads the kernel's BTF independently: the sys test of
+# latlab_sys::btf compares task_struct's offsets with it
+TEST_PACKAGES += dwarves
 # host breakdown, net delay and the where-time experiment: namespaces, offload control,
 # real servers and benchmark clients (memcaslap is in libmemcached-tools; postgresql brings
 # postgres, initdb and pgbench under /usr/lib/postgresql/<version>/bin)

@@ -21,6 +21,7 @@
 //! The only I/O is reading and writing result files (`results`).
 #![deny(unsafe_code)]
 
+pub mod btf;
 pub mod child;
 pub mod doc;
 pub mod ftrace_compact;

@@ -29,6 +29,7 @@
 //! - [`packet`]: non-blocking `AF_PACKET` sockets for raw frames;
 //! - [`xdp`]: `AF_XDP` sockets and the XDP program steering latlab's frames to them;
 //! - [`poll`]: a preallocated `ppoll` set with a nanosecond timeout;
+//! - [`btf`]: the running kernel's BTF and the `task_struct` fields a BPF recorder reads;
 //! - [`ktrace`]: kernel events (IRQs, softirqs, switches, …) on the TSC timeline from a
 //!   private tracefs instance;
 //! - [`signal`]: a stop flag raised by SIGINT/SIGTERM;
@@ -39,6 +40,7 @@
 //! unit-tested without the OS.
 #![allow(unsafe_code)]
 
+pub mod btf;
 pub mod clocks;
 pub mod futex;
 pub mod host;
