@@ -3,11 +3,11 @@
 # FLESnet's time-slice manager, the default model and stall trace, 576 intervals of 960
 # time-slices (~12 s simulated: DFS and FLESnet are stationary; best effort's spread is
 # not — it pauses near 20 ms after ~3-5 s and then climbs on towards the 65-ms credit
-# window for more than 40 s simulated, docs/dfs.md — so its figures are lower bounds), the three policies on 2
-# threads. Prints the simulator's tables (completion spread, bandwidth, warm-up, halves,
-# trend per simulated second with its standard error, stationary, MSER's settle point,
-# events, wall, events/s) and then one markdown row per policy with the wall time of the
-# whole command.
+# window for more than 40 s simulated, docs/dfs.md — so its figures are lower bounds),
+# the three policies on 2 threads. Prints the simulator's tables (completion spread,
+# bandwidth, warm-up, halves, trend per simulated second with its standard error,
+# stationary, MSER's settle point, events, wall, events/s) and then one markdown row per
+# policy with the wall time of the whole command.
 #
 #   scripts/dfs-steady-384.sh [INTERVALS=576] [JOBS=2] [LATLAB=target/debug/latlab]
 #

@@ -105,7 +105,6 @@ what = {
     "filtered_nocmd": "the same, record-cmd off",
     "notrace_nocmd": "`sched_switch` dropped by the pid filter (`set_event_notrace_pid`, both sides listed), record-cmd off",
 }
-what = {c: t for c, t in what.items() if c in d}
 base = statistics.median(d["none"])
 print("\n| instance | CPU per round trip, median (quartiles) | vs no instance | per switch |")
 print("|---|---|---|---|")
@@ -122,7 +121,7 @@ print("|---|---|")
 for c, text in what.items():
     if c == "none":
         continue
-    p = sorted((rr[c] - rr["none"]) * 500 for rr in runs.values() if c in rr and "none" in rr)
+    p = sorted((rr[c] - rr["none"]) * 500 for rr in runs.values())
     q = statistics.quantiles(p, n=4) if len(p) > 1 else [p[0], p[0], p[0]]
     print(f"| {text} | {statistics.median(p):+.0f} ns ({q[0]:+.0f}…{q[2]:+.0f}) |")
 print("\nA round trip is 2 switches and 2 wake-ups; \"per switch\" is half the difference "

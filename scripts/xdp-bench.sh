@@ -140,14 +140,13 @@ echo '```'
 fi
 
 if [[ ",$PARTS," == *,cal,* ]]; then
-# twice: as the host idles (--idle-as-is), and with /dev/cpu_dma_latency held at 0 (calibrate's default as root; no CPU halts in idle:
-# on a guest idling through haltpoll a wake-up costs tens of us); the generator's TX and
-# RX share one loop, so a difference between the two is the idle state's
+# twice: as the host idles (--idle-as-is), and with /dev/cpu_dma_latency held at 0
+# (calibrate's own default as root since 2026-11-28; no CPU halts in idle: on a guest
+# idling through haltpoll a wake-up costs tens of us); the generator's TX and RX share one
+# loop, so a difference between the two is the idle state's
 cal() { # NAME [hold]
     local cmd="$LATLAB net calibrate --io xdp --no-rt-throttle --delays 0ns,10us,50us \
 --duration ${CAL_SECS:-4}s --warmup 1s --rate 10kpps --rounds 2 -q -o $OUT/calibrate-$1"
-    # calibrate holds /dev/cpu_dma_latency at 0 by itself as root (its default since
-    # 2026-11-28); --idle-as-is is the run as the host idles
     if [ "${2:-}" = hold ]; then
         sh -c "$cmd"
     else

@@ -51,13 +51,16 @@ const KIND_ARRAY: u32 = 3;
 const KIND_STRUCT: u32 = 4;
 const KIND_UNION: u32 = 5;
 const KIND_ENUM: u32 = 6;
+const KIND_FWD: u32 = 7;
 const KIND_TYPEDEF: u32 = 8;
 const KIND_VOLATILE: u32 = 9;
 const KIND_CONST: u32 = 10;
 const KIND_RESTRICT: u32 = 11;
+const KIND_FUNC: u32 = 12;
 const KIND_FUNC_PROTO: u32 = 13;
 const KIND_VAR: u32 = 14;
 const KIND_DATASEC: u32 = 15;
+const KIND_FLOAT: u32 = 16;
 const KIND_DECL_TAG: u32 = 17;
 const KIND_TYPE_TAG: u32 = 18;
 const KIND_ENUM64: u32 = 19;
@@ -137,8 +140,8 @@ impl<'a> Btf<'a> {
                 KIND_ARRAY => 12,
                 KIND_STRUCT | KIND_UNION | KIND_DATASEC | KIND_ENUM64 => 12 * t.vlen(),
                 KIND_ENUM | KIND_FUNC_PROTO => 8 * t.vlen(),
-                KIND_PTR | 7 | KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | 12
-                | 16 | KIND_TYPE_TAG => 0,
+                KIND_PTR | KIND_FWD | KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT
+                | KIND_FUNC | KIND_FLOAT | KIND_TYPE_TAG => 0,
                 kind => return Err(BtfError::UnknownKind { id, kind }),
             };
             if t.data + extra > type_data.len() {
@@ -187,27 +190,19 @@ impl<'a> Btf<'a> {
             .map(|i| i as u32 + 1)
     }
 
-    /// Size in bytes of type `id`, through typedefs and qualifiers; `None` for a type
-    /// without one (void, a function) or a chain longer than 32 (a malformed blob).
-    fn size_of(&self, mut id: u32) -> Option<u32> {
-        for _ in 0..32 {
-            let t = self.ty(id)?;
-            match t.kind() {
-                KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => {
-                    return Some(t.size_or_type)
-                }
-                KIND_PTR => return Some(8),
-                KIND_ARRAY => {
-                    let (elem, n) = (self.word(t.data), self.word(t.data + 8));
-                    return self.size_of(elem)?.checked_mul(n);
-                }
-                KIND_TYPEDEF | KIND_VOLATILE | KIND_CONST | KIND_RESTRICT | KIND_TYPE_TAG => {
-                    id = t.size_or_type
-                }
-                _ => return None,
+    /// Size in bytes of type `id`, through typedefs and qualifiers ([`Btf::resolve`]);
+    /// `None` for a type without one (void, a function) or a malformed chain.
+    fn size_of(&self, id: u32) -> Option<u32> {
+        let t = self.ty(self.resolve(id)?)?;
+        match t.kind() {
+            KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => Some(t.size_or_type),
+            KIND_PTR => Some(8),
+            KIND_ARRAY => {
+                let (elem, n) = (self.word(t.data), self.word(t.data + 8));
+                self.size_of(elem)?.checked_mul(n)
             }
+            _ => None,
         }
-        None
     }
 
     /// Where member `member` of `struct name` lies, looking through anonymous structs and
@@ -248,7 +243,8 @@ impl<'a> Btf<'a> {
         None
     }
 
-    /// Type `id` with typedefs and qualifiers stripped.
+    /// Type `id` with typedefs and qualifiers stripped; `None` past a chain of 32 (a cycle
+    /// in a malformed blob).
     fn resolve(&self, mut id: u32) -> Option<u32> {
         for _ in 0..32 {
             let t = self.ty(id)?;
@@ -268,7 +264,6 @@ mod tests {
     use super::*;
 
     /// Builds a BTF blob from type records (info, size_or_type, extra words) and names.
-    #[derive(Default)]
     struct Blob {
         types: Vec<u32>,
         strings: Vec<u8>,

@@ -25,7 +25,7 @@ pub struct TaskFields {
     pub state: Member,
 }
 
-/// Finds [`TaskFields`] in a BTF blob; `None` names the first field missing.
+/// Finds [`TaskFields`] in a BTF blob; the error names the first field missing.
 pub fn task_fields(btf: &Btf<'_>) -> Result<TaskFields, &'static str> {
     let f = |name: &'static str| btf.member("task_struct", name).ok_or(name);
     Ok(TaskFields {
