@@ -191,15 +191,23 @@ impl<'a> Btf<'a> {
     }
 
     /// Size in bytes of type `id`, through typedefs and qualifiers ([`Btf::resolve`]);
-    /// `None` for a type without one (void, a function) or a malformed chain.
+    /// `None` for a type without one (void, a function) or a malformed chain (arrays nested
+    /// deeper than 32, which an array of itself is).
     fn size_of(&self, id: u32) -> Option<u32> {
+        self.size_at(id, 0)
+    }
+
+    fn size_at(&self, id: u32, depth: u32) -> Option<u32> {
+        if depth > 32 {
+            return None;
+        }
         let t = self.ty(self.resolve(id)?)?;
         match t.kind() {
             KIND_INT | KIND_STRUCT | KIND_UNION | KIND_ENUM | KIND_ENUM64 => Some(t.size_or_type),
             KIND_PTR => Some(8),
             KIND_ARRAY => {
                 let (elem, n) = (self.word(t.data), self.word(t.data + 8));
-                self.size_of(elem)?.checked_mul(n)
+                self.size_at(elem, depth + 1)?.checked_mul(n)
             }
             _ => None,
         }
@@ -385,6 +393,14 @@ mod tests {
         b.ty("b", KIND_TYPEDEF, 0, false, 1, &[]);
         let n = b.s("x");
         b.ty("s", KIND_STRUCT, 1, false, 4, &[n, 1, 0]);
+        let bytes = b.bytes();
+        assert_eq!(Btf::parse(&bytes).unwrap().member("s", "x"), None);
+        // an array of itself has no size instead of recursing without end
+        let mut b = Blob::new();
+        b.ty("int", KIND_INT, 0, false, 4, &[32]);
+        b.ty("", KIND_ARRAY, 0, false, 0, &[2, 1, 4]);
+        let n = b.s("x");
+        b.ty("s", KIND_STRUCT, 1, false, 4, &[n, 2, 0]);
         let bytes = b.bytes();
         assert_eq!(Btf::parse(&bytes).unwrap().member("s", "x"), None);
     }
