@@ -23,6 +23,7 @@
 
 pub mod btf;
 pub mod child;
+pub mod clockmap;
 pub mod doc;
 pub mod ftrace_compact;
 pub mod ftrace_raw;

@@ -225,54 +225,71 @@ mod tests {
     /// Root only (prints why it skips): the kernel takes the filter, and a recording with
     /// it holds no switch between the idle task and a `latlab…` thread while a thread of
     /// that name sleeps and wakes (whether its CPU goes idle meanwhile depends on the
-    /// load; the filter must drop those switches whenever it does).
+    /// load; the filter must drop those switches whenever it does). Both recorders: the
+    /// tracefs filter, and the BPF program's own test of the same rule.
     #[test]
     fn the_kernel_drops_idle_switches_of_latlab_threads() {
-        use latlab_sys::ktrace::{KtraceConfig, Recorder};
+        use latlab_sys::ktrace::{KtraceConfig, ReaderKind, Recorder, SwitchDrop};
         let w = latlab();
-        let cfg = KtraceConfig {
-            cpus: (0..latlab_sys::sched::online_cpus()).collect(),
-            buffer_kb: 4096,
-            events: vec!["sched/sched_switch".into()],
-            filters: vec![(
-                "sched/sched_switch".into(),
-                idle_switch_filter(&w).expect("a plain prefix"),
-            )],
-            ..KtraceConfig::default()
-        };
-        let rec = match Recorder::start(&cfg) {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("SKIP: {e}");
-                return;
-            }
-        };
-        std::thread::Builder::new()
-            .name("latlab-y2-sleep".into())
-            .spawn(|| {
-                for _ in 0..50 {
-                    std::thread::sleep(std::time::Duration::from_micros(500));
+        for (reader, name) in [
+            (ReaderKind::Stream, "trace_pipe_raw"),
+            (ReaderKind::Bpf, "bpf ring buffer"),
+        ] {
+            let cfg = KtraceConfig {
+                cpus: (0..latlab_sys::sched::online_cpus()).collect(),
+                buffer_kb: 4096,
+                events: vec!["sched/sched_switch".into()],
+                filters: vec![(
+                    "sched/sched_switch".into(),
+                    idle_switch_filter(&w).expect("a plain prefix"),
+                )],
+                drop_idle_switches: Some(SwitchDrop {
+                    tids: w.tids.clone(),
+                    comm_prefixes: w.comm_prefixes.clone(),
+                }),
+                reader,
+            };
+            let rec = match Recorder::start(&cfg) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("SKIP: {e}");
+                    return;
                 }
-            })
-            .unwrap()
-            .join()
-            .unwrap();
-        let out = rec.stop().unwrap();
-        let d = crate::recording::decode_recording(&out);
-        assert_eq!(d.malformed, 0);
-        let idle: Vec<_> = d
-            .events
-            .iter()
-            .filter(|e| {
-                matches!(&e.kind, EventKind::Switch { prev, next, .. }
-                    if is_idle_switch(prev, next, &w))
-            })
-            .collect();
-        assert!(
-            idle.is_empty(),
-            "{} idle switches recorded: {:?}",
-            idle.len(),
-            idle.first()
-        );
+            };
+            std::thread::Builder::new()
+                .name("latlab-y2-sleep".into())
+                .spawn(|| {
+                    for _ in 0..50 {
+                        std::thread::sleep(std::time::Duration::from_micros(500));
+                    }
+                })
+                .unwrap()
+                .join()
+                .unwrap();
+            let out = rec.stop().unwrap();
+            assert_eq!(out.reader, name);
+            let d = crate::recording::decode_recording(&out);
+            assert_eq!(d.malformed, 0);
+            let idle: Vec<_> = d
+                .events
+                .iter()
+                .filter(|e| {
+                    matches!(&e.kind, EventKind::Switch { prev, next, .. }
+                        if is_idle_switch(prev, next, &w))
+                })
+                .collect();
+            assert!(
+                idle.is_empty(),
+                "{name}: {} idle switches recorded: {:?}",
+                idle.len(),
+                idle.first()
+            );
+            assert!(
+                d.events
+                    .iter()
+                    .any(|e| matches!(&e.kind, EventKind::Switch { .. })),
+                "{name}: the filter dropped every switch"
+            );
+        }
     }
 }

@@ -18,7 +18,7 @@ use crate::path::{attribute_paths, PathWindow, Stall};
 use crate::recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
 use crate::timeline::{TimelineOptions, Watch};
 use latlab_core::results::Attribution;
-use latlab_sys::ktrace::{KtraceConfig, Recorder, Recording};
+use latlab_sys::ktrace::{KtraceConfig, ReaderKind, Recorder, Recording, SwitchDrop};
 
 /// What a command asks of the kernel half.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,9 +39,12 @@ pub struct KernelRequest {
     /// Record every event the recorder knows (`sched_wakeup` and `napi_poll` too, which
     /// the attribution does not use), not only the attribution's; `--explain-events all`.
     pub all_events: bool,
-    /// A `sched_switch` filter applied in the kernel (see [`crate::filter`]); `None`
-    /// records every switch.
-    pub switch_filter: Option<String>,
+    /// Drop in the kernel the `sched_switch`es between the idle task and these threads
+    /// (see [`crate::filter`]); `None` records every switch.
+    pub drop_idle_switches: Option<Watch>,
+    /// Record through a tracefs instance even where the BPF recorder could be used
+    /// (`--explain-recorder tracefs`, for comparing the two).
+    pub tracefs: bool,
 }
 
 impl Default for KernelRequest {
@@ -53,7 +56,8 @@ impl Default for KernelRequest {
             cpus: Vec::new(),
             buffer_kb: KtraceConfig::default().buffer_kb,
             all_events: false,
-            switch_filter: None,
+            drop_idle_switches: None,
+            tracefs: false,
         }
     }
 }
@@ -94,11 +98,21 @@ impl KernelSession {
                 buffer_kb: req.buffer_kb,
                 events: latlab_sys::ktrace::events(req.all_events),
                 filters: req
-                    .switch_filter
-                    .iter()
-                    .map(|f| ("sched/sched_switch".to_string(), f.clone()))
+                    .drop_idle_switches
+                    .as_ref()
+                    .and_then(crate::filter::idle_switch_filter)
+                    .map(|f| ("sched/sched_switch".to_string(), f))
+                    .into_iter()
                     .collect(),
-                ..KtraceConfig::default()
+                drop_idle_switches: req.drop_idle_switches.as_ref().map(|w| SwitchDrop {
+                    tids: w.tids.clone(),
+                    comm_prefixes: w.comm_prefixes.clone(),
+                }),
+                reader: if req.tracefs {
+                    ReaderKind::Stream
+                } else {
+                    ReaderKind::Bpf
+                },
             };
             match Recorder::start(&cfg) {
                 Ok(r) => s.recorder = Some(r),

@@ -29,6 +29,9 @@ pub struct ExplainSpec {
     /// (`--explain-events all`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub all_events: bool,
+    /// Record through a tracefs instance, not BPF (`--explain-recorder tracefs`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tracefs: bool,
 }
 
 impl ExplainSpec {
@@ -37,6 +40,7 @@ impl ExplainSpec {
         enabled: true,
         above: None,
         all_events: false,
+        tracefs: false,
     };
 }
 
@@ -205,6 +209,7 @@ pub fn kernel_request(
         not_tsc: (!clock.is_tsc())
             .then(|| fallback_reason.unwrap_or("no reason recorded").to_string()),
         cpus: online(),
+        tracefs: spec.tracefs,
         ..KernelRequest::default()
     }
 }
@@ -215,10 +220,8 @@ pub fn kernel_request(
 /// threads — four of the dozen events of each round trip — are dropped in the kernel. Any
 /// other probe records every switch: a busy-polling thread's stall is timed up to its
 /// CPU's first kernel event, and so is the open-loop TX spin's.
-pub fn probe_switch_filter(pingpong: bool, blocking_rx: bool) -> Option<String> {
-    (pingpong && blocking_rx)
-        .then(|| latlab_explain::filter::idle_switch_filter(&latlab_threads()))
-        .flatten()
+pub fn probe_idle_switches(pingpong: bool, blocking_rx: bool) -> Option<Watch> {
+    (pingpong && blocking_rx).then(latlab_threads)
 }
 
 /// The online CPUs, `0..n`.
@@ -550,15 +553,15 @@ mod tests {
 
     #[test]
     fn only_a_blocking_ping_pong_drops_idle_switches() {
-        let f = probe_switch_filter(true, true).expect("blocking ping-pong");
-        assert!(f.contains("latlab*"), "{f}");
+        let w = probe_idle_switches(true, true).expect("blocking ping-pong");
+        assert_eq!(w, latlab_threads());
         assert_eq!(
-            probe_switch_filter(true, false),
+            probe_idle_switches(true, false),
             None,
             "busy: stalls are timed"
         );
         assert_eq!(
-            probe_switch_filter(false, true),
+            probe_idle_switches(false, true),
             None,
             "open loop: the TX spin's stalls"
         );

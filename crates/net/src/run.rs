@@ -235,7 +235,7 @@ pub fn probe(
     let ks = cfg.explain.enabled.then(|| {
         let mut req =
             explain::kernel_request(&clock, timebase.fallback_reason.as_deref(), &cfg.explain);
-        req.switch_filter = explain::probe_switch_filter(
+        req.drop_idle_switches = explain::probe_idle_switches(
             cfg.mode == probe::Mode::Pingpong,
             cfg.rx_io == nf::IoMode::Blocking,
         );

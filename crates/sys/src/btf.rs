@@ -36,6 +36,34 @@ pub fn task_fields(btf: &Btf<'_>) -> Result<TaskFields, &'static str> {
     })
 }
 
+/// Every kernel field the BPF recorder reads ([`crate::ktrace`]), on this kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RecorderFields {
+    /// The task's.
+    pub task: TaskFields,
+    /// `task_struct.exit_state` (`EXIT_ZOMBIE`/`EXIT_DEAD` of a task switching out for the
+    /// last time).
+    pub exit_state: Member,
+    /// `irqaction.name` (a `const char *`).
+    pub irq_name: Member,
+    /// `hrtimer.function`.
+    pub hrtimer_function: Member,
+    /// `work_struct.func`.
+    pub work_func: Member,
+}
+
+/// Finds [`RecorderFields`]; the error names the first one missing.
+pub fn recorder_fields(btf: &Btf<'_>) -> Result<RecorderFields, &'static str> {
+    let f = |s: &'static str, m: &'static str, what: &'static str| btf.member(s, m).ok_or(what);
+    Ok(RecorderFields {
+        task: task_fields(btf)?,
+        exit_state: f("task_struct", "exit_state", "task_struct.exit_state")?,
+        irq_name: f("irqaction", "name", "irqaction.name")?,
+        hrtimer_function: f("hrtimer", "function", "hrtimer.function")?,
+        work_func: f("work_struct", "func", "work_struct.func")?,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,7 +108,18 @@ mod tests {
         };
         let btf = Btf::parse(&bytes).expect("the kernel's BTF parses");
         assert!(btf.len() > 10_000, "{} types", btf.len());
-        let t = task_fields(&btf).expect("task_struct fields");
+        let r = recorder_fields(&btf).expect("the recorder's fields");
+        assert_eq!(
+            (
+                r.exit_state.size,
+                r.irq_name.size,
+                r.hrtimer_function.size,
+                r.work_func.size
+            ),
+            (4, 8, 8, 8),
+            "an int and three pointers"
+        );
+        let t = r.task;
         assert_eq!(
             (t.pid.size, t.comm.size, t.prio.size, t.state.size),
             (4, 16, 4, 4)

@@ -22,8 +22,11 @@
 //! decoding them into events is the job of `latlab-explain`. The parsers of the control files
 //! ([`parse_stats`], [`parse_trace_clock`], [`cpumask_hex`]) are pure and unit-tested.
 
+pub mod bpf;
 mod cmdline;
 mod stream;
+
+pub use bpf::SwitchDrop;
 
 use latlab_core::ftrace_compact::CompactTrace;
 use latlab_core::ftrace_raw::{EventFormat, PageLayout, Symbols};
@@ -79,8 +82,12 @@ pub fn events(all: bool) -> Vec<String> {
 /// How the recorder reads the ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReaderKind {
-    /// Stream `trace_pipe_raw` during the run (falls back to [`ReaderKind::Text`]).
+    /// BPF programs on the raw tracepoints writing into a BPF ring buffer ([`bpf`]);
+    /// falls back to [`ReaderKind::Stream`] (saying why in [`Recording::reader`]) when
+    /// BPF cannot be had or an event has no BPF program.
     #[default]
+    Bpf,
+    /// Stream `trace_pipe_raw` during the run (falls back to [`ReaderKind::Text`]).
     Stream,
     /// Read each CPU's `trace` text after the run.
     Text,
@@ -101,6 +108,11 @@ pub struct KtraceConfig {
     /// an event its filter rejects before it reaches the ring. Applied to enabled events
     /// only.
     pub filters: Vec<(String, String)>,
+    /// The BPF recorder's form of `filters`: the `sched_switch`es between the idle task
+    /// and these threads are dropped. With [`ReaderKind::Bpf`], `filters` other than this
+    /// rule's tracefs text cannot be said in BPF, so the recorder falls back to tracefs
+    /// when `filters` is not empty and this is `None`.
+    pub drop_idle_switches: Option<SwitchDrop>,
 }
 
 impl Default for KtraceConfig {
@@ -109,8 +121,9 @@ impl Default for KtraceConfig {
             cpus: Vec::new(),
             buffer_kb: 32768,
             events: events(false),
-            reader: ReaderKind::Stream,
+            reader: ReaderKind::Bpf,
             filters: Vec::new(),
+            drop_idle_switches: None,
         }
     }
 }
@@ -146,6 +159,9 @@ pub enum KtraceError {
     /// The configuration is unusable.
     #[error("invalid kernel-event recorder configuration: {0}")]
     Config(String),
+    /// The BPF recorder could not be set up (the message says what failed).
+    #[error("BPF recorder: {0}")]
+    Bpf(String),
     /// A tracefs file could not be read or written.
     #[error("{what} {path}: {source}")]
     Io {
@@ -217,6 +233,7 @@ impl Recording {
 /// A running recorder; see the module docs.
 #[derive(Debug)]
 pub struct Recorder {
+    bpf: Option<bpf::BpfRecorder>,
     dir: PathBuf,
     stream: Option<(stream::Streamer, PageLayout, Vec<EventFormat>)>,
     reader: String,
@@ -299,6 +316,13 @@ impl Recorder {
         if uid != 0 {
             return Err(KtraceError::NotRoot { uid });
         }
+        let mut bpf_fallback = None;
+        if cfg.reader == ReaderKind::Bpf {
+            match Recorder::start_bpf(cfg) {
+                Ok(r) => return Ok(r),
+                Err(why) => bpf_fallback = Some(why),
+            }
+        }
         let mounted_tracefs = ensure_tracefs()?;
         let root = Path::new(TRACEFS);
         let clocks = std::fs::read_to_string(root.join("trace_clock"))
@@ -318,6 +342,7 @@ impl Recorder {
         std::fs::create_dir(&dir).map_err(io("creating the tracefs instance", &dir))?;
         // From here on `Drop` removes the instance on every path.
         let mut rec = Recorder {
+            bpf: None,
             dir,
             stream: None,
             reader: "text (asked for)".into(),
@@ -329,7 +354,39 @@ impl Recorder {
             removed: false,
         };
         rec.configure(cfg)?;
+        if let Some(why) = bpf_fallback {
+            rec.reader = format!("{} (BPF recorder not used: {why})", rec.reader);
+        }
         Ok(rec)
+    }
+
+    /// The BPF recorder for `cfg`, or why not (the tracefs recorder is used then).
+    fn start_bpf(cfg: &KtraceConfig) -> Result<Recorder, String> {
+        if let Some(e) = cfg.events.iter().find(|e| bpf::prog::event_id(e).is_none()) {
+            return Err(format!("no BPF program records {e}"));
+        }
+        if !cfg.filters.is_empty() && cfg.drop_idle_switches.is_none() {
+            return Err("a tracefs filter without its BPF form".into());
+        }
+        let b = bpf::BpfRecorder::start(
+            &cfg.cpus,
+            cfg.buffer_kb,
+            &cfg.events,
+            cfg.drop_idle_switches.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(Recorder {
+            enabled: b.enabled().to_vec(),
+            bpf: Some(b),
+            dir: PathBuf::new(),
+            stream: None,
+            reader: "bpf ring buffer".into(),
+            record_cmd: String::new(),
+            cpus: cfg.cpus.clone(),
+            missing: Vec::new(),
+            mounted_tracefs: false,
+            removed: true,
+        })
     }
 
     fn configure(&mut self, cfg: &KtraceConfig) -> Result<(), KtraceError> {
@@ -374,7 +431,7 @@ impl Recorder {
         }
         drop(lock);
         write_file(&d.join("trace"), "")?;
-        if cfg.reader == ReaderKind::Stream {
+        if cfg.reader != ReaderKind::Text {
             match self.open_stream() {
                 Ok(s) => {
                     self.stream = Some(s);
@@ -407,7 +464,7 @@ impl Recorder {
         Ok((s, layout, formats))
     }
 
-    /// The instance's directory (for diagnostics).
+    /// The instance's directory (for diagnostics; empty for the BPF recorder).
     pub fn dir(&self) -> &Path {
         &self.dir
     }
@@ -422,6 +479,9 @@ impl Recorder {
     /// # Errors
     /// [`KtraceError::Io`]; the instance is removed either way.
     pub fn stop(mut self) -> Result<Recording, KtraceError> {
+        if let Some(b) = self.bpf.take() {
+            return b.stop();
+        }
         write_file(&self.dir.join("tracing_on"), "0")?;
         let raw = match self.stream.take() {
             Some((s, layout, formats)) => Some(RawTrace {

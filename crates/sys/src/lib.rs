@@ -40,6 +40,7 @@
 //! unit-tested without the OS.
 #![allow(unsafe_code)]
 
+pub mod bpf;
 pub mod btf;
 pub mod clocks;
 pub mod futex;

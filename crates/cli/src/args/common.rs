@@ -152,6 +152,20 @@ pub struct NetExplainArgs {
     /// wake-up and NAPI poll, for reading the raw events).
     #[arg(long, value_enum, value_name = "SET", default_value_t = ExplainEventsArg::Attribution)]
     pub explain_events: ExplainEventsArg,
+    /// How to record kernel events with --explain: `bpf` (programs on the raw
+    /// tracepoints writing into a BPF ring buffer; the cheaper, used where it loads) or
+    /// `tracefs` (a private tracefs instance streamed from `trace_pipe_raw`).
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = ExplainRecorderArg::Bpf)]
+    pub explain_recorder: ExplainRecorderArg,
+}
+
+/// `--explain-recorder`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ExplainRecorderArg {
+    /// BPF programs and a BPF ring buffer (falls back to tracefs where BPF cannot load).
+    Bpf,
+    /// A private tracefs instance.
+    Tracefs,
 }
 
 /// `--explain-events`.
@@ -170,6 +184,7 @@ impl NetExplainArgs {
             enabled: self.explain || self.explain_above.is_some(),
             above: self.explain_above,
             all_events: self.explain_events == ExplainEventsArg::All,
+            tracefs: self.explain_recorder == ExplainRecorderArg::Tracefs,
         }
     }
 }

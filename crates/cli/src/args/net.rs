@@ -709,6 +709,7 @@ impl TryFrom<&KillerUsArgs> for KillerUsConfig {
                 enabled: !a.no_explain && latlab_sys::netns::is_root(),
                 above: None,
                 all_events: false,
+                tracefs: false,
             },
         })
     }

@@ -140,8 +140,7 @@ pub fn run_with_progress(
             }),
             cpus: traced.clone(),
             buffer_kb: r.buffer_kb,
-            all_events: false,
-            switch_filter: None,
+            ..KernelRequest::default()
         },
         notice,
     );

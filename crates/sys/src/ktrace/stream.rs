@@ -136,7 +136,7 @@ impl Drop for Streamer {
 }
 
 /// A pipe, both ends non-blocking and close-on-exec: (read end, write end).
-fn pipe() -> std::io::Result<(File, File)> {
+pub(super) fn pipe() -> std::io::Result<(File, File)> {
     use std::os::fd::FromRawFd;
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` is a valid array of two ints for the kernel to fill.
@@ -150,7 +150,7 @@ fn pipe() -> std::io::Result<(File, File)> {
 
 /// Waits until one of `files` is readable (for a `trace_pipe_raw`: its ring has reached
 /// the instance's `buffer_percent`), `wake` has a byte, or `timeout` passes.
-fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> std::io::Result<()> {
+pub(super) fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     let mut fds: Vec<libc::pollfd> = files
         .iter()

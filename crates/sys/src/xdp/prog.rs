@@ -17,19 +17,8 @@
 //! unchanged (ARP, ICMP, other traffic); `bpf_redirect_map`'s flags argument makes a
 //! queue without a socket in the map pass its frames too.
 
-/// One eBPF instruction (`struct bpf_insn`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C)]
-pub struct Insn {
-    /// Opcode.
-    pub code: u8,
-    /// `dst | src << 4`.
-    pub regs: u8,
-    /// Jump or memory offset.
-    pub off: i16,
-    /// Immediate.
-    pub imm: i32,
-}
+use crate::bpf::ins;
+pub use crate::bpf::Insn;
 
 const LDX_W: u8 = 0x61;
 const LDX_H: u8 = 0x69;
@@ -53,15 +42,6 @@ const FUNC_REDIRECT_MAP: i32 = 51;
 pub const XDP_PASS: i32 = 2;
 /// `XDP_REDIRECT`.
 pub const XDP_REDIRECT: i32 = 4;
-
-fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
-    Insn {
-        code,
-        regs: dst | (src << 4),
-        off,
-        imm,
-    }
-}
 
 /// Most UDP ports one program steers.
 pub const MAX_PORTS: usize = 8;

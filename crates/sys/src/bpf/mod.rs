@@ -1,0 +1,158 @@
+//! The `bpf(2)` system call, the instruction encoding and the few commands latlab's BPF
+//! users share: the XDP steering program ([`crate::xdp`]) and the kernel-event recorder
+//! ([`crate::ktrace`]'s BPF reader). Every object is a file descriptor owned by this
+//! process: when the process exits — a crash or SIGKILL included — the kernel detaches
+//! and frees what it held. Nothing is pinned.
+
+pub mod asm;
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+
+pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
+pub(crate) const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
+pub(crate) const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
+pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
+pub(crate) const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
+pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
+
+/// `BPF_MAP_TYPE_ARRAY`.
+pub const MAP_ARRAY: u32 = 2;
+/// `BPF_MAP_TYPE_RINGBUF`.
+pub const MAP_RINGBUF: u32 = 27;
+/// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
+pub const PROG_RAW_TRACEPOINT: u32 = 17;
+
+/// One eBPF instruction (`struct bpf_insn`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(C)]
+pub struct Insn {
+    /// Opcode.
+    pub code: u8,
+    /// `dst | src << 4`.
+    pub regs: u8,
+    /// Jump or memory offset.
+    pub off: i16,
+    /// Immediate.
+    pub imm: i32,
+}
+
+/// An instruction from its fields.
+pub const fn ins(code: u8, dst: u8, src: u8, off: i16, imm: i32) -> Insn {
+    Insn {
+        code,
+        regs: dst | (src << 4),
+        off,
+        imm,
+    }
+}
+
+/// `union bpf_attr`, as bytes (128 is more than any command here uses; the kernel checks
+/// that the tail it does not know is zero).
+pub(crate) struct Attr(pub(crate) [u8; 128]);
+
+impl Attr {
+    pub(crate) fn new() -> Attr {
+        Attr([0; 128])
+    }
+    pub(crate) fn u32(&mut self, off: usize, v: u32) -> &mut Attr {
+        self.0[off..off + 4].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    pub(crate) fn u64(&mut self, off: usize, v: u64) -> &mut Attr {
+        self.0[off..off + 8].copy_from_slice(&v.to_ne_bytes());
+        self
+    }
+    pub(crate) fn call(&mut self, cmd: libc::c_long) -> io::Result<libc::c_long> {
+        // SAFETY: `self.0` is a writable bpf_attr-sized buffer for the duration of the
+        // call; every pointer stored in it refers to memory the caller keeps alive.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_bpf,
+                cmd,
+                self.0.as_mut_ptr(),
+                self.0.len() as libc::c_uint,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }
+    pub(crate) fn fd(&mut self, cmd: libc::c_long) -> io::Result<OwnedFd> {
+        let r = self.call(cmd)?;
+        // SAFETY: these commands return a new file descriptor that nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(r as i32) })
+    }
+}
+
+/// Creates a map of `map_type` with `entries` slots of `key` and `value` bytes, named
+/// `latlab`.
+pub fn create_map(map_type: u32, key: u32, value: u32, entries: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, map_type)
+        .u32(4, key)
+        .u32(8, value)
+        .u32(12, entries);
+    a.0[28..34].copy_from_slice(b"latlab");
+    a.fd(BPF_MAP_CREATE)
+}
+
+/// Reads the 8-byte value at `key` of an array map.
+pub fn lookup_u64(map: &OwnedFd, key: u32) -> io::Result<u64> {
+    let k = key;
+    let mut v = 0u64;
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32)
+        .u64(8, &k as *const u32 as u64)
+        .u64(16, &mut v as *mut u64 as u64);
+    a.call(BPF_MAP_LOOKUP_ELEM)?;
+    Ok(v)
+}
+
+/// Loads a program of `prog_type` named `name` (at most 15 bytes), attach type
+/// `attach_type`; on a verifier rejection the error carries the verifier's last lines.
+pub fn load_program(
+    prog_type: u32,
+    attach_type: u32,
+    name: &str,
+    insns: &[Insn],
+) -> io::Result<OwnedFd> {
+    let license = b"GPL\0";
+    let mut log = vec![0u8; 64 * 1024];
+    let mut a = Attr::new();
+    a.u32(0, prog_type)
+        .u32(4, insns.len() as u32)
+        .u64(8, insns.as_ptr() as u64)
+        .u64(16, license.as_ptr() as u64)
+        .u32(24, 1)
+        .u32(28, log.len() as u32)
+        .u64(32, log.as_mut_ptr() as u64)
+        .u32(68, attach_type);
+    let n = name.len().min(15);
+    a.0[48..48 + n].copy_from_slice(&name.as_bytes()[..n]);
+    match a.fd(BPF_PROG_LOAD) {
+        Ok(fd) => Ok(fd),
+        Err(e)
+            if e.raw_os_error() == Some(libc::EACCES) || e.raw_os_error() == Some(libc::EINVAL) =>
+        {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            let text = String::from_utf8_lossy(&log[..end]);
+            let last = text.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+            Err(io::Error::new(e.kind(), format!("{e}; verifier: {last}")))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Attaches `prog` (a [`PROG_RAW_TRACEPOINT`] program) to the raw tracepoint `name`
+/// (`sched_switch`, `irq_handler_entry`, …). Closing the returned descriptor, or the
+/// process ending, detaches it. `ENOENT`: this kernel has no such tracepoint.
+pub fn attach_raw_tracepoint(prog: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a tracepoint name"))?;
+    let mut a = Attr::new();
+    a.u64(0, c.as_ptr() as u64).u32(8, prog.as_raw_fd() as u32);
+    a.fd(BPF_RAW_TRACEPOINT_OPEN)
+}

@@ -1,0 +1,1077 @@
+//! The BPF recorder's programs and records (pure: the programs are assembled here and
+//! run by the assembler's interpreter in the tests; loading them is [`super`]'s job).
+//!
+//! One program per raw tracepoint. Each builds a record on its stack and copies it into
+//! the shared ring buffer with `bpf_ringbuf_output`:
+//!
+//! ```text
+//! 0   u64  bpf_ktime_get_ns()          (CLOCK_MONOTONIC; mapped to the TSC afterwards)
+//! 8   u16  event id                    ┐ the "payload": laid out as the tracepoint's own
+//! 10  u16  CPU                         │ format file names its fields (same names, so the
+//! 12  u32  0                           │ tracefs decoder reads it through [`formats`]),
+//! 16  …    the fields the attribution  │ with the CPU cleared before it is stored as a
+//!          reads ([`EVENTS`])          ┘ kind
+//! ```
+//!
+//! Only the fields `latlab-explain` reads are recorded, so a record is 16–72 bytes. Task
+//! fields come from the `task_struct` the tracepoint passes, read with
+//! `bpf_probe_read_kernel` at the offsets the kernel's BTF gives
+//! ([`crate::btf::RecorderFields`]); an IRQ's name through `irqaction.name`, a timer's and
+//! a work item's function through `hrtimer.function` and `work_struct.func`.
+//! `sched_switch`'s `prev_state` is reduced as the tracepoint's own
+//! `__trace_sched_switch_state` does (one `TASK_REPORT` bit, `TASK_REPORT_MAX` when
+//! preempted), so the decoder prints the same letters.
+//!
+//! A program first checks the CPU against the traced set, and a `sched_switch` program
+//! given a [`SwitchDrop`] returns without writing for a switch between the idle task and a
+//! watched thread (the rule of `latlab_explain::filter`). When the ring is full the
+//! record is counted, per CPU, in the `lost` array map instead.
+
+use crate::bpf::asm::{Alu, Asm, AsmError, Jmp, Size};
+use crate::bpf::Insn;
+use crate::btf::RecorderFields;
+use latlab_core::ftrace_compact::{CompactCpu, CompactTrace};
+use latlab_core::ftrace_raw::{EventFormat, Field};
+use std::collections::HashMap;
+
+/// `bpf_map_lookup_elem`.
+const FN_MAP_LOOKUP: i32 = 1;
+/// `bpf_ktime_get_ns`.
+const FN_KTIME: i32 = 5;
+/// `bpf_get_smp_processor_id`.
+const FN_CPU: i32 = 8;
+/// `bpf_probe_read_kernel`.
+const FN_PROBE_READ: i32 = 113;
+/// `bpf_probe_read_kernel_str`.
+const FN_PROBE_READ_STR: i32 = 115;
+/// `bpf_ringbuf_output`.
+const FN_RINGBUF_OUTPUT: i32 = 130;
+/// `BPF_RB_NO_WAKEUP`: the reader wakes on its own schedule, never per record.
+const RB_NO_WAKEUP: i32 = 1;
+
+/// Bytes before the payload (the timestamp).
+pub const HEADER: usize = 8;
+/// Bytes of an IRQ name kept (the tracefs event keeps it whole; names are short).
+pub const IRQ_NAME: usize = 32;
+
+/// Where a field's value comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Src {
+    /// The tracepoint's argument `n`, stored in the field's size.
+    Arg(u8),
+    /// `size` bytes at `member` of the struct argument `n` points to.
+    Deref(u8, Member),
+    /// The NUL-terminated string the pointer at `member` of argument `n`'s struct points
+    /// to, at most the field's size.
+    DerefStr(u8, Member),
+    /// `sched_switch`'s `prev_state` as the tracepoint reports it.
+    SwitchState,
+}
+
+/// The kernel struct members a program reads (their offsets are [`RecorderFields`]').
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Member {
+    /// `task_struct.comm`.
+    Comm,
+    /// `task_struct.pid`.
+    Pid,
+    /// `task_struct.prio`.
+    Prio,
+    /// `irqaction.name`.
+    IrqName,
+    /// `hrtimer.function`.
+    HrtimerFunction,
+    /// `work_struct.func`.
+    WorkFunc,
+}
+
+impl Member {
+    fn offset(self, f: &RecorderFields) -> i32 {
+        (match self {
+            Member::Comm => f.task.comm.offset,
+            Member::Pid => f.task.pid.offset,
+            Member::Prio => f.task.prio.offset,
+            Member::IrqName => f.irq_name.offset,
+            Member::HrtimerFunction => f.hrtimer_function.offset,
+            Member::WorkFunc => f.work_func.offset,
+        }) as i32
+    }
+}
+
+/// One recorded field: its name and C type as the tracepoint's format file gives them,
+/// its place in the payload, and its source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldSpec {
+    /// The format's name for it.
+    pub name: &'static str,
+    /// Its C type.
+    pub ctype: &'static str,
+    /// Offset in the payload.
+    pub at: usize,
+    /// Bytes.
+    pub size: usize,
+    /// Signed.
+    pub signed: bool,
+    /// Where it comes from.
+    pub src: Src,
+}
+
+/// One traced event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EventSpec {
+    /// `group/name`, as the tracefs recorder names it.
+    pub event: &'static str,
+    /// Its fields.
+    pub fields: &'static [FieldSpec],
+}
+
+impl EventSpec {
+    /// The raw tracepoint's name.
+    pub fn tracepoint(&self) -> &'static str {
+        self.event.split_once('/').map_or(self.event, |(_, n)| n)
+    }
+    /// Payload bytes (a multiple of 8).
+    pub fn payload_len(&self) -> usize {
+        let end = self.fields.iter().map(|f| f.at + f.size).max().unwrap_or(8);
+        end.max(8).next_multiple_of(8)
+    }
+}
+
+const fn f(
+    name: &'static str,
+    ctype: &'static str,
+    at: usize,
+    size: usize,
+    signed: bool,
+    src: Src,
+) -> FieldSpec {
+    FieldSpec {
+        name,
+        ctype,
+        at,
+        size,
+        signed,
+        src,
+    }
+}
+
+const VECTOR: &[FieldSpec] = &[f("vector", "int", 8, 4, true, Src::Arg(0))];
+
+/// Every event the BPF recorder can record: the attribution's set
+/// (`crate::ktrace::DEFAULT_EVENTS`).
+pub const EVENTS: &[EventSpec] = &[
+    EventSpec {
+        event: "irq/irq_handler_entry",
+        fields: &[
+            f("irq", "int", 8, 4, true, Src::Arg(0)),
+            f(
+                "name",
+                "char",
+                12,
+                IRQ_NAME,
+                false,
+                Src::DerefStr(1, Member::IrqName),
+            ),
+        ],
+    },
+    EventSpec {
+        event: "irq/irq_handler_exit",
+        fields: &[
+            f("irq", "int", 8, 4, true, Src::Arg(0)),
+            f("ret", "int", 12, 4, true, Src::Arg(2)),
+        ],
+    },
+    EventSpec {
+        event: "irq/softirq_entry",
+        fields: &[f("vec", "unsigned int", 8, 4, false, Src::Arg(0))],
+    },
+    EventSpec {
+        event: "irq/softirq_exit",
+        fields: &[f("vec", "unsigned int", 8, 4, false, Src::Arg(0))],
+    },
+    EventSpec {
+        event: "irq_vectors/local_timer_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/local_timer_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/reschedule_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/reschedule_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/call_function_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/call_function_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/call_function_single_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/call_function_single_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/irq_work_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/irq_work_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/x86_platform_ipi_entry",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "irq_vectors/x86_platform_ipi_exit",
+        fields: VECTOR,
+    },
+    EventSpec {
+        event: "nmi/nmi_handler",
+        fields: &[
+            f("handler", "void *", 8, 8, false, Src::Arg(0)),
+            f("delta_ns", "s64", 16, 8, true, Src::Arg(1)),
+            f("handled", "int", 24, 4, true, Src::Arg(2)),
+        ],
+    },
+    EventSpec {
+        event: "sched/sched_switch",
+        fields: &[
+            f(
+                "prev_comm",
+                "char",
+                8,
+                16,
+                false,
+                Src::Deref(1, Member::Comm),
+            ),
+            f("prev_pid", "pid_t", 24, 4, true, Src::Deref(1, Member::Pid)),
+            f("prev_prio", "int", 28, 4, true, Src::Deref(1, Member::Prio)),
+            f("prev_state", "long", 32, 8, true, Src::SwitchState),
+            f(
+                "next_comm",
+                "char",
+                40,
+                16,
+                false,
+                Src::Deref(2, Member::Comm),
+            ),
+            f("next_pid", "pid_t", 56, 4, true, Src::Deref(2, Member::Pid)),
+            f("next_prio", "int", 60, 4, true, Src::Deref(2, Member::Prio)),
+        ],
+    },
+    EventSpec {
+        event: "timer/hrtimer_expire_entry",
+        fields: &[f(
+            "function",
+            "void *",
+            8,
+            8,
+            false,
+            Src::Deref(0, Member::HrtimerFunction),
+        )],
+    },
+    EventSpec {
+        event: "timer/hrtimer_expire_exit",
+        fields: &[],
+    },
+    EventSpec {
+        event: "workqueue/workqueue_execute_start",
+        fields: &[f(
+            "function",
+            "void *",
+            8,
+            8,
+            false,
+            Src::Deref(0, Member::WorkFunc),
+        )],
+    },
+    EventSpec {
+        event: "workqueue/workqueue_execute_end",
+        fields: &[],
+    },
+];
+
+/// The event of id `id` ([`event_id`]).
+pub fn event_by_id(id: u16) -> Option<&'static EventSpec> {
+    EVENTS.get(usize::from(id).checked_sub(1)?)
+}
+
+/// An event's id in records: its index in [`EVENTS`] plus one.
+pub fn event_id(event: &str) -> Option<u16> {
+    EVENTS
+        .iter()
+        .position(|e| e.event == event)
+        .map(|i| i as u16 + 1)
+}
+
+/// Each event's payload described as a tracefs format, so `latlab-explain`'s decoder of
+/// streamed tracefs events reads BPF records unchanged.
+pub fn formats() -> Vec<EventFormat> {
+    EVENTS
+        .iter()
+        .enumerate()
+        .map(|(i, e)| EventFormat {
+            name: e.tracepoint().to_string(),
+            id: i as u16 + 1,
+            fields: std::iter::once(Field {
+                name: "common_type".into(),
+                ctype: "unsigned short".into(),
+                offset: 0,
+                size: 2,
+                signed: false,
+            })
+            .chain(e.fields.iter().map(|f| Field {
+                name: f.name.into(),
+                ctype: f.ctype.into(),
+                offset: f.at,
+                size: f.size,
+                signed: f.signed,
+            }))
+            .collect(),
+        })
+        .collect()
+}
+
+/// The switches a `sched_switch` program drops: those between the idle task (pid 0) and
+/// a watched thread, a thread id in `tids` or a command name starting with one of
+/// `comm_prefixes`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SwitchDrop {
+    /// Watched thread ids.
+    pub tids: Vec<i32>,
+    /// Watched command-name prefixes (each at most 15 bytes: a comm is 16 with its NUL).
+    pub comm_prefixes: Vec<String>,
+}
+
+/// What a program is built for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProgOptions {
+    /// The ring buffer map's descriptor.
+    pub ring_fd: i32,
+    /// The `lost` array map's descriptor (a u64 per CPU).
+    pub lost_fd: i32,
+    /// The CPUs recorded (a mask of CPUs 0–63); `None`: every CPU.
+    pub cpu_mask: Option<u64>,
+    /// For `sched_switch`: the switches to drop.
+    pub drop: Option<SwitchDrop>,
+}
+
+/// Why a program could not be built.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProgError {
+    /// A command-name prefix longer than a comm holds.
+    #[error("comm prefix {0:?} is longer than 15 bytes")]
+    LongPrefix(String),
+    /// The assembler refused the program (a bug here).
+    #[error("assembling: {0}")]
+    Asm(#[from] AsmError),
+}
+
+/// The stack slot (relative to r10) holding a pointer read on the way to a string.
+const SCRATCH: i16 = -8;
+/// The stack slot holding the `lost` map's key.
+const KEY: i16 = -16;
+
+/// The program recording `e`.
+///
+/// # Errors
+/// [`ProgError`].
+pub fn program(
+    e: &EventSpec,
+    fields: &RecorderFields,
+    o: &ProgOptions,
+) -> Result<Vec<Insn>, ProgError> {
+    let id = (EVENTS.iter().position(|x| x == e).unwrap_or(0) + 1) as i32;
+    let total = HEADER + e.payload_len();
+    // the record lies at r10 - rec .. r10 - 16
+    let rec = (16 + total) as i16;
+    let at = |payload: usize| -rec + (HEADER + payload) as i16;
+    let mut a = Asm::new();
+    let out = a.label();
+    a.alu_reg(Alu::Mov, 6, 1);
+    a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
+    if let Some(mask) = o.cpu_mask {
+        a.jmp_imm(Jmp::Gt, 7, 63, out)
+            .ld_imm64(1, mask)
+            .alu_reg(Alu::Rsh, 1, 7)
+            .alu_imm(Alu::And, 1, 1)
+            .jmp_imm(Jmp::Eq, 1, 0, out);
+    }
+    for k in (0..total).step_by(8) {
+        a.st(Size::DW, 10, -rec + k as i16, 0);
+    }
+    a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
+    a.alu_reg(Alu::Mov, 1, 7)
+        .alu_imm(Alu::Lsh, 1, 16)
+        .alu_imm(Alu::Or, 1, id)
+        .stx(Size::DW, 10, at(0), 1);
+    for fs in e.fields {
+        match fs.src {
+            Src::Arg(n) => {
+                let size = match fs.size {
+                    1 => Size::B,
+                    2 => Size::H,
+                    4 => Size::W,
+                    _ => Size::DW,
+                };
+                a.ldx(Size::DW, 1, 6, 8 * i16::from(n))
+                    .stx(size, 10, at(fs.at), 1);
+            }
+            Src::Deref(n, m) => {
+                a.alu_reg(Alu::Mov, 1, 10)
+                    .alu_imm(Alu::Add, 1, i32::from(at(fs.at)))
+                    .alu_imm(Alu::Mov, 2, fs.size as i32)
+                    .ldx(Size::DW, 3, 6, 8 * i16::from(n))
+                    .alu_imm(Alu::Add, 3, m.offset(fields))
+                    .call(FN_PROBE_READ);
+            }
+            Src::DerefStr(n, m) => {
+                a.alu_reg(Alu::Mov, 1, 10)
+                    .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
+                    .st(Size::DW, 10, SCRATCH, 0)
+                    .alu_imm(Alu::Mov, 2, 8)
+                    .ldx(Size::DW, 3, 6, 8 * i16::from(n))
+                    .alu_imm(Alu::Add, 3, m.offset(fields))
+                    .call(FN_PROBE_READ);
+                a.alu_reg(Alu::Mov, 1, 10)
+                    .alu_imm(Alu::Add, 1, i32::from(at(fs.at)))
+                    .alu_imm(Alu::Mov, 2, fs.size as i32)
+                    .ldx(Size::DW, 3, 10, SCRATCH)
+                    .call(FN_PROBE_READ_STR);
+            }
+            Src::SwitchState => switch_state(&mut a, fields, at(fs.at)),
+        }
+    }
+    if let (Some(d), true) = (&o.drop, e.event == "sched/sched_switch") {
+        drop_idle_switch(&mut a, d, &at, out)?;
+    }
+    let done = a.label();
+    a.ld_map(1, o.ring_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, -i32::from(rec))
+        .alu_imm(Alu::Mov, 3, total as i32)
+        .alu_imm(Alu::Mov, 4, RB_NO_WAKEUP)
+        .call(FN_RINGBUF_OUTPUT)
+        .jmp_imm(Jmp::Sge, 0, 0, done);
+    // the ring was full: count it on this CPU
+    a.stx(Size::W, 10, KEY, 7)
+        .ld_map(1, o.lost_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP)
+        .jmp_imm(Jmp::Eq, 0, 0, done)
+        .alu_imm(Alu::Mov, 1, 1)
+        .atomic_add(0, 0, 1);
+    a.bind(done);
+    a.bind(out);
+    a.alu_imm(Alu::Mov, 0, 0).exit();
+    Ok(a.finish()?)
+}
+
+/// `prev_state` as `__trace_sched_switch_state` reports it, into the record at `dst`:
+/// `TASK_REPORT_MAX` (0x100) when preempted; else the highest `TASK_REPORT` bit of the
+/// state (with `exit_state` for a dead task), `TASK_IDLE` as `TASK_REPORT_IDLE` (0x80),
+/// `TASK_RTLOCK_WAIT` as `TASK_UNINTERRUPTIBLE`.
+fn switch_state(a: &mut Asm, fields: &RecorderFields, dst: i16) {
+    let store = a.label();
+    let not_preempted = a.label();
+    a.ldx(Size::DW, 1, 6, 0)
+        .alu_imm(Alu::And, 1, 0xff)
+        .jmp_imm(Jmp::Eq, 1, 0, not_preempted)
+        .alu_imm(Alu::Mov, 1, 0x100)
+        .ja(store);
+    a.bind(not_preempted);
+    let (idle, rtlock, dead, bits) = (a.label(), a.label(), a.label(), a.label());
+    a.ldx(Size::DW, 1, 6, 24)
+        .alu_imm(Alu::Lsh, 1, 32)
+        .alu_imm(Alu::Rsh, 1, 32)
+        .jmp_imm(Jmp::Eq, 1, 0x402, idle)
+        .jmp_imm(Jmp::Eq, 1, 0x1000, rtlock)
+        .jmp_imm(Jmp::Set, 1, 0x80, dead)
+        .ja(bits);
+    a.bind(idle);
+    a.alu_imm(Alu::Mov, 1, 0x80).ja(store);
+    a.bind(rtlock);
+    a.alu_imm(Alu::Mov, 1, 2).ja(store);
+    a.bind(dead);
+    // TASK_DEAD: the report is the exit state's (EXIT_DEAD 0x10, EXIT_ZOMBIE 0x20)
+    a.stx(Size::DW, 10, SCRATCH, 1)
+        .alu_reg(Alu::Mov, 1, 10)
+        .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
+        .alu_imm(Alu::Mov, 2, 4)
+        .ldx(Size::DW, 3, 6, 8)
+        .alu_imm(Alu::Add, 3, fields.exit_state.offset as i32)
+        .call(FN_PROBE_READ)
+        .ldx(Size::DW, 1, 10, SCRATCH);
+    a.bind(bits);
+    a.alu_imm(Alu::And, 1, 0x7f);
+    for bit in [0x40, 0x20, 0x10, 0x08, 0x04, 0x02] {
+        let next = a.label();
+        a.jmp_imm(Jmp::Set, 1, bit, next);
+        continue_chain(a, next, bit, store);
+    }
+    a.bind(store);
+    a.stx(Size::DW, 10, dst, 1);
+}
+
+/// The tail of one test of [`switch_state`]'s bit chain: when the bit was not set, the
+/// jump above fell through to the next test; when set, `r1 = bit` and store.
+fn continue_chain(
+    a: &mut Asm,
+    set: crate::bpf::asm::Label,
+    bit: i32,
+    store: crate::bpf::asm::Label,
+) {
+    let skip = a.label();
+    a.ja(skip);
+    a.bind(set);
+    a.alu_imm(Alu::Mov, 1, bit).ja(store);
+    a.bind(skip);
+}
+
+/// Jumps to `drop` when the switch in the record is idle ↔ watched.
+fn drop_idle_switch(
+    a: &mut Asm,
+    d: &SwitchDrop,
+    at: &dyn Fn(usize) -> i16,
+    drop: crate::bpf::asm::Label,
+) -> Result<(), ProgError> {
+    // prev_pid 24, prev_comm 8, next_pid 56, next_comm 40 (EVENTS' sched_switch)
+    let (keep, prev_not_idle) = (a.label(), a.label());
+    a.ldx(Size::W, 1, 10, at(24))
+        .jmp_imm(Jmp::Ne, 1, 0, prev_not_idle);
+    watched(a, d, at(56), at(40), drop)?;
+    a.ja(keep);
+    a.bind(prev_not_idle);
+    a.ldx(Size::W, 1, 10, at(56)).jmp_imm(Jmp::Ne, 1, 0, keep);
+    watched(a, d, at(24), at(8), drop)?;
+    a.bind(keep);
+    Ok(())
+}
+
+/// Jumps to `yes` when the task whose pid and comm are at `pid` and `comm` is watched.
+fn watched(
+    a: &mut Asm,
+    d: &SwitchDrop,
+    pid: i16,
+    comm: i16,
+    yes: crate::bpf::asm::Label,
+) -> Result<(), ProgError> {
+    for &t in &d.tids {
+        a.ldx(Size::W, 1, 10, pid).jmp_imm(Jmp::Eq, 1, t, yes);
+    }
+    for p in &d.comm_prefixes {
+        let b = p.as_bytes();
+        if b.len() > 15 {
+            return Err(ProgError::LongPrefix(p.clone()));
+        }
+        let no = a.label();
+        for (w, chunk) in b.chunks(8).enumerate() {
+            let mut value = [0u8; 8];
+            value[..chunk.len()].copy_from_slice(chunk);
+            let mask = if chunk.len() == 8 {
+                u64::MAX
+            } else {
+                (1u64 << (8 * chunk.len())) - 1
+            };
+            a.ldx(Size::DW, 1, 10, comm + 8 * w as i16)
+                .ld_imm64(2, mask)
+                .alu_reg(Alu::And, 1, 2)
+                .ld_imm64(2, u64::from_le_bytes(value))
+                .jmp_reg(Jmp::Ne, 1, 2, no);
+        }
+        a.ja(yes);
+        a.bind(no);
+    }
+    Ok(())
+}
+
+/// Records as the reader takes them out of the ring, kept as the tracefs reader keeps
+/// its events ([`CompactTrace`]: per CPU a time and a kind, each distinct payload once).
+#[derive(Debug)]
+pub struct Collector {
+    cpus: Vec<u32>,
+    per_cpu: Vec<(Vec<u64>, Vec<u32>)>,
+    index: HashMap<Vec<u8>, u32>,
+    kinds: Vec<Vec<u8>>,
+    malformed: u64,
+    scratch: Vec<u8>,
+}
+
+impl Collector {
+    /// A collector for records of `cpus` (records of other CPUs count as malformed).
+    pub fn new(cpus: &[u32]) -> Collector {
+        Collector {
+            cpus: cpus.to_vec(),
+            per_cpu: vec![(Vec::new(), Vec::new()); cpus.len()],
+            index: HashMap::new(),
+            kinds: Vec::new(),
+            malformed: 0,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Records taken so far.
+    pub fn events(&self) -> u64 {
+        self.per_cpu.iter().map(|(t, _)| t.len() as u64).sum()
+    }
+
+    /// Takes one record (the timestamp, then the payload).
+    pub fn push(&mut self, rec: &[u8]) {
+        let ok = (|| {
+            let ns = u64::from_le_bytes(rec.get(..8)?.try_into().ok()?);
+            let p = &rec[8..];
+            let id = u16::from_le_bytes(p.get(..2)?.try_into().ok()?);
+            let cpu = u32::from(u16::from_le_bytes(p.get(2..4)?.try_into().ok()?));
+            let len = event_by_id(id)?.payload_len();
+            let at = self.cpus.iter().position(|&c| c == cpu)?;
+            self.scratch.clear();
+            self.scratch.extend_from_slice(p.get(..len)?);
+            self.scratch[2..4].fill(0);
+            let k = match self.index.get(&self.scratch) {
+                Some(&k) => k,
+                None => {
+                    let k = self.kinds.len() as u32;
+                    self.kinds.push(self.scratch.clone());
+                    self.index.insert(self.scratch.clone(), k);
+                    k
+                }
+            };
+            self.per_cpu[at].0.push(ns);
+            self.per_cpu[at].1.push(k);
+            Some(())
+        })();
+        if ok.is_none() {
+            self.malformed += 1;
+        }
+    }
+
+    /// The events stamped within `keep` (monotonic ns, both ends included) with their
+    /// times mapped by `to_tsc`, each CPU's in time order (a program interrupted between
+    /// its clock read and its write lands after the interrupt's own record).
+    pub fn finish(self, keep: (u64, u64), to_tsc: &dyn Fn(u64) -> u64) -> CompactTrace {
+        let cpus = self
+            .cpus
+            .iter()
+            .zip(self.per_cpu)
+            .map(|(&cpu, (ns, kind))| {
+                let mut ev: Vec<(u64, u32)> = ns
+                    .iter()
+                    .zip(kind)
+                    .filter(|(&t, _)| t >= keep.0 && t <= keep.1)
+                    .map(|(&t, k)| (to_tsc(t), k))
+                    .collect();
+                if !ev.windows(2).all(|w| w[0].0 <= w[1].0) {
+                    ev.sort_by_key(|e| e.0);
+                }
+                let (tsc, kind) = ev.into_iter().unzip();
+                CompactCpu { cpu, tsc, kind }
+            })
+            .collect();
+        CompactTrace {
+            cpus,
+            kinds: self.kinds,
+            lost: 0,
+            malformed: self.malformed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bpf::asm::interp::{Region, Vm};
+    use latlab_core::btf::Member as BtfMember;
+
+    fn m(offset: u32, size: u32) -> BtfMember {
+        BtfMember {
+            offset,
+            size,
+            bitfield: false,
+        }
+    }
+
+    /// Offsets like this kernel's (the programs must use these, not constants).
+    fn fields() -> RecorderFields {
+        RecorderFields {
+            task: crate::btf::TaskFields {
+                pid: m(1264, 4),
+                comm: m(1752, 16),
+                prio: m(108, 4),
+                state: m(24, 4),
+            },
+            exit_state: m(1160, 4),
+            irq_name: m(80, 8),
+            hrtimer_function: m(40, 8),
+            work_func: m(24, 8),
+        }
+    }
+
+    const CTX: u64 = 0x1000;
+    const PREV: u64 = 0x10_0000;
+    const NEXT: u64 = 0x20_0000;
+    const LOST: u64 = 0x30_0000;
+
+    fn task(base: u64, comm: &str, pid: i32, prio: i32, exit_state: i32) -> Region {
+        let f = fields();
+        let mut b = vec![0u8; 2048];
+        b[f.task.comm.offset as usize..][..comm.len()].copy_from_slice(comm.as_bytes());
+        b[f.task.pid.offset as usize..][..4].copy_from_slice(&pid.to_le_bytes());
+        b[f.task.prio.offset as usize..][..4].copy_from_slice(&prio.to_le_bytes());
+        b[f.exit_state.offset as usize..][..4].copy_from_slice(&exit_state.to_le_bytes());
+        Region { base, bytes: b }
+    }
+
+    /// What one run of a program did.
+    struct Run {
+        records: Vec<Vec<u8>>,
+        lost: u64,
+    }
+
+    /// Runs `e`'s program on CPU `cpu` with tracepoint arguments `args` and kernel
+    /// memory `mem`; the ring takes records when `ring_ok`.
+    fn run(
+        e: &EventSpec,
+        o: &ProgOptions,
+        cpu: u64,
+        args: &[u64],
+        mut mem: Vec<Region>,
+        ring_ok: bool,
+    ) -> Run {
+        let p = program(e, &fields(), o).unwrap();
+        let mut ctx = vec![0u8; 64];
+        for (i, a) in args.iter().enumerate() {
+            ctx[8 * i..8 * i + 8].copy_from_slice(&a.to_le_bytes());
+        }
+        mem.push(Region {
+            base: CTX,
+            bytes: ctx,
+        });
+        mem.push(Region {
+            base: LOST,
+            bytes: vec![0; 8],
+        });
+        let mut vm = Vm::new(mem);
+        vm.r[1] = CTX;
+        let mut records = Vec::new();
+        vm.run(&p, &mut |vm, f| match f {
+            FN_CPU => cpu,
+            FN_KTIME => 123_456_789,
+            FN_PROBE_READ | FN_PROBE_READ_STR => {
+                let (dst, n, src) = (vm.r[1], vm.r[2] as usize, vm.r[3]);
+                let b = if f == FN_PROBE_READ_STR {
+                    // byte by byte up to the NUL, as the helper reads a string
+                    let mut b = vec![0u8; n];
+                    for (k, slot) in b.iter_mut().enumerate().take(n - 1) {
+                        match vm.read(src + k as u64, 1) {
+                            Some(c) if c[0] != 0 => *slot = c[0],
+                            _ => break,
+                        }
+                    }
+                    b
+                } else {
+                    vm.read(src, n).unwrap_or_else(|| vec![0; n])
+                };
+                vm.write(dst, &b);
+                0
+            }
+            FN_RINGBUF_OUTPUT => {
+                assert_eq!(vm.r[1], o.ring_fd as u64, "the ring map");
+                assert_eq!(vm.r[4], RB_NO_WAKEUP as u64);
+                if ring_ok {
+                    records.push(vm.read(vm.r[2], vm.r[3] as usize).unwrap());
+                    0
+                } else {
+                    (-28i64) as u64
+                }
+            }
+            FN_MAP_LOOKUP => {
+                assert_eq!(vm.r[1], o.lost_fd as u64, "the lost map");
+                let key = vm.read(vm.r[2], 4).unwrap();
+                assert_eq!(u32::from_le_bytes(key.try_into().unwrap()) as u64, cpu);
+                LOST
+            }
+            other => panic!("helper {other}"),
+        });
+        let lost = u64::from_le_bytes(vm.read(LOST, 8).unwrap().try_into().unwrap());
+        Run { records, lost }
+    }
+
+    fn opts() -> ProgOptions {
+        ProgOptions {
+            ring_fd: 7,
+            lost_fd: 8,
+            cpu_mask: Some(0b11),
+            drop: None,
+        }
+    }
+
+    fn spec(name: &str) -> &'static EventSpec {
+        EVENTS.iter().find(|e| e.event == name).unwrap()
+    }
+
+    /// Decodes a record through [`formats`], as `latlab-explain` does.
+    fn field(rec: &[u8], name: &str) -> String {
+        let p = &rec[HEADER..];
+        let id = u16::from_le_bytes([p[0], p[1]]);
+        let f = formats().into_iter().find(|f| f.id == id).unwrap();
+        let fl = f.field(name).unwrap();
+        if fl.ctype == "char" {
+            String::from_utf8_lossy(f.str(p, name).unwrap()).into_owned()
+        } else {
+            f.int(p, name).unwrap().to_string()
+        }
+    }
+
+    #[test]
+    fn a_switch_record_holds_both_tasks_and_the_state_as_the_tracepoint_reports_it() {
+        let sw = spec("sched/sched_switch");
+        // (preempt, raw prev_state, exit_state) -> reported state
+        for (preempt, state, exit, want) in [
+            (1, 0x1, 0, 0x100),    // preempted: R+
+            (0, 0x1, 0, 0x1),      // S
+            (0, 0x2, 0, 0x2),      // D
+            (0, 0x102, 0, 0x2),    // TASK_KILLABLE reports D
+            (0, 0x402, 0, 0x80),   // TASK_IDLE: I
+            (0, 0x1000, 0, 0x2),   // TASK_RTLOCK_WAIT: D
+            (0, 0x80, 0x10, 0x10), // TASK_DEAD with EXIT_DEAD: X
+            (0, 0x80, 0x20, 0x20), // and EXIT_ZOMBIE: Z
+            (0, 0x0, 0, 0x0),      // R
+        ] {
+            let r = run(
+                sw,
+                &opts(),
+                1,
+                &[preempt, PREV, NEXT, state],
+                vec![
+                    task(PREV, "latlab-rx", 4242, 49, exit),
+                    task(NEXT, "kworker/1:0", 77, 120, 0),
+                ],
+                true,
+            );
+            assert_eq!(r.records.len(), 1);
+            let rec = &r.records[0];
+            assert_eq!(rec.len(), HEADER + sw.payload_len());
+            assert_eq!(
+                u64::from_le_bytes(rec[..8].try_into().unwrap()),
+                123_456_789
+            );
+            assert_eq!(u16::from_le_bytes([rec[10], rec[11]]), 1, "the CPU");
+            assert_eq!(
+                field(rec, "prev_state"),
+                want.to_string(),
+                "state {state:#x} exit {exit:#x}"
+            );
+            assert_eq!(
+                [
+                    field(rec, "prev_comm"),
+                    field(rec, "prev_pid"),
+                    field(rec, "prev_prio")
+                ],
+                ["latlab-rx", "4242", "49"]
+            );
+            assert_eq!(
+                [
+                    field(rec, "next_comm"),
+                    field(rec, "next_pid"),
+                    field(rec, "next_prio")
+                ],
+                ["kworker/1:0", "77", "120"]
+            );
+        }
+    }
+
+    #[test]
+    fn an_irq_record_names_the_handler_through_its_irqaction() {
+        const ACTION: u64 = 0x40_0000;
+        const NAME: u64 = 0x50_0000;
+        let mut action = vec![0u8; 128];
+        action[80..88].copy_from_slice(&NAME.to_le_bytes());
+        let name = b"virtio1-req.0\0".to_vec();
+        let r = run(
+            spec("irq/irq_handler_entry"),
+            &opts(),
+            0,
+            &[36, ACTION],
+            vec![
+                Region {
+                    base: ACTION,
+                    bytes: action,
+                },
+                Region {
+                    base: NAME,
+                    bytes: name,
+                },
+            ],
+            true,
+        );
+        assert_eq!(field(&r.records[0], "irq"), "36");
+        assert_eq!(field(&r.records[0], "name"), "virtio1-req.0");
+    }
+
+    #[test]
+    fn a_timer_record_holds_the_function_and_a_vector_record_its_vector() {
+        const TIMER: u64 = 0x40_0000;
+        let mut t = vec![0u8; 64];
+        t[40..48].copy_from_slice(&0xffff_ffff_8123_4567u64.to_le_bytes());
+        let r = run(
+            spec("timer/hrtimer_expire_entry"),
+            &opts(),
+            0,
+            &[TIMER, 0],
+            vec![Region {
+                base: TIMER,
+                bytes: t,
+            }],
+            true,
+        );
+        assert_eq!(
+            field(&r.records[0], "function"),
+            (0xffff_ffff_8123_4567u64 as i64).to_string()
+        );
+        let v = run(
+            spec("irq_vectors/local_timer_entry"),
+            &opts(),
+            1,
+            &[236],
+            vec![],
+            true,
+        );
+        assert_eq!(field(&v.records[0], "vector"), "236");
+    }
+
+    #[test]
+    fn a_cpu_outside_the_mask_writes_nothing_and_a_full_ring_counts_a_loss() {
+        let e = spec("irq/softirq_entry");
+        let r = run(
+            e,
+            &ProgOptions {
+                cpu_mask: Some(0b01),
+                ..opts()
+            },
+            1,
+            &[3],
+            vec![],
+            true,
+        );
+        assert!(r.records.is_empty());
+        let r = run(
+            e,
+            &ProgOptions {
+                cpu_mask: None,
+                ..opts()
+            },
+            70,
+            &[3],
+            vec![],
+            true,
+        );
+        assert_eq!(r.records.len(), 1, "no mask: every CPU");
+        let r = run(e, &opts(), 1, &[3], vec![], false);
+        assert_eq!((r.records.len(), r.lost), (0, 1));
+    }
+
+    #[test]
+    fn idle_switches_of_watched_threads_are_dropped_and_every_other_switch_kept() {
+        let sw = spec("sched/sched_switch");
+        let o = ProgOptions {
+            drop: Some(SwitchDrop {
+                tids: vec![9001],
+                comm_prefixes: vec!["latlab".into(), "a-long-prefix12".into()],
+            }),
+            ..opts()
+        };
+        let recorded = |prev: (&str, i32), next: (&str, i32)| {
+            run(
+                sw,
+                &o,
+                0,
+                &[0, PREV, NEXT, 1],
+                vec![
+                    task(PREV, prev.0, prev.1, 120, 0),
+                    task(NEXT, next.0, next.1, 120, 0),
+                ],
+                true,
+            )
+            .records
+            .len()
+                == 1
+        };
+        let idle = ("swapper/0", 0);
+        assert!(!recorded(idle, ("latlab-rx", 5)), "idle -> watched by name");
+        assert!(!recorded(("latlab-tx", 6), idle), "watched by name -> idle");
+        assert!(!recorded(idle, ("other", 9001)), "idle -> watched by tid");
+        assert!(
+            !recorded(("a-long-prefix123", 7), idle),
+            "a prefix over two words"
+        );
+        assert!(
+            recorded(("a-long-prefiX123", 7), idle),
+            "differs in the second word"
+        );
+        assert!(recorded(idle, ("latla", 8)), "shorter than the prefix");
+        assert!(recorded(idle, ("kworker/0:1", 8)), "idle -> foreign");
+        assert!(
+            recorded(("latlab-rx", 5), ("kworker/0:1", 8)),
+            "watched -> foreign"
+        );
+        assert!(
+            recorded(("kworker/0:1", 8), ("latlab-rx", 5)),
+            "foreign -> watched"
+        );
+        let long = ProgOptions {
+            drop: Some(SwitchDrop {
+                tids: vec![],
+                comm_prefixes: vec!["sixteen-bytes-xx".into()],
+            }),
+            ..opts()
+        };
+        assert_eq!(
+            program(sw, &fields(), &long),
+            Err(ProgError::LongPrefix("sixteen-bytes-xx".into()))
+        );
+    }
+
+    #[test]
+    fn the_collector_keeps_one_kind_per_payload_drops_the_cpu_and_sorts_each_cpus_times() {
+        let rec = |ns: u64, cpu: u16, vec: u32| {
+            let mut r = ns.to_le_bytes().to_vec();
+            let id = event_id("irq/softirq_entry").unwrap();
+            r.extend(id.to_le_bytes());
+            r.extend(cpu.to_le_bytes());
+            r.extend([0; 4]);
+            r.extend(vec.to_le_bytes());
+            r.extend([0; 4]);
+            r
+        };
+        let mut c = Collector::new(&[0, 1]);
+        c.push(&rec(300, 1, 3));
+        c.push(&rec(100, 1, 3)); // an interrupted program's later write
+        c.push(&rec(200, 0, 3));
+        c.push(&rec(250, 0, 7));
+        c.push(&rec(50, 0, 7)); // before the span kept
+        c.push(&rec(260, 5, 7)); // a CPU not traced
+        c.push(&rec(270, 0, 7)[..12]); // cut short
+        let t = c.finish((100, 1_000), &|ns| ns * 3);
+        assert_eq!(t.malformed, 2);
+        assert_eq!(t.kinds.len(), 2, "vec 3 and vec 7, whatever the CPU");
+        assert_eq!(t.cpus[0].tsc, vec![600, 750]);
+        assert_eq!(t.cpus[1].tsc, vec![300, 900]);
+        assert_eq!(t.cpus[1].kind, vec![t.cpus[0].kind[0]; 2]);
+        let f = formats();
+        let sf = f.iter().find(|x| x.name == "softirq_entry").unwrap();
+        assert_eq!(sf.int(&t.kinds[t.cpus[0].kind[1] as usize], "vec"), Some(7));
+    }
+}
