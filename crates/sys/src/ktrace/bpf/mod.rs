@@ -29,7 +29,7 @@
 pub mod prog;
 pub mod ring;
 
-use super::{KtraceError, Recording};
+use super::recording::{CpuTrace, KtraceError, RawTrace, Recording};
 use crate::bpf;
 use latlab_core::clockmap::ClockMap;
 use latlab_core::ftrace_raw::{PageLayout, Symbols};
@@ -223,7 +223,7 @@ impl BpfRecorder {
         let cpus = self
             .cpus
             .iter()
-            .map(|&cpu| super::CpuTrace {
+            .map(|&cpu| CpuTrace {
                 cpu,
                 text: String::new(),
                 lost: bpf::lookup_u64(&self.lost, cpu).unwrap_or(0),
@@ -234,7 +234,7 @@ impl BpfRecorder {
             enabled: std::mem::take(&mut self.enabled),
             missing: std::mem::take(&mut self.missing),
             mounted_tracefs: false,
-            raw: Some(super::RawTrace {
+            raw: Some(RawTrace {
                 layout: PageLayout::default(),
                 formats: prog::formats(),
                 events,
