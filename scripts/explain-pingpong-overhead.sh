@@ -3,13 +3,14 @@
 # p99.9 within 5 %, recorder CPU cost reported) and on the sched loop iteration (median
 # unchanged within 10 %).
 #
-# usage: scripts/explain-pingpong-overhead.sh [BIN] [PAIRS] [DURATION] [IDLE]
+# usage: scripts/explain-pingpong-overhead.sh [BIN] [PAIRS] [DURATION] [IDLE] [RECORDER]
 #   BIN       the latlab binary (default: target/release/latlab, else target/debug/latlab)
 #   PAIRS     interleaved off/on pairs per variant (default 10; odd pairs run off first,
 #             even pairs on first)
 #   DURATION  measured time of each run after a 1 s warm-up (default 2s)
 #   IDLE      held (default): /dev/cpu_dma_latency held at 0 for each whole variant,
 #             reflector included, so idle CPUs poll instead of halting; allow: no hold
+#   RECORDER  the "on" runs' --explain-recorder: bpf (default) or tracefs
 #
 # Why the hold: this guest idles through haltpoll with guest_halt_poll_ns=0, so every
 # idle vCPU halts (a VM exit) and each round trip of the blocking ping-pong pays two
@@ -22,14 +23,14 @@
 # 50, probe CPU 1 FIFO 40, as in docs/benchmarks.md) and the same with --io busy on both
 # sides; then the sched loop iteration pairs of scripts/explain-overhead.sh (3 pairs of
 # 3 s). Needs root. Prints markdown tables: per pair the medians, p99.9, shift, kernel
-# events per round trip, lost events, the instance's record-cmd, the probe's user+sys CPU,
+# events per round trip, lost events, the reader and the instance's record-cmd, the probe's user+sys CPU,
 # wall time and max RSS (/usr/bin/time); then per variant the median of the shifts with a
 # sign-test interval (order statistics of the shifts, its exact coverage given) and a
 # bootstrap 95 % interval.
 # About 4 minutes with a release build on a quiet 2-vCPU guest (PAIRS=10, 2s, held).
 set -euo pipefail
 
-usage() { sed -n 6,13p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n 6,14p "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ] && usage
 here=$(cd "$(dirname "$0")/.." && pwd)
 BIN=${1:-}
@@ -41,10 +42,12 @@ BIN=$(readlink -f "$BIN")
 PAIRS=${2:-10}
 DUR=${3:-2s}
 IDLE=${4:-held}
+REC=${5:-bpf}
 [ -x "$BIN" ] || { echo "no latlab binary at $BIN (cargo build -p latlab)" >&2; exit 2; }
 [[ "$PAIRS" =~ ^[1-9][0-9]*$ ]] || { echo "PAIRS must be a positive integer, got '$PAIRS'" >&2; exit 2; }
 [[ "$DUR" =~ ^[0-9]+(ms|s)$ ]] || { echo "DURATION must be like 4s or 500ms, got '$DUR'" >&2; exit 2; }
 [[ "$IDLE" =~ ^(held|allow)$ ]] || { echo "IDLE must be held or allow, got '$IDLE'" >&2; exit 2; }
+[[ "$REC" =~ ^(bpf|tracefs)$ ]] || { echo "RECORDER must be bpf or tracefs, got '$REC'" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "needs root (SCHED_FIFO, tracefs)" >&2; exit 3; }
 [ -x /usr/bin/time ] || { echo "needs /usr/bin/time (Debian package time)" >&2; exit 3; }
 
@@ -80,7 +83,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$dir"
-echo "# explain overhead, $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $BIN, $PAIRS pairs of $DUR, idle $IDLE ($(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo no cpuidle))"
+echo "# explain overhead, $(date -u +%FT%TZ), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg), $BIN, $PAIRS pairs of $DUR, idle $IDLE, recorder $REC ($(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo no cpuidle))"
 echo "(files in $dir)"
 
 # one variant: $1 name, $2 port, $3.. extra flags for both sides
@@ -98,7 +101,7 @@ variant() {
         [ $((i % 2)) = 0 ] && order="on off"
         for m in $order; do
             local ex=()
-            [ "$m" = on ] && ex=(--explain)
+            [ "$m" = on ] && ex=(--explain --explain-recorder "$REC")
             /usr/bin/time -f "%e %U %S %M" -o "time-$name-$m-$i.txt" \
                 "$BIN" net probe --to 127.0.0.1:"$port" --mode pingpong --duration "$DUR" \
                 --warmup 1s --tx-cpu 1 --rx-cpu 1 --fifo 40 --timestamps user "$@" \
@@ -244,7 +247,7 @@ census()
 for name in ("blocking", "busy"):
     print(f"\n## ping-pong, {name}" + (" (--io busy on both sides)" if name == "busy" else "")
           + f": {pairs} pairs, {dur} after 1 s warm-up\n")
-    print("| pair | order | median off / on | shift | p99.9 off / on | p99.9 change | events per round trip (on) | lost (on) | record-cmd (on) | probe CPU user+sys off / on | wall off / on | max RSS off / on |")
+    print("| pair | order | median off / on | shift | p99.9 off / on | p99.9 change | events per round trip (on) | lost (on) | reader, record-cmd (on) | probe CPU user+sys off / on | wall off / on | max RSS off / on |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     shifts, tails = [], []
     for i in range(1, pairs + 1):
@@ -262,7 +265,7 @@ for name in ("blocking", "busy"):
             row[m] = dict(p50=p50, p999=p999, cpu=float(u) + float(s), wall=float(w),
                           rss=int(rss) / 1024, epr=events / rt if rt and events else None,
                           lost=att.get("lost_events"), events=events,
-                          rc=ex.get("record_cmd") or "-")
+                          rc=f'{att.get("reader") or "-"}; {ex.get("record_cmd") or "-"}')
         off, on = row["off"], row["on"]
         shift = on["p50"] - off["p50"]
         tail = (on["p999"] / off["p999"] - 1) * 100
