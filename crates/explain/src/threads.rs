@@ -201,6 +201,7 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
                 raw: None,
                 reader: "text (asked for)".into(),
                 record_cmd: "off".into(),
+                missed: 0,
             }),
             unavailable: None,
             cpus: vec![0],

@@ -417,6 +417,7 @@ impl Recorder {
             raw,
             reader: std::mem::take(&mut self.reader),
             record_cmd: std::mem::take(&mut self.record_cmd),
+            missed: 0,
         })
     }
 
@@ -574,6 +575,7 @@ mod tests {
         let cfg = KtraceConfig {
             cpus: vec![0],
             buffer_kb: 256,
+            reader: ReaderKind::Stream,
             ..KtraceConfig::default()
         };
         let rec = match Recorder::start(&cfg) {
@@ -590,7 +592,7 @@ mod tests {
         let out = rec.stop().unwrap();
         assert!(!dir.exists(), "instance {} left behind", dir.display());
         assert_eq!(out.cpus.len(), 1);
-        // Streamed by default: events, no text, the formats of what was enabled.
+        // Streamed: events, no text, the formats of what was enabled.
         assert_eq!(out.reader, "trace_pipe_raw");
         assert!(
             out.record_cmd == "off" || out.record_cmd.starts_with("on ("),

@@ -15,6 +15,7 @@ pub(crate) const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
 pub(crate) const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
 pub(crate) const BPF_LINK_CREATE: libc::c_long = 28;
+pub(crate) const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
 /// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_ARRAY: u32 = 2;
@@ -155,4 +156,32 @@ pub fn attach_raw_tracepoint(prog: &OwnedFd, name: &str) -> io::Result<OwnedFd> 
     let mut a = Attr::new();
     a.u64(0, c.as_ptr() as u64).u32(8, prog.as_raw_fd() as u32);
     a.fd(BPF_RAW_TRACEPOINT_OPEN)
+}
+
+/// What the kernel counts of a loaded program (`struct bpf_prog_info`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProgStats {
+    /// Runs (counted only while `kernel.bpf_stats_enabled` is 1).
+    pub run_cnt: u64,
+    /// Time in the program, ns (likewise).
+    pub run_time_ns: u64,
+    /// Times the kernel did not run the program because it was already running on that
+    /// CPU (its recursion guard): an event the program never saw.
+    pub recursion_misses: u64,
+}
+
+/// The kernel's counters of program `prog`.
+pub fn prog_stats(prog: &OwnedFd) -> io::Result<ProgStats> {
+    let mut info = [0u8; 256];
+    let mut a = Attr::new();
+    a.u32(0, prog.as_raw_fd() as u32)
+        .u32(4, info.len() as u32)
+        .u64(8, info.as_mut_ptr() as u64);
+    a.call(BPF_OBJ_GET_INFO_BY_FD)?;
+    let at = |o: usize| u64::from_ne_bytes(info[o..o + 8].try_into().expect("8 bytes"));
+    Ok(ProgStats {
+        run_time_ns: at(192),
+        run_cnt: at(200),
+        recursion_misses: at(208),
+    })
 }

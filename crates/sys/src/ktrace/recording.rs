@@ -86,6 +86,9 @@ pub struct Recording {
     /// not hooked to every switch and wake-up for this recording, see [`cmdline`]), or
     /// `on (why)`.
     pub record_cmd: String,
+    /// Events the kernel did not hand to a BPF program because that program was already
+    /// running on the CPU (its recursion guard; the CPU is not known); 0 for tracefs.
+    pub missed: u64,
 }
 
 /// What the streaming reader returns: the events, decoded as they arrived into a compact
@@ -104,8 +107,8 @@ pub struct RawTrace {
 }
 
 impl Recording {
-    /// Events lost on all CPUs.
+    /// Events lost on all CPUs, and those a BPF program missed.
     pub fn lost(&self) -> u64 {
-        self.cpus.iter().map(|c| c.lost).sum()
+        self.cpus.iter().map(|c| c.lost).sum::<u64>() + self.missed
     }
 }

@@ -73,10 +73,11 @@ fn bpf_err(what: &str) -> impl FnOnce(std::io::Error) -> KtraceError + '_ {
     move |e| KtraceError::Bpf(format!("{what}: {e}"))
 }
 
-/// A (monotonic ns, TSC) pair: of three tries, the one with the narrowest TSC bracket.
+/// A (monotonic ns, TSC) pair: of five tries, the one with the narrowest TSC bracket (a
+/// try the reader lost its CPU in is wide).
 fn clock_pair() -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
-    for _ in 0..3 {
+    for _ in 0..5 {
         let t0 = crate::tsc::read().0;
         let ns = crate::clocks::monotonic_ns();
         let t1 = crate::tsc::read().0;
@@ -208,6 +209,11 @@ impl BpfRecorder {
         // the last was attached
         let to_ns = crate::clocks::monotonic_ns();
         self.links.clear();
+        let missed = self
+            .progs
+            .iter()
+            .map(|p| bpf::prog_stats(p).map_or(0, |s| s.recursion_misses))
+            .sum();
         self.progs.clear();
         self.signal_stop();
         let c = self
@@ -244,6 +250,7 @@ impl BpfRecorder {
             }),
             reader: "bpf ring buffer".into(),
             record_cmd: "off (BPF programs: no tracefs instance)".into(),
+            missed,
         })
     }
 }
