@@ -180,6 +180,15 @@ impl<'a> Btf<'a> {
         u32_at(self.type_data, at).expect("checked when indexed")
     }
 
+    /// The id of the typedef named `name` (e.g. `btf_trace_sched_switch`, the type a
+    /// BTF-typed raw-tracepoint program names as what it attaches to).
+    pub fn typedef(&self, name: &str) -> Option<u32> {
+        self.types
+            .iter()
+            .position(|t| t.kind() == KIND_TYPEDEF && self.name(t.name_off) == name.as_bytes())
+            .map(|i| i as u32 + 1)
+    }
+
     /// The first struct named `name` that has members (not a forward declaration).
     fn find_struct(&self, name: &str) -> Option<u32> {
         self.types
@@ -366,6 +375,8 @@ mod tests {
         );
         assert_eq!(m("no_such_member"), None);
         assert_eq!(btf.member("no_such_struct", "pid"), None);
+        assert_eq!(btf.typedef("pid_t"), Some(4));
+        assert_eq!(btf.typedef("task_struct"), None, "a struct, not a typedef");
     }
 
     #[test]

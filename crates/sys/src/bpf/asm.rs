@@ -236,6 +236,7 @@ pub(crate) mod interp {
     pub const STACK_TOP: u64 = 0x7000_0000;
 
     /// A memory region: `base..base + bytes.len()`.
+    #[derive(Clone)]
     pub struct Region {
         pub base: u64,
         pub bytes: Vec<u8>,

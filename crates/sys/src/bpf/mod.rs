@@ -23,6 +23,11 @@ pub const MAP_ARRAY: u32 = 2;
 pub const MAP_RINGBUF: u32 = 27;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
 pub const PROG_RAW_TRACEPOINT: u32 = 17;
+/// `BPF_PROG_TYPE_TRACING`.
+pub const PROG_TRACING: u32 = 26;
+/// `BPF_TRACE_RAW_TP`: a [`PROG_TRACING`] program on a raw tracepoint whose arguments the
+/// verifier types from the kernel's BTF (`tp_btf`), so their fields load directly.
+pub const ATTACH_TRACE_RAW_TP: u32 = 23;
 
 /// One eBPF instruction (`struct bpf_insn`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,10 +118,12 @@ pub fn lookup_u64(map: &OwnedFd, key: u32) -> io::Result<u64> {
 }
 
 /// Loads a program of `prog_type` named `name` (at most 15 bytes), attach type
-/// `attach_type`; on a verifier rejection the error carries the verifier's last lines.
+/// `attach_type`, attached to the kernel's BTF type `attach_btf_id` (0: none); on a
+/// verifier rejection the error carries the verifier's last lines.
 pub fn load_program(
     prog_type: u32,
     attach_type: u32,
+    attach_btf_id: u32,
     name: &str,
     insns: &[Insn],
 ) -> io::Result<OwnedFd> {
@@ -130,7 +137,8 @@ pub fn load_program(
         .u32(24, 1)
         .u32(28, log.len() as u32)
         .u64(32, log.as_mut_ptr() as u64)
-        .u32(68, attach_type);
+        .u32(68, attach_type)
+        .u32(108, attach_btf_id);
     let n = name.len().min(15);
     a.0[48..48 + n].copy_from_slice(&name.as_bytes()[..n]);
     match a.fd(BPF_PROG_LOAD) {
@@ -147,14 +155,18 @@ pub fn load_program(
     }
 }
 
-/// Attaches `prog` (a [`PROG_RAW_TRACEPOINT`] program) to the raw tracepoint `name`
-/// (`sched_switch`, `irq_handler_entry`, …). Closing the returned descriptor, or the
-/// process ending, detaches it. `ENOENT`: this kernel has no such tracepoint.
-pub fn attach_raw_tracepoint(prog: &OwnedFd, name: &str) -> io::Result<OwnedFd> {
-    let c = std::ffi::CString::new(name)
+/// Attaches `prog` to the raw tracepoint `name` (`sched_switch`, `irq_handler_entry`, …):
+/// a [`PROG_RAW_TRACEPOINT`] program by name, a [`PROG_TRACING`] one (`name` `None`) where
+/// its BTF type says. Closing the returned descriptor, or the process ending, detaches
+/// it. `ENOENT`: this kernel has no such tracepoint.
+pub fn attach_raw_tracepoint(prog: &OwnedFd, name: Option<&str>) -> io::Result<OwnedFd> {
+    let c = name
+        .map(std::ffi::CString::new)
+        .transpose()
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "NUL in a tracepoint name"))?;
     let mut a = Attr::new();
-    a.u64(0, c.as_ptr() as u64).u32(8, prog.as_raw_fd() as u32);
+    a.u64(0, c.as_ref().map_or(0, |c| c.as_ptr() as u64))
+        .u32(8, prog.as_raw_fd() as u32);
     a.fd(BPF_RAW_TRACEPOINT_OPEN)
 }
 

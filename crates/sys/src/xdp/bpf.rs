@@ -34,7 +34,7 @@ pub fn set_xskmap(map: &OwnedFd, key: u32, xsk_fd: i32) -> io::Result<()> {
 
 /// Loads an XDP program; on a verifier rejection the error carries the verifier's log.
 pub fn load_xdp(insns: &[Insn]) -> io::Result<OwnedFd> {
-    crate::bpf::load_program(BPF_PROG_TYPE_XDP, BPF_XDP, "latlab_xsk", insns)
+    crate::bpf::load_program(BPF_PROG_TYPE_XDP, BPF_XDP, 0, "latlab_xsk", insns)
 }
 
 /// Attaches program `prog` to interface `ifindex` through a BPF link with `flags`

@@ -66,6 +66,8 @@ pub struct BpfRecorder {
     /// When the last program was attached (monotonic ns): records before it are
     /// dropped, so every event kind is recorded over the same span.
     from_ns: u64,
+    /// Why programs read fields through `bpf_probe_read_kernel`, when they do.
+    helper_reads: Option<String>,
     handle: Option<JoinHandle<std::io::Result<Collected>>>,
 }
 
@@ -126,11 +128,12 @@ impl BpfRecorder {
             .map_err(bpf_err("creating the lost-record counters"))?;
         let ring =
             ring::Ring::map(&ring_fd, size).map_err(bpf_err("mapping the BPF ring buffer"))?;
-        let opts = prog::ProgOptions {
+        let mut opts = prog::ProgOptions {
             ring_fd: ring_fd.as_raw_fd(),
             lost_fd: lost.as_raw_fd(),
             cpu_mask: (max_cpu < 64).then(|| cpus.iter().fold(0u64, |m, &c| m | 1 << c)),
             drop: switch_drop.cloned(),
+            direct: true,
         };
         let (wake_rx, wake) =
             super::stream::pipe().map_err(bpf_err("creating the reader's pipe"))?;
@@ -153,6 +156,7 @@ impl BpfRecorder {
             wake,
             handle: Some(handle),
             from_ns: 0,
+            helper_reads: None,
         };
         // the ring map's descriptor is held by the programs once loaded
         for ev in events {
@@ -160,11 +164,45 @@ impl BpfRecorder {
                 rec.missing.push(ev.clone());
                 continue;
             };
-            let insns = prog::program(spec, &fields, &opts)
-                .map_err(|e| KtraceError::Bpf(format!("{ev}: {e}")))?;
-            let p = bpf::load_program(bpf::PROG_RAW_TRACEPOINT, 0, "latlab_kev", &insns)
-                .map_err(|e| KtraceError::Bpf(format!("loading the {ev} program: {e}")))?;
-            match bpf::attach_raw_tracepoint(&p, spec.tracepoint()) {
+            let tp = spec.tracepoint();
+            let typed = btf.typedef(&format!("btf_trace_{tp}"));
+            if opts.direct && typed.is_none() {
+                // no BTF type for it: no such tracepoint on this kernel
+                rec.missing.push(ev.clone());
+                continue;
+            }
+            let load = |opts: &prog::ProgOptions| -> Result<OwnedFd, KtraceError> {
+                let insns = prog::program(spec, &fields, opts)
+                    .map_err(|e| KtraceError::Bpf(format!("{ev}: {e}")))?;
+                let (kind, attach, id) = if opts.direct {
+                    (
+                        bpf::PROG_TRACING,
+                        bpf::ATTACH_TRACE_RAW_TP,
+                        typed.unwrap_or(0),
+                    )
+                } else {
+                    (bpf::PROG_RAW_TRACEPOINT, 0, 0)
+                };
+                bpf::load_program(kind, attach, id, "latlab_kev", &insns)
+                    .map_err(|e| KtraceError::Bpf(format!("loading the {ev} program: {e}")))
+            };
+            let p = match load(&opts) {
+                Ok(p) => p,
+                Err(e) if opts.direct => {
+                    // the verifier refused the direct loads: every program from here on
+                    // reads fields through the helper, and the recording says why
+                    rec.helper_reads = Some(e.to_string());
+                    opts.direct = false;
+                    load(&opts)?
+                }
+                Err(e) => return Err(e),
+            };
+            let attached = if opts.direct {
+                bpf::attach_raw_tracepoint(&p, None)
+            } else {
+                bpf::attach_raw_tracepoint(&p, Some(tp))
+            };
+            match attached {
                 Ok(l) => {
                     rec.links.push(l);
                     rec.progs.push(p);
@@ -248,7 +286,10 @@ impl BpfRecorder {
                     .map(|t| Symbols::parse(&t))
                     .unwrap_or_default(),
             }),
-            reader: "bpf ring buffer".into(),
+            reader: match &self.helper_reads {
+                None => "bpf ring buffer".into(),
+                Some(why) => format!("bpf ring buffer (fields read by helper: {why})"),
+            },
             record_cmd: "off (BPF programs: no tracefs instance)".into(),
             missed,
         })

@@ -366,6 +366,11 @@ pub struct ProgOptions {
     pub cpu_mask: Option<u64>,
     /// For `sched_switch`: the switches to drop.
     pub drop: Option<SwitchDrop>,
+    /// Load struct fields directly (a BTF-typed `tp_btf` program, whose arguments the
+    /// verifier knows as kernel pointers) instead of through `bpf_probe_read_kernel` (a
+    /// plain raw-tracepoint program). A helper call per field is most of a switch
+    /// record's cost.
+    pub direct: bool,
 }
 
 /// Why a program could not be built.
@@ -412,7 +417,6 @@ pub fn program(
     for k in (0..total).step_by(8) {
         a.st(Size::DW, 10, -rec + k as i16, 0);
     }
-    a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
     a.alu_reg(Alu::Mov, 1, 7)
         .alu_imm(Alu::Lsh, 1, 16)
         .alu_imm(Alu::Or, 1, id)
@@ -429,6 +433,21 @@ pub fn program(
                 a.ldx(Size::DW, 1, 6, 8 * i16::from(n))
                     .stx(size, 10, at(fs.at), 1);
             }
+            Src::Deref(n, m) if o.direct => {
+                // byte by byte: the verifier lets a load span one element of an array
+                let step = if m == Member::Comm { 1 } else { fs.size };
+                let size = match step {
+                    1 => Size::B,
+                    4 => Size::W,
+                    _ => Size::DW,
+                };
+                a.ldx(Size::DW, 2, 6, 8 * i16::from(n));
+                let off = m.offset(fields) as i16;
+                for k in (0..fs.size).step_by(step) {
+                    a.ldx(size, 1, 2, off + k as i16)
+                        .stx(size, 10, at(fs.at) + k as i16, 1);
+                }
+            }
             Src::Deref(n, m) => {
                 a.alu_reg(Alu::Mov, 1, 10)
                     .alu_imm(Alu::Add, 1, i32::from(at(fs.at)))
@@ -438,25 +457,33 @@ pub fn program(
                     .call(FN_PROBE_READ);
             }
             Src::DerefStr(n, m) => {
-                a.alu_reg(Alu::Mov, 1, 10)
-                    .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
-                    .st(Size::DW, 10, SCRATCH, 0)
-                    .alu_imm(Alu::Mov, 2, 8)
-                    .ldx(Size::DW, 3, 6, 8 * i16::from(n))
-                    .alu_imm(Alu::Add, 3, m.offset(fields))
-                    .call(FN_PROBE_READ);
+                if o.direct {
+                    a.ldx(Size::DW, 2, 6, 8 * i16::from(n))
+                        .ldx(Size::DW, 1, 2, m.offset(fields) as i16)
+                        .stx(Size::DW, 10, SCRATCH, 1);
+                } else {
+                    a.alu_reg(Alu::Mov, 1, 10)
+                        .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
+                        .st(Size::DW, 10, SCRATCH, 0)
+                        .alu_imm(Alu::Mov, 2, 8)
+                        .ldx(Size::DW, 3, 6, 8 * i16::from(n))
+                        .alu_imm(Alu::Add, 3, m.offset(fields))
+                        .call(FN_PROBE_READ);
+                }
                 a.alu_reg(Alu::Mov, 1, 10)
                     .alu_imm(Alu::Add, 1, i32::from(at(fs.at)))
                     .alu_imm(Alu::Mov, 2, fs.size as i32)
                     .ldx(Size::DW, 3, 10, SCRATCH)
                     .call(FN_PROBE_READ_STR);
             }
-            Src::SwitchState => switch_state(&mut a, fields, at(fs.at)),
+            Src::SwitchState => switch_state(&mut a, fields, at(fs.at), o.direct),
         }
     }
     if let (Some(d), true) = (&o.drop, e.event == "sched/sched_switch") {
         drop_idle_switch(&mut a, d, &at, out)?;
     }
+    // the time last, once the record is known to be kept
+    a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
     let done = a.label();
     a.ld_map(1, o.ring_fd)
         .alu_reg(Alu::Mov, 2, 10)
@@ -484,7 +511,7 @@ pub fn program(
 /// `TASK_REPORT_MAX` (0x100) when preempted; else the highest `TASK_REPORT` bit of the
 /// state (with `exit_state` for a dead task), `TASK_IDLE` as `TASK_REPORT_IDLE` (0x80),
 /// `TASK_RTLOCK_WAIT` as `TASK_UNINTERRUPTIBLE`.
-fn switch_state(a: &mut Asm, fields: &RecorderFields, dst: i16) {
+fn switch_state(a: &mut Asm, fields: &RecorderFields, dst: i16, direct: bool) {
     let store = a.label();
     let not_preempted = a.label();
     a.ldx(Size::DW, 1, 6, 0)
@@ -507,14 +534,19 @@ fn switch_state(a: &mut Asm, fields: &RecorderFields, dst: i16) {
     a.alu_imm(Alu::Mov, 1, 2).ja(store);
     a.bind(dead);
     // TASK_DEAD: the report is the exit state's (EXIT_DEAD 0x10, EXIT_ZOMBIE 0x20)
-    a.stx(Size::DW, 10, SCRATCH, 1)
-        .alu_reg(Alu::Mov, 1, 10)
-        .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
-        .alu_imm(Alu::Mov, 2, 4)
-        .ldx(Size::DW, 3, 6, 8)
-        .alu_imm(Alu::Add, 3, fields.exit_state.offset as i32)
-        .call(FN_PROBE_READ)
-        .ldx(Size::DW, 1, 10, SCRATCH);
+    if direct {
+        a.ldx(Size::DW, 2, 6, 8)
+            .ldx(Size::W, 1, 2, fields.exit_state.offset as i16);
+    } else {
+        a.stx(Size::DW, 10, SCRATCH, 1)
+            .alu_reg(Alu::Mov, 1, 10)
+            .alu_imm(Alu::Add, 1, i32::from(SCRATCH))
+            .alu_imm(Alu::Mov, 2, 4)
+            .ldx(Size::DW, 3, 6, 8)
+            .alu_imm(Alu::Add, 3, fields.exit_state.offset as i32)
+            .call(FN_PROBE_READ)
+            .ldx(Size::DW, 1, 10, SCRATCH);
+    }
     a.bind(bits);
     a.alu_imm(Alu::And, 1, 0x7f);
     for bit in [0x40, 0x20, 0x10, 0x08, 0x04, 0x02] {
@@ -741,8 +773,48 @@ mod tests {
     }
 
     /// Runs `e`'s program on CPU `cpu` with tracepoint arguments `args` and kernel
-    /// memory `mem`; the ring takes records when `ring_ok`.
+    /// memory `mem`; the ring takes records when `ring_ok`. Both forms of the program
+    /// (fields read through the helper, and loaded directly) run, and must do the same.
     fn run(
+        e: &EventSpec,
+        o: &ProgOptions,
+        cpu: u64,
+        args: &[u64],
+        mem: Vec<Region>,
+        ring_ok: bool,
+    ) -> Run {
+        let helper = run_one(
+            e,
+            &ProgOptions {
+                direct: false,
+                ..o.clone()
+            },
+            cpu,
+            args,
+            mem.clone(),
+            ring_ok,
+        );
+        let direct = run_one(
+            e,
+            &ProgOptions {
+                direct: true,
+                ..o.clone()
+            },
+            cpu,
+            args,
+            mem,
+            ring_ok,
+        );
+        assert_eq!(
+            helper.records, direct.records,
+            "{}: the two forms differ",
+            e.event
+        );
+        assert_eq!(helper.lost, direct.lost);
+        direct
+    }
+
+    fn run_one(
         e: &EventSpec,
         o: &ProgOptions,
         cpu: u64,
@@ -751,6 +823,14 @@ mod tests {
         ring_ok: bool,
     ) -> Run {
         let p = program(e, &fields(), o).unwrap();
+        if o.direct {
+            // the direct form calls no helper to read a field
+            let reads = p
+                .iter()
+                .filter(|i| i.code == crate::bpf::asm::CALL && i.imm == FN_PROBE_READ)
+                .count();
+            assert_eq!(reads, 0, "{}", e.event);
+        }
         let mut ctx = vec![0u8; 64];
         for (i, a) in args.iter().enumerate() {
             ctx[8 * i..8 * i + 8].copy_from_slice(&a.to_le_bytes());
@@ -815,6 +895,7 @@ mod tests {
             lost_fd: 8,
             cpu_mask: Some(0b11),
             drop: None,
+            direct: false,
         }
     }
 
