@@ -19,6 +19,8 @@ pub(crate) const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
 /// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_ARRAY: u32 = 2;
+/// `BPF_MAP_TYPE_ARRAY_OF_MAPS`.
+pub const MAP_ARRAY_OF_MAPS: u32 = 12;
 /// `BPF_MAP_TYPE_RINGBUF`.
 pub const MAP_RINGBUF: u32 = 27;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
@@ -103,6 +105,29 @@ pub fn create_map(map_type: u32, key: u32, value: u32, entries: u32) -> io::Resu
         .u32(12, entries);
     a.0[28..34].copy_from_slice(b"latlab");
     a.fd(BPF_MAP_CREATE)
+}
+
+/// Creates an array of `entries` maps like `inner` (which only gives their type and size).
+pub fn create_map_of_maps(inner: &OwnedFd, entries: u32) -> io::Result<OwnedFd> {
+    let mut a = Attr::new();
+    a.u32(0, MAP_ARRAY_OF_MAPS)
+        .u32(4, 4)
+        .u32(8, 4)
+        .u32(12, entries)
+        .u32(20, inner.as_raw_fd() as u32);
+    a.0[28..34].copy_from_slice(b"latlab");
+    a.fd(BPF_MAP_CREATE)
+}
+
+/// Stores the u32 `value` (for a map of maps or of sockets: a file descriptor) at `key`.
+pub fn update_u32(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
+    let (k, v) = (key, value);
+    let mut a = Attr::new();
+    a.u32(0, map.as_raw_fd() as u32)
+        .u64(8, &k as *const u32 as u64)
+        .u64(16, &v as *const u32 as u64)
+        .u64(24, 0);
+    a.call(BPF_MAP_UPDATE_ELEM).map(|_| ())
 }
 
 /// Reads the 8-byte value at `key` of an array map.

@@ -3,7 +3,7 @@
 //! owned by this process: when the process exits — a crash or SIGKILL included — the link
 //! closes and the kernel detaches the program. Nothing is pinned.
 
-use crate::bpf::{Attr, Insn, BPF_LINK_CREATE, BPF_MAP_UPDATE_ELEM};
+use crate::bpf::{Attr, Insn, BPF_LINK_CREATE};
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -22,14 +22,7 @@ pub fn create_xskmap(entries: u32) -> io::Result<OwnedFd> {
 
 /// Stores socket `xsk_fd` at `key` of the map.
 pub fn set_xskmap(map: &OwnedFd, key: u32, xsk_fd: i32) -> io::Result<()> {
-    let k = key;
-    let v = xsk_fd as u32;
-    let mut a = Attr::new();
-    a.u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .u64(16, &v as *const u32 as u64)
-        .u64(24, 0);
-    a.call(BPF_MAP_UPDATE_ELEM).map(|_| ())
+    crate::bpf::update_u32(map, key, xsk_fd as u32)
 }
 
 /// Loads an XDP program; on a verifier rejection the error carries the verifier's log.

@@ -1,5 +1,5 @@
 //! The BPF recorder: the same events as the tracefs instance, written by BPF programs on
-//! the raw tracepoints into one BPF ring buffer, read by a thread through `mmap`.
+//! the raw tracepoints into a BPF ring buffer per CPU, read by a thread through `mmap`.
 //!
 //! Why: on this project's guest a `sched_switch` recorded through tracefs costs the
 //! switching task about 0.43 µs and one dropped by a tracefs filter 0.27 µs; the same
@@ -15,9 +15,15 @@
 //! ([`latlab_core::clockmap`]).
 //!
 //! The reader wakes on its own schedule (records are written with `BPF_RB_NO_WAKEUP`, so
-//! no record costs a wake-up): after each drain it sleeps until the ring would be a
-//! quarter full at the rate just seen, between [`MIN_SLEEP`] and [`MAX_SLEEP`]. A record
-//! that finds the ring full is counted per CPU in an array map and shows as lost.
+//! no record costs a wake-up): after each drain it sleeps until the fullest ring would be
+//! half full at the rate just seen, between [`MIN_SLEEP`] and [`MAX_SLEEP`], as the
+//! tracefs reader waits for `buffer_percent` 50 or 5 s. It first slept to a quarter and at
+//! most 1 s: on a host whose every CPU carries a measured spinning thread each drain
+//! takes one of them off its CPU, and a busy ping-pong's median rose 9–30 µs (below
+//! 3 µs once it woke as seldom as the tracefs reader). Each CPU has its own ring: one
+//! shared ring's lock and positions would move between the CPUs' caches at every record.
+//! A record that finds its ring full is counted per CPU in an array map and shows as
+//! lost.
 //!
 //! The programs are attached one after the other, and detached so; records stamped
 //! before the last was attached or after the first was detached are dropped, so that
@@ -43,8 +49,8 @@ use std::time::{Duration, Instant};
 
 /// The shortest sleep of the reader between drains.
 pub const MIN_SLEEP: Duration = Duration::from_millis(20);
-/// The longest.
-pub const MAX_SLEEP: Duration = Duration::from_secs(1);
+/// The longest (the tracefs reader's [`super::stream::WAKE_AT_LEAST`]).
+pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 
 /// What the reader thread returns.
 struct Collected {
@@ -91,9 +97,9 @@ fn clock_pair() -> (u64, u64) {
     (best.1, best.2)
 }
 
-/// The ring's size: `per_cpu_kb` for each CPU, a power of two, 1 MiB to 1 GiB.
-pub fn ring_bytes(per_cpu_kb: u32, cpus: usize) -> usize {
-    (per_cpu_kb as usize * 1024 * cpus.max(1))
+/// A CPU's ring's size: `per_cpu_kb` as a power of two, 1 MiB to 1 GiB.
+pub fn ring_bytes(per_cpu_kb: u32) -> usize {
+    (per_cpu_kb as usize * 1024)
         .clamp(1 << 20, 1 << 30)
         .next_power_of_two()
         .min(1 << 30)
@@ -118,18 +124,29 @@ impl BpfRecorder {
             .map_err(|e| KtraceError::Bpf(format!("{}: {e}", crate::btf::VMLINUX_BTF)))?;
         let fields = crate::btf::recorder_fields(&btf)
             .map_err(|m| KtraceError::Bpf(format!("the kernel's BTF has no {m}")))?;
-        let size = ring_bytes(buffer_kb, cpus.len());
-        let ring_fd = bpf::create_map(bpf::MAP_RINGBUF, 0, 0, size as u32)
-            .map_err(bpf_err("creating the BPF ring buffer"))?;
+        let size = ring_bytes(buffer_kb);
         // SAFETY: sysconf has no preconditions.
         let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
         let max_cpu = cpus.iter().copied().max().unwrap_or(0);
         let lost = bpf::create_map(bpf::MAP_ARRAY, 4, 8, ncpu.max(max_cpu + 1))
             .map_err(bpf_err("creating the lost-record counters"))?;
-        let ring =
-            ring::Ring::map(&ring_fd, size).map_err(bpf_err("mapping the BPF ring buffer"))?;
+        // one ring per traced CPU, in an array of maps at the CPU's index
+        let mut rings = Vec::with_capacity(cpus.len());
+        let mut ring_fds = Vec::with_capacity(cpus.len());
+        for _ in cpus {
+            let fd = bpf::create_map(bpf::MAP_RINGBUF, 0, 0, size as u32)
+                .map_err(bpf_err("creating a BPF ring buffer"))?;
+            rings.push(ring::Ring::map(&fd, size).map_err(bpf_err("mapping a BPF ring buffer"))?);
+            ring_fds.push(fd);
+        }
+        let outer = bpf::create_map_of_maps(&ring_fds[0], max_cpu + 1)
+            .map_err(bpf_err("creating the array of ring buffers"))?;
+        for (&cpu, fd) in cpus.iter().zip(&ring_fds) {
+            bpf::update_u32(&outer, cpu, fd.as_raw_fd() as u32)
+                .map_err(bpf_err("filling the array of ring buffers"))?;
+        }
         let mut opts = prog::ProgOptions {
-            ring_fd: ring_fd.as_raw_fd(),
+            rings_fd: outer.as_raw_fd(),
             lost_fd: lost.as_raw_fd(),
             cpu_mask: (max_cpu < 64).then(|| cpus.iter().fold(0u64, |m, &c| m | 1 << c)),
             drop: switch_drop.cloned(),
@@ -143,7 +160,7 @@ impl BpfRecorder {
         let first = clock_pair();
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
-            .spawn(move || read(ring, size, collector, first, &s, &wake_rx))
+            .spawn(move || read(rings, size, collector, first, &s, &wake_rx))
             .map_err(bpf_err("starting the ring reader"))?;
         let mut rec = BpfRecorder {
             links: Vec::new(),
@@ -158,7 +175,7 @@ impl BpfRecorder {
             from_ns: 0,
             helper_reads: None,
         };
-        // the ring map's descriptor is held by the programs once loaded
+        // the maps' descriptors are held by the programs once loaded
         for ev in events {
             let Some(spec) = prog::EVENTS.iter().find(|e| e.event == *ev) else {
                 rec.missing.push(ev.clone());
@@ -217,7 +234,7 @@ impl BpfRecorder {
                 }
             }
         }
-        drop(ring_fd);
+        drop((outer, ring_fds));
         rec.from_ns = crate::clocks::monotonic_ns();
         if rec.enabled.is_empty() {
             return Err(KtraceError::NoEvents {
@@ -306,10 +323,10 @@ impl Drop for BpfRecorder {
     }
 }
 
-/// The reader thread: drain, take a clock pair, sleep until the ring would be a quarter
+/// The reader thread: drain, take a clock pair, sleep until the fullest ring would be half
 /// full (or the stop byte), again; after the stop, one last drain and pair.
 fn read(
-    mut ring: ring::Ring,
+    mut rings: Vec<ring::Ring>,
     size: usize,
     mut c: prog::Collector,
     first: (u64, u64),
@@ -320,7 +337,12 @@ fn read(
     let mut last = Instant::now();
     loop {
         let done = stop.load(Ordering::Acquire);
-        let bytes = ring.drain(&mut |r| c.push(r));
+        // the fullest ring sets the pace
+        let bytes = rings
+            .iter_mut()
+            .map(|r| r.drain(&mut |rec| c.push(rec)))
+            .max()
+            .unwrap_or(0);
         pairs.push(clock_pair());
         if done {
             return Ok(Collected {
@@ -330,12 +352,12 @@ fn read(
         }
         let rate = bytes as f64 / last.elapsed().as_secs_f64().max(1e-3);
         last = Instant::now();
-        let quarter = Duration::from_secs_f64(if rate > 0.0 {
-            size as f64 / 4.0 / rate
+        let half = Duration::from_secs_f64(if rate > 0.0 {
+            size as f64 / 2.0 / rate
         } else {
             1e3
         });
-        super::stream::wait(&[], wake, quarter.clamp(MIN_SLEEP, MAX_SLEEP))?;
+        super::stream::wait(&[], wake, half.clamp(MIN_SLEEP, MAX_SLEEP))?;
     }
 }
 

@@ -2,10 +2,11 @@
 //! run by the assembler's interpreter in the tests; loading them is [`super`]'s job).
 //!
 //! One program per raw tracepoint. Each builds a record on its stack and copies it into
-//! the shared ring buffer with `bpf_ringbuf_output`:
+//! its CPU's ring buffer (found in an array of rings by the CPU's index) with
+//! `bpf_ringbuf_output`:
 //!
 //! ```text
-//! 0   u64  bpf_ktime_get_ns()          (CLOCK_MONOTONIC; mapped to the TSC afterwards)
+//! 0   u64  bpf_ktime_get_ns()          (CLOCK_MONOTONIC, read last; mapped to the TSC)
 //! 8   u16  event id                    ┐ the "payload": laid out as the tracepoint's own
 //! 10  u16  CPU                         │ format file names its fields (same names, so the
 //! 12  u32  0                           │ tracefs decoder reads it through [`formats`]),
@@ -14,10 +15,11 @@
 //! ```
 //!
 //! Only the fields `latlab-explain` reads are recorded, so a record is 16–72 bytes. Task
-//! fields come from the `task_struct` the tracepoint passes, read with
-//! `bpf_probe_read_kernel` at the offsets the kernel's BTF gives
-//! ([`crate::btf::RecorderFields`]); an IRQ's name through `irqaction.name`, a timer's and
-//! a work item's function through `hrtimer.function` and `work_struct.func`.
+//! fields come from the `task_struct` the tracepoint passes, at the offsets the kernel's
+//! BTF gives ([`crate::btf::RecorderFields`]): loaded directly by a BTF-typed program
+//! ([`ProgOptions::direct`]), else read with `bpf_probe_read_kernel`; an IRQ's name
+//! through `irqaction.name`, a timer's and a work item's function through
+//! `hrtimer.function` and `work_struct.func`.
 //! `sched_switch`'s `prev_state` is reduced as the tracepoint's own
 //! `__trace_sched_switch_state` does (one `TASK_REPORT` bit, `TASK_REPORT_MAX` when
 //! preempted), so the decoder prints the same letters.
@@ -358,8 +360,8 @@ pub struct SwitchDrop {
 /// What a program is built for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgOptions {
-    /// The ring buffer map's descriptor.
-    pub ring_fd: i32,
+    /// The array of ring buffers' descriptor: one ring per CPU, at the CPU's index.
+    pub rings_fd: i32,
     /// The `lost` array map's descriptor (a u64 per CPU).
     pub lost_fd: i32,
     /// The CPUs recorded (a mask of CPUs 0–63); `None`: every CPU.
@@ -406,6 +408,11 @@ pub fn program(
     let mut a = Asm::new();
     let out = a.label();
     a.alu_reg(Alu::Mov, 6, 1);
+    let switch_drop = o.drop.as_ref().filter(|_| e.event == "sched/sched_switch");
+    if let (Some(d), true) = (switch_drop, o.direct) {
+        // first thing, from the tasks themselves: a dropped switch costs a few loads
+        drop_idle_switch_direct(&mut a, d, fields, out)?;
+    }
     a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
     if let Some(mask) = o.cpu_mask {
         a.jmp_imm(Jmp::Gt, 7, 63, out)
@@ -479,20 +486,30 @@ pub fn program(
             Src::SwitchState => switch_state(&mut a, fields, at(fs.at), o.direct),
         }
     }
-    if let (Some(d), true) = (&o.drop, e.event == "sched/sched_switch") {
+    if let (Some(d), false) = (switch_drop, o.direct) {
         drop_idle_switch(&mut a, d, &at, out)?;
     }
     // the time last, once the record is known to be kept
     a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
     let done = a.label();
-    a.ld_map(1, o.ring_fd)
+    // this CPU's ring (each CPU has its own: one shared ring's lock and positions would
+    // move between the CPUs' caches at every record)
+    let lost = a.label();
+    a.stx(Size::W, 10, KEY, 7)
+        .ld_map(1, o.rings_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP)
+        .jmp_imm(Jmp::Eq, 0, 0, lost)
+        .alu_reg(Alu::Mov, 1, 0)
         .alu_reg(Alu::Mov, 2, 10)
         .alu_imm(Alu::Add, 2, -i32::from(rec))
         .alu_imm(Alu::Mov, 3, total as i32)
         .alu_imm(Alu::Mov, 4, RB_NO_WAKEUP)
         .call(FN_RINGBUF_OUTPUT)
         .jmp_imm(Jmp::Sge, 0, 0, done);
-    // the ring was full: count it on this CPU
+    // the ring was full (or this CPU has none): count it on this CPU
+    a.bind(lost);
     a.stx(Size::W, 10, KEY, 7)
         .ld_map(1, o.lost_fd)
         .alu_reg(Alu::Mov, 2, 10)
@@ -571,6 +588,55 @@ fn continue_chain(
     a.bind(set);
     a.alu_imm(Alu::Mov, 1, bit).ja(store);
     a.bind(skip);
+}
+
+/// Jumps to `drop` when the switch is idle ↔ watched, reading the two tasks (arguments 1
+/// and 2) directly: their pids, and a watched side's name byte by byte.
+fn drop_idle_switch_direct(
+    a: &mut Asm,
+    d: &SwitchDrop,
+    f: &RecorderFields,
+    drop: crate::bpf::asm::Label,
+) -> Result<(), ProgError> {
+    let (pid, comm) = (f.task.pid.offset as i16, f.task.comm.offset as i16);
+    let (keep, prev_not_idle) = (a.label(), a.label());
+    a.ldx(Size::DW, 2, 6, 8).ldx(Size::DW, 3, 6, 16);
+    a.ldx(Size::W, 1, 2, pid)
+        .jmp_imm(Jmp::Ne, 1, 0, prev_not_idle);
+    watched_direct(a, d, 3, pid, comm, drop)?;
+    a.ja(keep);
+    a.bind(prev_not_idle);
+    a.ldx(Size::W, 1, 3, pid).jmp_imm(Jmp::Ne, 1, 0, keep);
+    watched_direct(a, d, 2, pid, comm, drop)?;
+    a.bind(keep);
+    Ok(())
+}
+
+/// Jumps to `yes` when the task register `t` points to is watched.
+fn watched_direct(
+    a: &mut Asm,
+    d: &SwitchDrop,
+    t: u8,
+    pid: i16,
+    comm: i16,
+    yes: crate::bpf::asm::Label,
+) -> Result<(), ProgError> {
+    for &tid in &d.tids {
+        a.ldx(Size::W, 1, t, pid).jmp_imm(Jmp::Eq, 1, tid, yes);
+    }
+    for p in &d.comm_prefixes {
+        if p.len() > 15 {
+            return Err(ProgError::LongPrefix(p.clone()));
+        }
+        let no = a.label();
+        for (k, &b) in p.as_bytes().iter().enumerate() {
+            a.ldx(Size::B, 1, t, comm + k as i16)
+                .jmp_imm(Jmp::Ne, 1, i32::from(b), no);
+        }
+        a.ja(yes);
+        a.bind(no);
+    }
+    Ok(())
 }
 
 /// Jumps to `drop` when the switch in the record is idle ↔ watched.
@@ -755,6 +821,8 @@ mod tests {
     const PREV: u64 = 0x10_0000;
     const NEXT: u64 = 0x20_0000;
     const LOST: u64 = 0x30_0000;
+    /// What the lookup of this CPU's ring returns.
+    const RING: u64 = 0x60_0000;
 
     fn task(base: u64, comm: &str, pid: i32, prio: i32, exit_state: i32) -> Region {
         let f = fields();
@@ -868,7 +936,7 @@ mod tests {
                 0
             }
             FN_RINGBUF_OUTPUT => {
-                assert_eq!(vm.r[1], o.ring_fd as u64, "the ring map");
+                assert_eq!(vm.r[1], RING, "this CPU's ring");
                 assert_eq!(vm.r[4], RB_NO_WAKEUP as u64);
                 if ring_ok {
                     records.push(vm.read(vm.r[2], vm.r[3] as usize).unwrap());
@@ -878,10 +946,13 @@ mod tests {
                 }
             }
             FN_MAP_LOOKUP => {
-                assert_eq!(vm.r[1], o.lost_fd as u64, "the lost map");
                 let key = vm.read(vm.r[2], 4).unwrap();
                 assert_eq!(u32::from_le_bytes(key.try_into().unwrap()) as u64, cpu);
-                LOST
+                match vm.r[1] {
+                    r if r == o.rings_fd as u64 => RING,
+                    r if r == o.lost_fd as u64 => LOST,
+                    r => panic!("lookup in map {r}"),
+                }
             }
             other => panic!("helper {other}"),
         });
@@ -891,7 +962,7 @@ mod tests {
 
     fn opts() -> ProgOptions {
         ProgOptions {
-            ring_fd: 7,
+            rings_fd: 7,
             lost_fd: 8,
             cpu_mask: Some(0b11),
             drop: None,
