@@ -495,13 +495,8 @@ pub fn program(
     // this CPU's ring (each CPU has its own: one shared ring's lock and positions would
     // move between the CPUs' caches at every record)
     let lost = a.label();
-    a.stx(Size::W, 10, KEY, 7)
-        .ld_map(1, o.rings_fd)
-        .alu_reg(Alu::Mov, 2, 10)
-        .alu_imm(Alu::Add, 2, i32::from(KEY))
-        .call(FN_MAP_LOOKUP)
-        .jmp_imm(Jmp::Eq, 0, 0, lost)
-        .alu_reg(Alu::Mov, 1, 0)
+    lookup_this_cpu(&mut a, o.rings_fd, lost);
+    a.alu_reg(Alu::Mov, 1, 0)
         .alu_reg(Alu::Mov, 2, 10)
         .alu_imm(Alu::Add, 2, -i32::from(rec))
         .alu_imm(Alu::Mov, 3, total as i32)
@@ -510,18 +505,23 @@ pub fn program(
         .jmp_imm(Jmp::Sge, 0, 0, done);
     // the ring was full (or this CPU has none): count it on this CPU
     a.bind(lost);
-    a.stx(Size::W, 10, KEY, 7)
-        .ld_map(1, o.lost_fd)
-        .alu_reg(Alu::Mov, 2, 10)
-        .alu_imm(Alu::Add, 2, i32::from(KEY))
-        .call(FN_MAP_LOOKUP)
-        .jmp_imm(Jmp::Eq, 0, 0, done)
-        .alu_imm(Alu::Mov, 1, 1)
-        .atomic_add(0, 0, 1);
+    lookup_this_cpu(&mut a, o.lost_fd, done);
+    a.alu_imm(Alu::Mov, 1, 1).atomic_add(0, 0, 1);
     a.bind(done);
     a.bind(out);
     a.alu_imm(Alu::Mov, 0, 0).exit();
     Ok(a.finish()?)
+}
+
+/// `r0 = &map[this CPU]` (the CPU's index is in r7), or a jump to `none` when it has no
+/// entry.
+fn lookup_this_cpu(a: &mut Asm, map_fd: i32, none: crate::bpf::asm::Label) {
+    a.stx(Size::W, 10, KEY, 7)
+        .ld_map(1, map_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP)
+        .jmp_imm(Jmp::Eq, 0, 0, none);
 }
 
 /// `prev_state` as `__trace_sched_switch_state` reports it, into the record at `dst`:
