@@ -233,7 +233,7 @@ mod tests {
         let w = latlab();
         for (reader, name) in [
             (ReaderKind::Stream, "trace_pipe_raw"),
-            (ReaderKind::Bpf, "bpf ring buffer"),
+            (ReaderKind::Bpf, "bpf rings"),
         ] {
             let cfg = KtraceConfig {
                 cpus: (0..latlab_sys::sched::online_cpus()).collect(),

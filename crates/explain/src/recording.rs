@@ -198,7 +198,7 @@ mod tests {
 
     /// Root only (prints why it skips): three recorders at once over the same activity,
     /// one streaming `trace_pipe_raw`, one reading the text after the run, one of BPF
-    /// programs writing into a BPF ring buffer. Inside the common span, each streamed
+    /// programs writing into their rings. Inside the common span, each streamed
     /// event is one of the text's, field for field, and so is each BPF event and each
     /// text event one of the BPF recording's (the BPF recorder's fields are made to
     /// decode as the tracepoint's own: task names, pids, priorities, the switch state's
@@ -241,7 +241,7 @@ mod tests {
         let s = stream.stop().unwrap();
         let t = text.stop().unwrap();
         assert_eq!(s.reader, "trace_pipe_raw");
-        assert_eq!(b.reader, "bpf ring buffer");
+        assert_eq!(b.reader, "bpf rings");
         let (ds, dt, db) = (
             decode_recording(&s),
             decode_recording(&t),

@@ -80,7 +80,7 @@ pub fn events(all: bool) -> Vec<String> {
 /// How the recorder reads the ring.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ReaderKind {
-    /// BPF programs on the raw tracepoints writing into a BPF ring buffer ([`bpf`]);
+    /// BPF programs on the raw tracepoints writing into a ring per CPU ([`bpf`]);
     /// falls back to [`ReaderKind::Stream`] (saying why in [`Recording::reader`]) when
     /// BPF cannot be had or an event has no BPF program.
     #[default]
@@ -276,7 +276,7 @@ impl Recorder {
             bpf: Some(b),
             dir: PathBuf::new(),
             stream: None,
-            reader: "bpf ring buffer".into(),
+            reader: "bpf rings".into(),
             record_cmd: String::new(),
             cpus: cfg.cpus.clone(),
             missing: Vec::new(),

@@ -153,7 +153,7 @@ pub struct NetExplainArgs {
     #[arg(long, value_enum, value_name = "SET", default_value_t = ExplainEventsArg::Attribution)]
     pub explain_events: ExplainEventsArg,
     /// How to record kernel events with --explain: `bpf` (programs on the raw
-    /// tracepoints writing into a BPF ring buffer; the cheaper, used where it loads) or
+    /// tracepoints writing into a ring per CPU; the cheaper, used where it loads) or
     /// `tracefs` (a private tracefs instance streamed from `trace_pipe_raw`).
     #[arg(long, value_enum, value_name = "HOW", default_value_t = ExplainRecorderArg::Bpf)]
     pub explain_recorder: ExplainRecorderArg,
@@ -162,7 +162,8 @@ pub struct NetExplainArgs {
 /// `--explain-recorder`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ExplainRecorderArg {
-    /// BPF programs and a BPF ring buffer (falls back to tracefs where BPF cannot load).
+    /// BPF programs writing into a ring per CPU (falls back to tracefs where BPF cannot
+    /// load).
     Bpf,
     /// A private tracefs instance.
     Tracefs,

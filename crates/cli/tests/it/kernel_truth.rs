@@ -563,7 +563,7 @@ fn the_recorder_agrees_with_trace_cmd_on_irq_and_switch_counts() {
             "cpu{}: {from_idle} switches from idle, the reference {ref_from_idle}",
             t.cpu
         );
-        if recording.reader == "bpf ring buffer" {
+        if recording.reader == "bpf rings" {
             assert!(
                 from_idle.abs_diff(to_idle) <= 2 + to_idle / 100,
                 "cpu{}: {from_idle} switches from idle, {to_idle} to it",

@@ -46,6 +46,8 @@ impl Size {
 pub enum Alu {
     /// `dst += src`.
     Add = 0x00,
+    /// `dst -= src`.
+    Sub = 0x10,
     /// `dst |= src`.
     Or = 0x40,
     /// `dst &= src`.
@@ -67,6 +69,8 @@ pub enum Jmp {
     Eq = 0x10,
     /// `dst > src`, unsigned.
     Gt = 0x20,
+    /// `dst >= src`, unsigned.
+    Ge = 0x30,
     /// `dst & src != 0`.
     Set = 0x40,
     /// `dst != src`.
@@ -97,6 +101,8 @@ pub const CALL: u8 = 0x85;
 pub const EXIT: u8 = 0x95;
 /// `BPF_STX | BPF_ATOMIC | BPF_DW` with `imm` = `BPF_ADD`: `*(u64 *)(dst + off) += src`.
 pub const ATOMIC_ADD_DW: u8 = 0xdb;
+/// `BPF_FETCH`: an atomic operation that also returns the old value in `src`.
+pub const ATOMIC_FETCH: i32 = 0x01;
 /// `BPF_PSEUDO_MAP_FD`.
 pub const PSEUDO_MAP_FD: u8 = 1;
 
@@ -177,6 +183,11 @@ impl Asm {
     /// `*(u64 *)(dst + off) += src`, atomically.
     pub fn atomic_add(&mut self, dst: u8, off: i16, src: u8) -> &mut Asm {
         self.push(ins(ATOMIC_ADD_DW, dst, src, off, 0))
+    }
+    /// `src = atomic_fetch_add((u64 *)(dst + off), src)`: the old value into `src`
+    /// (`BPF_ADD | BPF_FETCH`, Linux 5.12).
+    pub fn atomic_fetch_add(&mut self, dst: u8, off: i16, src: u8) -> &mut Asm {
+        self.push(ins(ATOMIC_ADD_DW, dst, src, off, ATOMIC_FETCH))
     }
     /// `dst = imm` (64 bits; two instruction slots).
     pub fn ld_imm64(&mut self, dst: u8, imm: u64) -> &mut Asm {
@@ -308,8 +319,11 @@ pub(crate) mod interp {
                     (_, EXIT) => return self.r[0],
                     (_, ATOMIC_ADD_DW) => {
                         let a = self.r[d].wrapping_add(i.off as i64 as u64);
-                        let v = self.load(a, 8).wrapping_add(self.r[s]);
-                        self.write(a, &v.to_le_bytes());
+                        let old = self.load(a, 8);
+                        self.write(a, &old.wrapping_add(self.r[s]).to_le_bytes());
+                        if i.imm & ATOMIC_FETCH != 0 {
+                            self.r[s] = old;
+                        }
                     }
                     (CLASS_ALU64, _) => {
                         let src = if i.code & SRC_X != 0 {
@@ -320,6 +334,7 @@ pub(crate) mod interp {
                         let dst = &mut self.r[d];
                         *dst = match i.code & 0xf0 {
                             0x00 => dst.wrapping_add(src),
+                            0x10 => dst.wrapping_sub(src),
                             0x40 => *dst | src,
                             0x50 => *dst & src,
                             0x60 => *dst << (src & 63),
@@ -358,6 +373,7 @@ pub(crate) mod interp {
                             0x00 => true,
                             0x10 => dst == src,
                             0x20 => dst > src,
+                            0x30 => dst >= src,
                             0x40 => dst & src != 0,
                             0x50 => dst != src,
                             0x70 => dst as i64 >= src as i64,
@@ -423,5 +439,41 @@ mod tests {
         assert_eq!(vm.run(&p, &mut |_, _| 0), 0x0123_4567_89ab_cdf0);
         assert_eq!(vm.r[2], 0xcdef);
         assert_eq!(vm.r[3], 0xffff_fffe);
+    }
+
+    #[test]
+    fn fetch_add_returns_the_old_value_and_sub_and_unsigned_ge_compute() {
+        // 40 + 2 fetched as 40; r0 = 1 when `42 - 40 >= 2` jumps (over +100) and `1 >= 2`
+        // does not (+1)
+        let mut a = Asm::new();
+        let (no, no2) = (a.label(), a.label());
+        a.st(Size::DW, 10, -8, 40)
+            .alu_imm(Alu::Mov, 1, 2)
+            .atomic_fetch_add(10, -8, 1)
+            .ldx(Size::DW, 2, 10, -8)
+            .alu_reg(Alu::Mov, 3, 2)
+            .alu_reg(Alu::Sub, 3, 1)
+            .alu_imm(Alu::Mov, 0, 0)
+            .jmp_imm(Jmp::Ge, 3, 2, no)
+            .alu_imm(Alu::Add, 0, 100);
+        a.bind(no);
+        a.alu_imm(Alu::Mov, 4, 1)
+            .jmp_imm(Jmp::Ge, 4, 2, no2)
+            .alu_imm(Alu::Add, 0, 1);
+        a.bind(no2);
+        a.exit();
+        let mut vm = Vm::new(vec![]);
+        assert_eq!(vm.run(&a.finish().unwrap(), &mut |_, _| 0), 1);
+        assert_eq!((vm.r[1], vm.r[2], vm.r[3]), (40, 42, 2));
+        // an unsigned comparison: -1 is the largest
+        let mut a = Asm::new();
+        let big = a.label();
+        a.alu_imm(Alu::Mov, 0, 0)
+            .alu_imm(Alu::Mov, 1, -1)
+            .jmp_imm(Jmp::Ge, 1, 5, big)
+            .exit();
+        a.bind(big);
+        a.alu_imm(Alu::Mov, 0, 7).exit();
+        assert_eq!(Vm::new(vec![]).run(&a.finish().unwrap(), &mut |_, _| 0), 7);
     }
 }

@@ -10,7 +10,6 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 pub(crate) const BPF_MAP_CREATE: libc::c_long = 0;
-pub(crate) const BPF_MAP_LOOKUP_ELEM: libc::c_long = 1;
 pub(crate) const BPF_MAP_UPDATE_ELEM: libc::c_long = 2;
 pub(crate) const BPF_PROG_LOAD: libc::c_long = 5;
 pub(crate) const BPF_RAW_TRACEPOINT_OPEN: libc::c_long = 17;
@@ -19,10 +18,8 @@ pub(crate) const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
 /// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_ARRAY: u32 = 2;
-/// `BPF_MAP_TYPE_ARRAY_OF_MAPS`.
-pub const MAP_ARRAY_OF_MAPS: u32 = 12;
-/// `BPF_MAP_TYPE_RINGBUF`.
-pub const MAP_RINGBUF: u32 = 27;
+/// `BPF_F_MMAPABLE`: an array map this process can `mmap`.
+pub const MAP_F_MMAPABLE: u32 = 1 << 10;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.
 pub const PROG_RAW_TRACEPOINT: u32 = 17;
 /// `BPF_PROG_TYPE_TRACING`.
@@ -107,19 +104,20 @@ pub fn create_map(map_type: u32, key: u32, value: u32, entries: u32) -> io::Resu
     a.fd(BPF_MAP_CREATE)
 }
 
-/// Creates an array of `entries` maps like `inner` (which only gives their type and size).
-pub fn create_map_of_maps(inner: &OwnedFd, entries: u32) -> io::Result<OwnedFd> {
+/// Creates an array map of `entries` values of `value` bytes that this process can
+/// `mmap` (`BPF_F_MMAPABLE`, Linux 5.5), named `latlab`.
+pub fn create_mmapable_array(value: u32, entries: u32) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
-    a.u32(0, MAP_ARRAY_OF_MAPS)
+    a.u32(0, MAP_ARRAY)
         .u32(4, 4)
-        .u32(8, 4)
+        .u32(8, value)
         .u32(12, entries)
-        .u32(20, inner.as_raw_fd() as u32);
+        .u32(16, MAP_F_MMAPABLE);
     a.0[28..34].copy_from_slice(b"latlab");
     a.fd(BPF_MAP_CREATE)
 }
 
-/// Stores the u32 `value` (for a map of maps or of sockets: a file descriptor) at `key`.
+/// Stores the u32 `value` (for a map of sockets: a file descriptor) at `key`.
 pub fn update_u32(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
     let (k, v) = (key, value);
     let mut a = Attr::new();
@@ -128,18 +126,6 @@ pub fn update_u32(map: &OwnedFd, key: u32, value: u32) -> io::Result<()> {
         .u64(16, &v as *const u32 as u64)
         .u64(24, 0);
     a.call(BPF_MAP_UPDATE_ELEM).map(|_| ())
-}
-
-/// Reads the 8-byte value at `key` of an array map.
-pub fn lookup_u64(map: &OwnedFd, key: u32) -> io::Result<u64> {
-    let k = key;
-    let mut v = 0u64;
-    let mut a = Attr::new();
-    a.u32(0, map.as_raw_fd() as u32)
-        .u64(8, &k as *const u32 as u64)
-        .u64(16, &mut v as *mut u64 as u64);
-    a.call(BPF_MAP_LOOKUP_ELEM)?;
-    Ok(v)
 }
 
 /// Loads a program of `prog_type` named `name` (at most 15 bytes), attach type

@@ -1,5 +1,6 @@
 //! The BPF recorder: the same events as the tracefs instance, written by BPF programs on
-//! the raw tracepoints into a BPF ring buffer per CPU, read by a thread through `mmap`.
+//! the raw tracepoints into a ring of slots per CPU ([`slots`]), read by a thread
+//! through `mmap`.
 //!
 //! Why: on this project's guest a `sched_switch` recorded through tracefs costs the
 //! switching task about 0.43 µs and one dropped by a tracefs filter 0.27 µs; the same
@@ -14,15 +15,17 @@
 //! the records' times are mapped onto the TSC through those pairs
 //! ([`latlab_core::clockmap`]).
 //!
-//! The reader wakes on its own schedule (records are written with `BPF_RB_NO_WAKEUP`, so
-//! no record costs a wake-up): after each drain it sleeps until the fullest ring would be
-//! half full at the rate just seen, between [`MIN_SLEEP`] and [`MAX_SLEEP`], as the
-//! tracefs reader waits for `buffer_percent` 50 or 5 s. It first slept to a quarter and at
-//! most 1 s: on a host whose every CPU carries a measured spinning thread each drain
-//! takes one of them off its CPU, and a busy ping-pong's median rose 9–30 µs (below
-//! 3 µs once it woke as seldom as the tracefs reader). Each CPU has its own ring: one
-//! shared ring's lock and positions would move between the CPUs' caches at every record.
-//! A record that finds its ring full is counted per CPU in an array map and shows as
+//! The rings are latlab's own rather than BPF ring buffers: reserving a record in a BPF
+//! ring buffer (a spin lock with interrupts off, then a commit) cost ~60–90 ns a record
+//! on this project's guest, a slot reserved by one atomic add ~10 ns
+//! (`scripts/explain-bpf-cost.sh`, docs/benchmarks.md). No record wakes the reader: after
+//! each drain it sleeps until the fullest ring would be half full at the rate just seen,
+//! between [`MIN_SLEEP`] and [`MAX_SLEEP`], as the tracefs reader waits for
+//! `buffer_percent` 50 or 5 s. It first slept to a quarter and at most 1 s: on a host
+//! whose every CPU carries a measured spinning thread each drain takes one of them off
+//! its CPU, and a busy ping-pong's median rose 9–30 µs (below 3 µs once it woke as
+//! seldom as the tracefs reader). Each CPU has its own ring, so no position moves between
+//! the CPUs' caches. A record that finds its ring full is counted per CPU and shows as
 //! lost.
 //!
 //! The programs are attached one after the other, and detached so; records stamped
@@ -33,7 +36,7 @@
 //! recorder is dropped, or when the process dies.
 
 pub mod prog;
-pub mod ring;
+pub mod slots;
 
 use super::recording::{CpuTrace, KtraceError, RawTrace, Recording};
 use crate::bpf;
@@ -56,6 +59,8 @@ pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 struct Collected {
     collector: prog::Collector,
     pairs: Vec<(u64, u64)>,
+    /// Per traced CPU.
+    lost: Vec<u64>,
 }
 
 /// A running BPF recorder.
@@ -63,7 +68,6 @@ struct Collected {
 pub struct BpfRecorder {
     links: Vec<OwnedFd>,
     progs: Vec<OwnedFd>,
-    lost: OwnedFd,
     cpus: Vec<u32>,
     enabled: Vec<String>,
     missing: Vec<String>,
@@ -97,12 +101,18 @@ fn clock_pair() -> (u64, u64) {
     (best.1, best.2)
 }
 
-/// A CPU's ring's size: `per_cpu_kb` as a power of two, 1 MiB to 1 GiB.
-pub fn ring_bytes(per_cpu_kb: u32) -> usize {
-    (per_cpu_kb as usize * 1024)
-        .clamp(1 << 20, 1 << 30)
+/// A CPU's ring's slots for `per_cpu_kb`: a power of two, at least 1 MiB and at most
+/// 1 GiB of slots, and at most 2^31 slots in all for `cpus` CPUs.
+pub fn ring_slots(per_cpu_kb: u32, cpus: usize) -> u32 {
+    let bytes = (per_cpu_kb as usize * 1024).clamp(1 << 20, 1 << 30);
+    let cap = ((1usize << 31) / cpus.max(1)).max(1024);
+    (bytes / prog::SLOT)
         .next_power_of_two()
-        .min(1 << 30)
+        .min(prev_power_of_two(cap)) as u32
+}
+
+fn prev_power_of_two(n: usize) -> usize {
+    1 << (usize::BITS - 1 - n.leading_zeros())
 }
 
 impl BpfRecorder {
@@ -124,30 +134,18 @@ impl BpfRecorder {
             .map_err(|e| KtraceError::Bpf(format!("{}: {e}", crate::btf::VMLINUX_BTF)))?;
         let fields = crate::btf::recorder_fields(&btf)
             .map_err(|m| KtraceError::Bpf(format!("the kernel's BTF has no {m}")))?;
-        let size = ring_bytes(buffer_kb);
-        // SAFETY: sysconf has no preconditions.
-        let ncpu = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_CONF) }.max(1) as u32;
+        let per_cpu = ring_slots(buffer_kb, cpus.len());
         let max_cpu = cpus.iter().copied().max().unwrap_or(0);
-        let lost = bpf::create_map(bpf::MAP_ARRAY, 4, 8, ncpu.max(max_cpu + 1))
-            .map_err(bpf_err("creating the lost-record counters"))?;
-        // one ring per traced CPU, in an array of maps at the CPU's index
-        let mut rings = Vec::with_capacity(cpus.len());
-        let mut ring_fds = Vec::with_capacity(cpus.len());
-        for _ in cpus {
-            let fd = bpf::create_map(bpf::MAP_RINGBUF, 0, 0, size as u32)
-                .map_err(bpf_err("creating a BPF ring buffer"))?;
-            rings.push(ring::Ring::map(&fd, size).map_err(bpf_err("mapping a BPF ring buffer"))?);
-            ring_fds.push(fd);
-        }
-        let outer = bpf::create_map_of_maps(&ring_fds[0], max_cpu + 1)
-            .map_err(bpf_err("creating the array of ring buffers"))?;
-        for (&cpu, fd) in cpus.iter().zip(&ring_fds) {
-            bpf::update_u32(&outer, cpu, fd.as_raw_fd() as u32)
-                .map_err(bpf_err("filling the array of ring buffers"))?;
-        }
+        let ctl = bpf::create_mmapable_array(slots::CTL as u32, max_cpu + 1)
+            .map_err(bpf_err("creating the rings' control array"))?;
+        let slot_fd = bpf::create_mmapable_array(prog::SLOT as u32, per_cpu * cpus.len() as u32)
+            .map_err(bpf_err("creating the rings' slot array"))?;
+        let rings = slots::Rings::map(&ctl, &slot_fd, prog::SLOT, per_cpu, cpus)
+            .map_err(bpf_err("mapping the rings"))?;
         let mut opts = prog::ProgOptions {
-            rings_fd: outer.as_raw_fd(),
-            lost_fd: lost.as_raw_fd(),
+            ctl_fd: ctl.as_raw_fd(),
+            slots_fd: slot_fd.as_raw_fd(),
+            slots: per_cpu,
             cpu_mask: (max_cpu < 64).then(|| cpus.iter().fold(0u64, |m, &c| m | 1 << c)),
             drop: switch_drop.cloned(),
             direct: true,
@@ -160,12 +158,11 @@ impl BpfRecorder {
         let first = clock_pair();
         let handle = std::thread::Builder::new()
             .name("latlab-ktrace".into())
-            .spawn(move || read(rings, size, collector, first, &s, &wake_rx))
+            .spawn(move || read(rings, per_cpu, collector, first, &s, &wake_rx))
             .map_err(bpf_err("starting the ring reader"))?;
         let mut rec = BpfRecorder {
             links: Vec::new(),
             progs: Vec::new(),
-            lost,
             cpus: cpus.to_vec(),
             enabled: Vec::new(),
             missing: Vec::new(),
@@ -234,7 +231,7 @@ impl BpfRecorder {
                 }
             }
         }
-        drop((outer, ring_fds));
+        drop((ctl, slot_fd));
         rec.from_ns = crate::clocks::monotonic_ns();
         if rec.enabled.is_empty() {
             return Err(KtraceError::NoEvents {
@@ -277,17 +274,18 @@ impl BpfRecorder {
             .expect("joined once")
             .join()
             .unwrap_or_else(|_| Err(std::io::Error::other("the ring reader panicked")))
-            .map_err(bpf_err("reading the BPF ring buffer"))?;
+            .map_err(bpf_err("reading the rings"))?;
         let map = ClockMap::new(c.pairs)
             .map_err(|e| KtraceError::Bpf(format!("mapping BPF times onto the TSC: {e}")))?;
         let events = c.collector.finish((self.from_ns, to_ns), &|ns| map.map(ns));
         let cpus = self
             .cpus
             .iter()
-            .map(|&cpu| CpuTrace {
+            .zip(c.lost)
+            .map(|(&cpu, lost)| CpuTrace {
                 cpu,
                 text: String::new(),
-                lost: bpf::lookup_u64(&self.lost, cpu).unwrap_or(0),
+                lost,
             })
             .collect();
         Ok(Recording {
@@ -304,8 +302,8 @@ impl BpfRecorder {
                     .unwrap_or_default(),
             }),
             reader: match &self.helper_reads {
-                None => "bpf ring buffer".into(),
-                Some(why) => format!("bpf ring buffer (fields read by helper: {why})"),
+                None => "bpf rings".into(),
+                Some(why) => format!("bpf rings (fields read by helper: {why})"),
             },
             record_cmd: "off (BPF programs: no tracefs instance)".into(),
             missed,
@@ -324,10 +322,12 @@ impl Drop for BpfRecorder {
 }
 
 /// The reader thread: drain, take a clock pair, sleep until the fullest ring would be half
-/// full (or the stop byte), again; after the stop, one last drain and pair.
+/// full (or the stop byte), again; after the stop (the programs detached), a drain, a
+/// pause for any program still finishing a record, and a last drain that skips what is
+/// still unwritten.
 fn read(
-    mut rings: Vec<ring::Ring>,
-    size: usize,
+    mut rings: slots::Rings,
+    per_cpu: u32,
     mut c: prog::Collector,
     first: (u64, u64),
     stop: &AtomicBool,
@@ -338,22 +338,21 @@ fn read(
     loop {
         let done = stop.load(Ordering::Acquire);
         // the fullest ring sets the pace
-        let bytes = rings
-            .iter_mut()
-            .map(|r| r.drain(&mut |rec| c.push(rec)))
-            .max()
-            .unwrap_or(0);
+        let n = rings.drain(false, &mut |rec| c.push(rec));
         pairs.push(clock_pair());
         if done {
+            std::thread::sleep(Duration::from_millis(2));
+            rings.drain(true, &mut |rec| c.push(rec));
             return Ok(Collected {
                 collector: c,
                 pairs,
+                lost: rings.lost(),
             });
         }
-        let rate = bytes as f64 / last.elapsed().as_secs_f64().max(1e-3);
+        let rate = n as f64 / last.elapsed().as_secs_f64().max(1e-3);
         last = Instant::now();
         let half = Duration::from_secs_f64(if rate > 0.0 {
-            size as f64 / 2.0 / rate
+            f64::from(per_cpu) / 2.0 / rate
         } else {
             1e3
         });
@@ -393,7 +392,7 @@ mod system_tests {
         let r = rec.stop().expect("stops");
         let t1 = crate::tsc::read().0;
         let raw = r.raw.as_ref().unwrap();
-        assert_eq!(r.reader, "bpf ring buffer");
+        assert_eq!(r.reader, "bpf rings");
         assert_eq!(raw.events.malformed, 0);
         let sw = raw
             .formats

@@ -46,10 +46,6 @@ const FN_CPU: i32 = 8;
 const FN_PROBE_READ: i32 = 113;
 /// `bpf_probe_read_kernel_str`.
 const FN_PROBE_READ_STR: i32 = 115;
-/// `bpf_ringbuf_output`.
-const FN_RINGBUF_OUTPUT: i32 = 130;
-/// `BPF_RB_NO_WAKEUP`: the reader wakes on its own schedule, never per record.
-const RB_NO_WAKEUP: i32 = 1;
 
 /// Bytes before the payload (the timestamp).
 pub const HEADER: usize = 8;
@@ -360,10 +356,14 @@ pub struct SwitchDrop {
 /// What a program is built for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProgOptions {
-    /// The array of ring buffers' descriptor: one ring per CPU, at the CPU's index.
-    pub rings_fd: i32,
-    /// The `lost` array map's descriptor (a u64 per CPU).
-    pub lost_fd: i32,
+    /// The control array's descriptor: a [`super::slots::Ctl`] per CPU, at the CPU's
+    /// index.
+    pub ctl_fd: i32,
+    /// The slot array's descriptor: [`ProgOptions::slots`] slots of [`SLOT`] bytes per
+    /// traced CPU, the CPU's first at its control's `base`.
+    pub slots_fd: i32,
+    /// Slots per CPU (a power of two, at most 2^30).
+    pub slots: u32,
     /// The CPUs recorded (a mask of CPUs 0–63); `None`: every CPU.
     pub cpu_mask: Option<u64>,
     /// For `sched_switch`: the switches to drop.
@@ -373,6 +373,27 @@ pub struct ProgOptions {
     /// plain raw-tracepoint program). A helper call per field is most of a switch
     /// record's cost.
     pub direct: bool,
+}
+
+/// A slot's bytes: the sequence word, then the largest record of [`EVENTS`].
+pub const SLOT: usize = 8 + HEADER + max_payload();
+
+const fn max_payload() -> usize {
+    let mut i = 0;
+    let mut m = 0;
+    while i < EVENTS.len() {
+        let mut j = 0;
+        while j < EVENTS[i].fields.len() {
+            let f = &EVENTS[i].fields[j];
+            let end = (f.at + f.size).next_multiple_of(8);
+            if end > m {
+                m = end;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    m
 }
 
 /// Why a program could not be built.
@@ -388,7 +409,7 @@ pub enum ProgError {
 
 /// The stack slot (relative to r10) holding a pointer read on the way to a string.
 const SCRATCH: i16 = -8;
-/// The stack slot holding the `lost` map's key.
+/// The stack slot holding a map lookup's key.
 const KEY: i16 = -16;
 
 /// The program recording `e`.
@@ -491,26 +512,63 @@ pub fn program(
     }
     // the time last, once the record is known to be kept
     a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
-    let done = a.label();
-    // this CPU's ring (each CPU has its own: one shared ring's lock and positions would
-    // move between the CPUs' caches at every record)
-    let lost = a.label();
-    lookup_this_cpu(&mut a, o.rings_fd, lost);
-    a.alu_reg(Alu::Mov, 1, 0)
-        .alu_reg(Alu::Mov, 2, 10)
-        .alu_imm(Alu::Add, 2, -i32::from(rec))
-        .alu_imm(Alu::Mov, 3, total as i32)
-        .alu_imm(Alu::Mov, 4, RB_NO_WAKEUP)
-        .call(FN_RINGBUF_OUTPUT)
-        .jmp_imm(Jmp::Sge, 0, 0, done);
-    // the ring was full (or this CPU has none): count it on this CPU
-    a.bind(lost);
-    lookup_this_cpu(&mut a, o.lost_fd, done);
-    a.alu_imm(Alu::Mov, 1, 1).atomic_add(0, 0, 1);
-    a.bind(done);
+    write_slot(&mut a, o, rec, total);
     a.bind(out);
     a.alu_imm(Alu::Mov, 0, 0).exit();
     Ok(a.finish()?)
+}
+
+/// Copies the record (`total` bytes at r10 − `rec`) into this CPU's next slot
+/// ([`super::slots`]): a lock-free ring of its own, since a BPF ring buffer's reservation
+/// (a spin lock with interrupts off, then a commit) cost ~60–90 ns a record here against
+/// ~10 ns for this (docs/benchmarks.md, `scripts/explain-bpf-cost.sh`).
+///
+/// The slot is reserved by an atomic fetch-and-add on the CPU's `head` (a program that
+/// interrupts another on the same CPU takes the next one), filled, and published by its
+/// sequence word (position + 1) written last. A ring fuller than [`stop_at`] takes no
+/// reservation and counts the record as lost; a reservation that still finds it full
+/// (possible only when programs nested in between took the margin) leaves its slot
+/// unwritten, and the reader skips and counts it.
+fn write_slot(a: &mut Asm, o: &ProgOptions, rec: i16, total: usize) {
+    use super::slots::{BASE, HEAD, LOST, ON, TAIL};
+    let (lost, done) = (a.label(), a.label());
+    lookup_this_cpu(a, o.ctl_fd, done);
+    a.alu_reg(Alu::Mov, 8, 0)
+        .ldx(Size::W, 1, 8, ON)
+        .jmp_imm(Jmp::Eq, 1, 0, done)
+        .ldx(Size::DW, 1, 8, HEAD)
+        .ldx(Size::DW, 2, 8, TAIL)
+        .alu_reg(Alu::Sub, 1, 2)
+        .jmp_imm(Jmp::Ge, 1, stop_at(o.slots) as i32, lost)
+        .alu_imm(Alu::Mov, 9, 1)
+        .atomic_fetch_add(8, HEAD, 9)
+        .alu_reg(Alu::Mov, 1, 9)
+        .alu_reg(Alu::Sub, 1, 2)
+        .jmp_imm(Jmp::Ge, 1, o.slots as i32, done)
+        .alu_reg(Alu::Mov, 1, 9)
+        .alu_imm(Alu::And, 1, o.slots as i32 - 1)
+        .ldx(Size::W, 2, 8, BASE)
+        .alu_reg(Alu::Add, 1, 2)
+        .stx(Size::W, 10, KEY, 1)
+        .ld_map(1, o.slots_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP)
+        .jmp_imm(Jmp::Eq, 0, 0, done);
+    for k in (0..total).step_by(8) {
+        a.ldx(Size::DW, 1, 10, -rec + k as i16)
+            .stx(Size::DW, 0, 8 + k as i16, 1);
+    }
+    a.alu_imm(Alu::Add, 9, 1).stx(Size::DW, 0, 0, 9).ja(done);
+    a.bind(lost);
+    a.alu_imm(Alu::Mov, 1, 1).atomic_add(8, LOST, 1);
+    a.bind(done);
+}
+
+/// The fill at which a program stops reserving slots: an eighth of the ring is left for
+/// programs that interrupt one between its check and its reservation.
+pub fn stop_at(slots: u32) -> u32 {
+    slots - slots / 8
 }
 
 /// `r0 = &map[this CPU]` (the CPU's index is in r7), or a jump to `none` when it has no
@@ -820,9 +878,12 @@ mod tests {
     const CTX: u64 = 0x1000;
     const PREV: u64 = 0x10_0000;
     const NEXT: u64 = 0x20_0000;
-    const LOST: u64 = 0x30_0000;
-    /// What the lookup of this CPU's ring returns.
-    const RING: u64 = 0x60_0000;
+    /// The control array (two CPUs).
+    const CTL: u64 = 0x30_0000;
+    /// The slot array: [`SLOTS`] slots for each of the two CPUs.
+    const SLOT_MEM: u64 = 0x60_0000;
+    /// Slots per CPU in the tests.
+    const SLOTS: u32 = 8;
 
     fn task(base: u64, comm: &str, pid: i32, prio: i32, exit_state: i32) -> Region {
         let f = fields();
@@ -841,7 +902,8 @@ mod tests {
     }
 
     /// Runs `e`'s program on CPU `cpu` with tracepoint arguments `args` and kernel
-    /// memory `mem`; the ring takes records when `ring_ok`. Both forms of the program
+    /// memory `mem`; the ring takes records when `ring_ok` (else it is full to
+    /// [`stop_at`]). Both forms of the program
     /// (fields read through the helper, and loaded directly) run, and must do the same.
     fn run(
         e: &EventSpec,
@@ -907,13 +969,40 @@ mod tests {
             base: CTX,
             bytes: ctx,
         });
+        // CPU 0's slots first, then CPU 1's; 3 of 8 in use (wrapped) when `ring_ok`
+        // (a CPU's base is its own slots for CPU 0, the second CPU's for any other)
+        let n_ctl = (cpu as usize + 1).max(2);
+        let mut ctl = vec![0u8; n_ctl * super::super::slots::CTL];
+        let put = |ctl: &mut Vec<u8>, c: usize, off: i16, v: &[u8]| {
+            ctl[c * super::super::slots::CTL + off as usize..][..v.len()].copy_from_slice(v)
+        };
+        let tail = 10u64;
+        let head = if ring_ok {
+            13
+        } else {
+            tail + u64::from(stop_at(SLOTS))
+        };
+        for c in 0..n_ctl {
+            put(&mut ctl, c, super::super::slots::HEAD, &head.to_le_bytes());
+            put(&mut ctl, c, super::super::slots::TAIL, &tail.to_le_bytes());
+            put(
+                &mut ctl,
+                c,
+                super::super::slots::BASE,
+                &(c.min(1) as u32 * SLOTS).to_le_bytes(),
+            );
+            put(&mut ctl, c, super::super::slots::ON, &1u32.to_le_bytes());
+        }
         mem.push(Region {
-            base: LOST,
-            bytes: vec![0; 8],
+            base: CTL,
+            bytes: ctl,
+        });
+        mem.push(Region {
+            base: SLOT_MEM,
+            bytes: vec![0; 2 * SLOTS as usize * SLOT],
         });
         let mut vm = Vm::new(mem);
         vm.r[1] = CTX;
-        let mut records = Vec::new();
         vm.run(&p, &mut |vm, f| match f {
             FN_CPU => cpu,
             FN_KTIME => 123_456_789,
@@ -935,35 +1024,63 @@ mod tests {
                 vm.write(dst, &b);
                 0
             }
-            FN_RINGBUF_OUTPUT => {
-                assert_eq!(vm.r[1], RING, "this CPU's ring");
-                assert_eq!(vm.r[4], RB_NO_WAKEUP as u64);
-                if ring_ok {
-                    records.push(vm.read(vm.r[2], vm.r[3] as usize).unwrap());
-                    0
-                } else {
-                    (-28i64) as u64
-                }
-            }
             FN_MAP_LOOKUP => {
                 let key = vm.read(vm.r[2], 4).unwrap();
-                assert_eq!(u32::from_le_bytes(key.try_into().unwrap()) as u64, cpu);
+                let key = u64::from(u32::from_le_bytes(key.try_into().unwrap()));
                 match vm.r[1] {
-                    r if r == o.rings_fd as u64 => RING,
-                    r if r == o.lost_fd as u64 => LOST,
+                    r if r == o.ctl_fd as u64 => {
+                        assert_eq!(key, cpu, "this CPU's control");
+                        if key < n_ctl as u64 {
+                            CTL + key * super::super::slots::CTL as u64
+                        } else {
+                            0
+                        }
+                    }
+                    r if r == o.slots_fd as u64 => {
+                        // this CPU's next slot: head 13 is slot 5 of its 8
+                        assert_eq!(
+                            key,
+                            cpu.min(1) * u64::from(SLOTS) + 5,
+                            "the slot at the head"
+                        );
+                        SLOT_MEM + key * SLOT as u64
+                    }
                     r => panic!("lookup in map {r}"),
                 }
             }
             other => panic!("helper {other}"),
         });
-        let lost = u64::from_le_bytes(vm.read(LOST, 8).unwrap().try_into().unwrap());
+        let at = |c: u64, off: i16| {
+            let a = CTL + c * super::super::slots::CTL as u64 + off as u64;
+            u64::from_le_bytes(vm.read(a, 8).unwrap().try_into().unwrap())
+        };
+        // the other CPU's ring untouched, this one's head moved only by a record
+        assert_eq!(at(1 - cpu.min(1), super::super::slots::HEAD), head);
+        let lost = at(cpu, super::super::slots::LOST);
+        let mut records = Vec::new();
+        for i in 0..2 * SLOTS as u64 {
+            let slot = vm.read(SLOT_MEM + i * SLOT as u64, SLOT).unwrap();
+            let seq = u64::from_le_bytes(slot[..8].try_into().unwrap());
+            if seq != 0 {
+                assert_eq!(
+                    (seq, i),
+                    (head + 1, cpu.min(1) * u64::from(SLOTS) + 5),
+                    "sequence word"
+                );
+                assert_eq!(at(cpu, super::super::slots::HEAD), head + 1);
+                let id = u16::from_le_bytes([slot[16], slot[17]]);
+                let len = HEADER + event_by_id(id).unwrap().payload_len();
+                records.push(slot[8..8 + len].to_vec());
+            }
+        }
         Run { records, lost }
     }
 
     fn opts() -> ProgOptions {
         ProgOptions {
-            rings_fd: 7,
-            lost_fd: 8,
+            ctl_fd: 7,
+            slots_fd: 8,
+            slots: SLOTS,
             cpu_mask: Some(0b11),
             drop: None,
             direct: false,
