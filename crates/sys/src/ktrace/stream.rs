@@ -20,15 +20,13 @@
 //! per CPU holds about a million events: seconds even at a busy ping-pong's rate) instead
 //! of every 10 ms cuts those wake-ups from 100 a second to about two.
 
+use super::reader::{Reader, Stop};
 use latlab_core::ftrace_compact::{CompactDecoder, CompactTrace};
 use latlab_core::ftrace_raw::{EventFormat, PageLayout};
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The fill level, percent of a CPU's ring, at which the kernel wakes the reader
@@ -52,12 +50,7 @@ pub const WAKE_AT_LEAST: Duration = Duration::from_secs(5);
 
 /// A running reader.
 #[derive(Debug)]
-pub(super) struct Streamer {
-    stop: Arc<AtomicBool>,
-    /// The write end of the pipe the thread polls with its rings: a byte wakes it.
-    wake: File,
-    handle: Option<JoinHandle<std::io::Result<CompactTrace>>>,
-}
+pub(super) struct Streamer(Reader<CompactTrace>);
 
 /// The ring's page size: the instance's `buffer_subbuf_size_kb` where the kernel has it
 /// (6.8+), else 4 KiB.
@@ -96,93 +89,26 @@ impl Streamer {
                 .map_err(|e| format!("opening {}: {e}", p.display()))?;
             files.push((cpu, f));
         }
-        let (wake_rx, wake) = pipe().map_err(|e| format!("creating the reader's pipe: {e}"))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
-        let handle = std::thread::Builder::new()
-            .name("latlab-ktrace".into())
-            .spawn(move || run(files, decoder, &s, fill_wake.then_some(&wake_rx)))
-            .map_err(|e| format!("starting the trace reader: {e}"))?;
-        Ok(Streamer {
-            stop,
-            wake,
-            handle: Some(handle),
-        })
-    }
-
-    fn signal_stop(&mut self) {
-        use std::io::Write;
-        self.stop.store(true, Ordering::Release);
-        // a full pipe already wakes it; nothing else can fail on a pipe we hold open
-        let _ = self.wake.write(&[1]);
+        Reader::spawn(move |stop| run(files, decoder, stop, fill_wake))
+            .map(Streamer)
+            .map_err(|e| format!("starting the trace reader: {e}"))
     }
 
     /// Asks the thread to drain what is left and stop, and returns every CPU's events.
-    pub(super) fn finish(mut self) -> std::io::Result<CompactTrace> {
-        self.signal_stop();
-        let h = self.handle.take().expect("joined once");
-        h.join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the trace reader thread panicked")))
+    pub(super) fn finish(self) -> std::io::Result<CompactTrace> {
+        self.0.finish()
     }
-}
-
-impl Drop for Streamer {
-    fn drop(&mut self) {
-        if let Some(h) = self.handle.take() {
-            self.signal_stop();
-            let _ = h.join();
-        }
-    }
-}
-
-/// A pipe, both ends non-blocking and close-on-exec: (read end, write end).
-pub(super) fn pipe() -> std::io::Result<(File, File)> {
-    use std::os::fd::FromRawFd;
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two ints for the kernel to fill.
-    let rc = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC | libc::O_NONBLOCK) };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are owned by nobody else.
-    Ok(unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) })
-}
-
-/// Waits until one of `files` is readable (for a `trace_pipe_raw`: its ring has reached
-/// the instance's `buffer_percent`), `wake` has a byte, or `timeout` passes.
-pub(super) fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let mut fds: Vec<libc::pollfd> = files
-        .iter()
-        .map(|(_, f)| f)
-        .chain(std::iter::once(wake))
-        .map(|f| libc::pollfd {
-            fd: f.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
-        .collect();
-    let ms = libc::c_int::try_from(timeout.as_millis()).unwrap_or(libc::c_int::MAX);
-    // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs for the call's duration.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
-    if rc < 0 {
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 fn run(
     mut files: Vec<(u32, File)>,
     mut decoder: CompactDecoder,
-    stop: &AtomicBool,
-    wake: Option<&File>,
+    stop: &Stop,
+    fill_wake: bool,
 ) -> std::io::Result<CompactTrace> {
     let mut buf = vec![0u8; decoder.page_size()];
     loop {
-        let last = stop.load(Ordering::Acquire);
+        let last = stop.stopped();
         for (cpu, f) in &mut files {
             drain(f, *cpu, &mut buf, &mut decoder).map_err(|e| {
                 std::io::Error::new(e.kind(), format!("reading cpu{cpu}/trace_pipe_raw: {e}"))
@@ -191,9 +117,10 @@ fn run(
         if last {
             return Ok(decoder.finish());
         }
-        match wake {
-            Some(w) => wait(&files, w, WAKE_AT_LEAST)?,
-            None => std::thread::sleep(POLL),
+        if fill_wake {
+            stop.wait(&files, WAKE_AT_LEAST)?;
+        } else {
+            std::thread::sleep(POLL);
         }
     }
 }

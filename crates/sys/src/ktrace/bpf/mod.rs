@@ -38,16 +38,13 @@
 pub mod prog;
 pub mod slots;
 
+use super::reader::{Reader, Stop};
 use super::recording::{CpuTrace, KtraceError, RawTrace, Recording};
 use crate::bpf;
 use latlab_core::clockmap::ClockMap;
 use latlab_core::ftrace_raw::{PageLayout, Symbols};
 pub use prog::SwitchDrop;
-use std::fs::File;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// The shortest sleep of the reader between drains.
@@ -71,14 +68,13 @@ pub struct BpfRecorder {
     cpus: Vec<u32>,
     enabled: Vec<String>,
     missing: Vec<String>,
-    stop: Arc<AtomicBool>,
-    wake: File,
     /// When the last program was attached (monotonic ns): records before it are
     /// dropped, so every event kind is recorded over the same span.
     from_ns: u64,
     /// Why programs read fields through `bpf_probe_read_kernel`, when they do.
     helper_reads: Option<String>,
-    handle: Option<JoinHandle<std::io::Result<Collected>>>,
+    /// `None` once stopped.
+    reader: Option<Reader<Collected>>,
 }
 
 fn bpf_err(what: &str) -> impl FnOnce(std::io::Error) -> KtraceError + '_ {
@@ -150,15 +146,9 @@ impl BpfRecorder {
             drop: switch_drop.cloned(),
             direct: true,
         };
-        let (wake_rx, wake) =
-            super::stream::pipe().map_err(bpf_err("creating the reader's pipe"))?;
-        let stop = Arc::new(AtomicBool::new(false));
-        let s = Arc::clone(&stop);
         let collector = prog::Collector::new(cpus);
         let first = clock_pair();
-        let handle = std::thread::Builder::new()
-            .name("latlab-ktrace".into())
-            .spawn(move || read(rings, per_cpu, collector, first, &s, &wake_rx))
+        let reader = Reader::spawn(move |stop| read(rings, per_cpu, collector, first, stop))
             .map_err(bpf_err("starting the ring reader"))?;
         let mut rec = BpfRecorder {
             links: Vec::new(),
@@ -166,9 +156,7 @@ impl BpfRecorder {
             cpus: cpus.to_vec(),
             enabled: Vec::new(),
             missing: Vec::new(),
-            stop,
-            wake,
-            handle: Some(handle),
+            reader: Some(reader),
             from_ns: 0,
             helper_reads: None,
         };
@@ -246,12 +234,6 @@ impl BpfRecorder {
         &self.enabled
     }
 
-    fn signal_stop(&mut self) {
-        use std::io::Write;
-        self.stop.store(true, Ordering::Release);
-        let _ = self.wake.write(&[1]);
-    }
-
     /// Detaches every program, drains the ring, and returns the recording.
     ///
     /// # Errors
@@ -267,13 +249,11 @@ impl BpfRecorder {
             .map(|p| bpf::prog_stats(p).map_or(0, |s| s.recursion_misses))
             .sum();
         self.progs.clear();
-        self.signal_stop();
         let c = self
-            .handle
+            .reader
             .take()
-            .expect("joined once")
-            .join()
-            .unwrap_or_else(|_| Err(std::io::Error::other("the ring reader panicked")))
+            .expect("stopped once")
+            .finish()
             .map_err(bpf_err("reading the rings"))?;
         let map = ClockMap::new(c.pairs)
             .map_err(|e| KtraceError::Bpf(format!("mapping BPF times onto the TSC: {e}")))?;
@@ -313,11 +293,8 @@ impl BpfRecorder {
 
 impl Drop for BpfRecorder {
     fn drop(&mut self) {
+        // detach before the reader (a field, dropped after this) is stopped and joined
         self.links.clear();
-        if let Some(h) = self.handle.take() {
-            self.signal_stop();
-            let _ = h.join();
-        }
     }
 }
 
@@ -330,13 +307,12 @@ fn read(
     per_cpu: u32,
     mut c: prog::Collector,
     first: (u64, u64),
-    stop: &AtomicBool,
-    wake: &File,
+    stop: &Stop,
 ) -> std::io::Result<Collected> {
     let mut pairs = vec![first];
     let mut last = Instant::now();
     loop {
-        let done = stop.load(Ordering::Acquire);
+        let done = stop.stopped();
         // the fullest ring sets the pace
         let n = rings.drain(false, &mut |rec| c.push(rec));
         pairs.push(clock_pair());
@@ -356,7 +332,7 @@ fn read(
         } else {
             1e3
         });
-        super::stream::wait(&[], wake, half.clamp(MIN_SLEEP, MAX_SLEEP))?;
+        stop.wait(&[], half.clamp(MIN_SLEEP, MAX_SLEEP))?;
     }
 }
 
