@@ -18,6 +18,8 @@ pub(crate) const BPF_OBJ_GET_INFO_BY_FD: libc::c_long = 15;
 
 /// `BPF_MAP_TYPE_ARRAY`.
 pub const MAP_ARRAY: u32 = 2;
+/// `BPF_MAP_TYPE_RINGBUF`.
+pub const MAP_RINGBUF: u32 = 27;
 /// `BPF_F_MMAPABLE`: an array map this process can `mmap`.
 pub const MAP_F_MMAPABLE: u32 = 1 << 10;
 /// `BPF_PROG_TYPE_RAW_TRACEPOINT`.

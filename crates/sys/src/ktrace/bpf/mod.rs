@@ -1,6 +1,6 @@
 //! The BPF recorder: the same events as the tracefs instance, written by BPF programs on
-//! the raw tracepoints into a ring of slots per CPU ([`slots`]), read by a thread
-//! through `mmap`.
+//! the raw tracepoints into a ring per CPU ([`rings`]), read by a thread through
+//! `mmap`.
 //!
 //! Why: on this project's guest a `sched_switch` recorded through tracefs costs the
 //! switching task about 0.43 µs and one dropped by a tracefs filter 0.27 µs; the same
@@ -17,14 +17,13 @@
 //!
 //! The rings are latlab's own rather than BPF ring buffers: reserving a record in a BPF
 //! ring buffer (a spin lock with interrupts off, then a commit) cost ~60–90 ns a record
-//! on this project's guest, a slot reserved by one atomic add ~10 ns
-//! (`scripts/explain-bpf-cost.sh`, docs/benchmarks.md). No record wakes the reader: after
-//! each drain it sleeps until the fullest ring would be half full at the rate just seen,
-//! between [`MIN_SLEEP`] and [`MAX_SLEEP`], as the tracefs reader waits for
-//! `buffer_percent` 50 or 5 s. It first slept to a quarter and at most 1 s: on a host
-//! whose every CPU carries a measured spinning thread each drain takes one of them off
-//! its CPU, and a busy ping-pong's median rose 9–30 µs (below 3 µs once it woke as
-//! seldom as the tracefs reader). Each CPU has its own ring, so no position moves between
+//! on this project's guest, a reservation by one atomic add ~10 ns
+//! (`scripts/explain-bpf-cost.sh`, docs/benchmarks.md). The reader sleeps until a
+//! program rings the doorbell (a record took its ring past half full) or [`MAX_SLEEP`]
+//! passes, as the tracefs reader waits for `buffer_percent` 50 or 5 s: each wake-up runs
+//! on a CPU a measured thread may need (on a host whose every CPU carries a measured
+//! spinning thread, a reader that woke at a quarter full or every second raised a busy
+//! ping-pong's median 9–30 µs). Each CPU has its own ring, so no position moves between
 //! the CPUs' caches. A record that finds its ring full is counted per CPU and shows as
 //! lost.
 //!
@@ -36,7 +35,7 @@
 //! recorder is dropped, or when the process dies.
 
 pub mod prog;
-pub mod slots;
+pub mod rings;
 
 use super::reader::{Reader, Stop};
 use super::recording::{CpuTrace, KtraceError, RawTrace, Recording};
@@ -45,11 +44,10 @@ use latlab_core::clockmap::ClockMap;
 use latlab_core::ftrace_raw::{PageLayout, Symbols};
 pub use prog::SwitchDrop;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// The shortest sleep of the reader between drains.
-pub const MIN_SLEEP: Duration = Duration::from_millis(20);
-/// The longest (the tracefs reader's [`super::stream::WAKE_AT_LEAST`]).
+/// The longest the reader sleeps when no ring passes half full (the tracefs reader's
+/// [`super::stream::WAKE_AT_LEAST`]): it takes a clock pair each time.
 pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 
 /// What the reader thread returns.
@@ -97,18 +95,13 @@ fn clock_pair() -> (u64, u64) {
     (best.1, best.2)
 }
 
-/// A CPU's ring's slots for `per_cpu_kb`: a power of two, at least 1 MiB and at most
-/// 1 GiB of slots, and at most 2^31 slots in all for `cpus` CPUs.
-pub fn ring_slots(per_cpu_kb: u32, cpus: usize) -> u32 {
-    let bytes = (per_cpu_kb as usize * 1024).clamp(1 << 20, 1 << 30);
-    let cap = ((1usize << 31) / cpus.max(1)).max(1024);
-    (bytes / prog::SLOT)
+/// A CPU's ring's bytes for `per_cpu_kb`: a power of two from 1 MiB to 256 MiB (the
+/// verifier bounds a variable offset into a map value below 512 MiB).
+pub fn ring_bytes(per_cpu_kb: u32) -> u32 {
+    (per_cpu_kb as usize * 1024)
+        .clamp(1 << 20, 1 << 28)
         .next_power_of_two()
-        .min(prev_power_of_two(cap)) as u32
-}
-
-fn prev_power_of_two(n: usize) -> usize {
-    1 << (usize::BITS - 1 - n.leading_zeros())
+        .min(1 << 28) as u32
 }
 
 impl BpfRecorder {
@@ -130,25 +123,37 @@ impl BpfRecorder {
             .map_err(|e| KtraceError::Bpf(format!("{}: {e}", crate::btf::VMLINUX_BTF)))?;
         let fields = crate::btf::recorder_fields(&btf)
             .map_err(|m| KtraceError::Bpf(format!("the kernel's BTF has no {m}")))?;
-        let per_cpu = ring_slots(buffer_kb, cpus.len());
+        let ring = ring_bytes(buffer_kb);
         let max_cpu = cpus.iter().copied().max().unwrap_or(0);
-        let ctl = bpf::create_mmapable_array(slots::CTL as u32, max_cpu + 1)
-            .map_err(bpf_err("creating the rings' control array"))?;
-        let slot_fd = bpf::create_mmapable_array(prog::SLOT as u32, per_cpu * cpus.len() as u32)
-            .map_err(bpf_err("creating the rings' slot array"))?;
-        let rings = slots::Rings::map(&ctl, &slot_fd, prog::SLOT, per_cpu, cpus)
+        // per CPU the index of its ring + 1 (0: not traced), and the rings
+        let index = bpf::create_map(bpf::MAP_ARRAY, 4, 4, max_cpu + 1)
+            .map_err(bpf_err("creating the rings' index"))?;
+        for (k, &cpu) in cpus.iter().enumerate() {
+            bpf::update_u32(&index, cpu, k as u32 + 1)
+                .map_err(bpf_err("filling the rings' index"))?;
+        }
+        let ring_map = bpf::create_mmapable_array(
+            rings::element_bytes(ring as usize) as u32,
+            cpus.len() as u32,
+        )
+        .map_err(bpf_err("creating the rings"))?;
+        let mapped = rings::Rings::map(&ring_map, ring as usize, cpus.len())
             .map_err(bpf_err("mapping the rings"))?;
+        let bell = bpf::create_map(bpf::MAP_RINGBUF, 0, 0, rings::DOORBELL_BYTES)
+            .map_err(bpf_err("creating the rings' doorbell"))?;
+        let doorbell = rings::Doorbell::map(&bell).map_err(bpf_err("mapping the doorbell"))?;
         let mut opts = prog::ProgOptions {
-            ctl_fd: ctl.as_raw_fd(),
-            slots_fd: slot_fd.as_raw_fd(),
-            slots: per_cpu,
+            index_fd: index.as_raw_fd(),
+            rings_fd: ring_map.as_raw_fd(),
+            ring,
+            doorbell_fd: bell.as_raw_fd(),
             cpu_mask: (max_cpu < 64).then(|| cpus.iter().fold(0u64, |m, &c| m | 1 << c)),
             drop: switch_drop.cloned(),
             direct: true,
         };
         let collector = prog::Collector::new(cpus);
         let first = clock_pair();
-        let reader = Reader::spawn(move |stop| read(rings, per_cpu, collector, first, stop))
+        let reader = Reader::spawn(move |stop| read(mapped, &doorbell, collector, first, stop))
             .map_err(bpf_err("starting the ring reader"))?;
         let mut rec = BpfRecorder {
             links: Vec::new(),
@@ -219,7 +224,7 @@ impl BpfRecorder {
                 }
             }
         }
-        drop((ctl, slot_fd));
+        drop((index, ring_map, bell));
         rec.from_ns = crate::clocks::monotonic_ns();
         if rec.enabled.is_empty() {
             return Err(KtraceError::NoEvents {
@@ -303,18 +308,17 @@ impl Drop for BpfRecorder {
 /// pause for any program still finishing a record, and a last drain that skips what is
 /// still unwritten.
 fn read(
-    mut rings: slots::Rings,
-    per_cpu: u32,
+    mut rings: rings::Rings,
+    doorbell: &rings::Doorbell,
     mut c: prog::Collector,
     first: (u64, u64),
     stop: &Stop,
 ) -> std::io::Result<Collected> {
     let mut pairs = vec![first];
-    let mut last = Instant::now();
     loop {
         let done = stop.stopped();
-        // the fullest ring sets the pace
-        let n = rings.drain(false, &mut |rec| c.push(rec));
+        doorbell.clear();
+        rings.drain(false, &mut |rec| c.push(rec));
         pairs.push(clock_pair());
         if done {
             std::thread::sleep(Duration::from_millis(2));
@@ -325,14 +329,7 @@ fn read(
                 lost: rings.lost(),
             });
         }
-        let rate = n as f64 / last.elapsed().as_secs_f64().max(1e-3);
-        last = Instant::now();
-        let half = Duration::from_secs_f64(if rate > 0.0 {
-            f64::from(per_cpu) / 2.0 / rate
-        } else {
-            1e3
-        });
-        stop.wait(&[], half.clamp(MIN_SLEEP, MAX_SLEEP))?;
+        stop.wait(doorbell.files(), MAX_SLEEP)?;
     }
 }
 
@@ -396,5 +393,58 @@ mod system_tests {
             "{sleeps} sleeping switches of the probe thread, 20 sleeps"
         );
         assert!(r.missing.is_empty(), "{:?}", r.missing);
+    }
+
+    /// Root only (prints why it skips): a 1 MiB ring takes twice its size in switch
+    /// records within a fraction of a second without losing one, because the record that
+    /// passes half full wakes the reader (sleeping on its own schedule it would wait 5 s).
+    #[test]
+    fn the_doorbell_wakes_the_reader_before_a_small_ring_overflows() {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            println!("SKIP the BPF doorbell test: needs root (bpf)");
+            return;
+        }
+        use std::io::{Read, Write};
+        let cpu = crate::sched::online_cpus() - 1;
+        let rec = BpfRecorder::start(&[cpu], 1024, &["sched/sched_switch".to_string()], None)
+            .expect("the BPF recorder starts");
+        let (mut a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        let echo = std::thread::spawn(move || {
+            crate::sched::pin_current_thread(cpu).unwrap();
+            let mut x = [0u8; 1];
+            while b.read_exact(&mut x).is_ok() && b.write_all(&x).is_ok() {}
+        });
+        let n = 14_000;
+        let ping = std::thread::spawn(move || {
+            crate::sched::pin_current_thread(cpu).unwrap();
+            let mut x = [0u8; 1];
+            for _ in 0..n {
+                a.write_all(&x).unwrap();
+                a.read_exact(&mut x).unwrap();
+            }
+        });
+        ping.join().unwrap();
+        echo.join().unwrap();
+        let r = rec.stop().expect("stops");
+        let events: usize = r
+            .raw
+            .as_ref()
+            .unwrap()
+            .events
+            .cpus
+            .iter()
+            .map(|c| c.tsc.len())
+            .sum();
+        let sw = prog::EVENTS
+            .iter()
+            .find(|e| e.event == "sched/sched_switch")
+            .unwrap();
+        let bytes = events * (8 + prog::HEADER + sw.payload_len());
+        assert!(
+            bytes > 2 << 20,
+            "{events} records, {bytes} bytes: more than twice the ring"
+        );
+        assert_eq!(r.cpus[0].lost, 0, "{events} records kept");
     }
 }
