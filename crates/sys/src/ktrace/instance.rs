@@ -22,8 +22,9 @@
 //! decoding them into events is the job of `latlab-explain`. The parsers of the control files
 //! ([`parse_stats`], [`parse_trace_clock`], [`cpumask_hex`]) are pure and unit-tested.
 
+use super::config::{KtraceConfig, ReaderKind};
 use super::recording::{CpuTrace, KtraceError, RawTrace, Recording, TRACEFS};
-use super::{cmdline, stream, KtraceConfig, ReaderKind};
+use super::{cmdline, stream};
 use latlab_core::ftrace_raw::{EventFormat, PageLayout, Symbols};
 use std::ffi::CString;
 use std::path::{Path, PathBuf};
@@ -146,7 +147,7 @@ impl Instance {
         write_file(&d.join("buffer_size_kb"), &cfg.buffer_kb.to_string())?;
         write_file(&d.join("tracing_cpumask"), &cpumask_hex(&cfg.cpus))?;
         // `record-cmd` off before any event is enabled, under the lock every latlab
-        // recorder holds until its events are enabled (see [`cmdline`]).
+        // recorder holds until its events are enabled (see [`super::cmdline`]).
         let lock = cmdline::SetupLock::take();
         self.record_cmd = match &lock {
             Ok(_) => match cmdline::turn_off(Path::new(TRACEFS), &d) {

@@ -83,7 +83,7 @@ pub struct Recording {
     /// not (e.g. `text (asked for)`, `text (opening …: …)`).
     pub reader: String,
     /// The instance's `record-cmd` option: `off` (the kernel's command-name recorder was
-    /// not hooked to every switch and wake-up for this recording, see [`cmdline`]), or
+    /// not hooked to every switch and wake-up for this recording, see [`super::cmdline`]), or
     /// `on (why)`.
     pub record_cmd: String,
     /// Events the kernel did not hand to a BPF program because that program was already

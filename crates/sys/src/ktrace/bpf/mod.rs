@@ -47,7 +47,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::Duration;
 
 /// The longest the reader sleeps when no ring passes half full (the tracefs reader's
-/// [`super::stream::WAKE_AT_LEAST`]): it takes a clock pair each time.
+/// `stream::WAKE_AT_LEAST`): it takes a clock pair each time.
 pub const MAX_SLEEP: Duration = Duration::from_secs(5);
 
 /// What the reader thread returns.

@@ -384,6 +384,9 @@ pub struct ProgOptions {
 /// [`EVENTS`].
 pub const RECORD_MAX: usize = 8 + HEADER + max_payload();
 
+// A record that starts at a ring's last word runs on into the slack past it.
+const _: () = assert!(RECORD_MAX <= super::rings::SLACK && RECORD_MAX % 8 == 0);
+
 const fn max_payload() -> usize {
     let mut i = 0;
     let mut m = 0;

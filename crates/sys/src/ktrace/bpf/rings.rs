@@ -58,9 +58,9 @@ pub const LOST: i16 = 16;
 /// Offset of the ring (the control block is one cache line, so the ring's first record
 /// does not share it).
 pub const DATA: i16 = 64;
-/// Bytes past the ring that a record starting near its end runs on into: the largest
-/// record's.
-pub const SLACK: usize = super::prog::RECORD_MAX;
+/// Bytes past the ring that a record starting near its end runs on into: at least the
+/// largest record's (the programs' test checks it).
+pub const SLACK: usize = 80;
 /// The bits of a sequence word that hold the position + 1.
 pub const POS_MASK: u64 = (1 << 56) - 1;
 /// Where a sequence word holds the record's length in 8-byte words.
