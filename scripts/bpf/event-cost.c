@@ -33,16 +33,30 @@ static long bpf(int cmd, union bpf_attr *a) { return syscall(__NR_bpf, cmd, a, s
 #define I(c, d, s, o, i) ((struct bpf_insn){.code = (c), .dst_reg = (d), .src_reg = (s), .off = (o), .imm = (i)})
 
 static int slot_ctl = -1; // the bpf_slot program's control array (head, tail)
+static int mkmap(int type, unsigned value, unsigned entries, unsigned flags, const char *what) {
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.map_type = type; a.key_size = type == BPF_MAP_TYPE_RINGBUF ? 0 : 4;
+    a.value_size = value; a.max_entries = entries; a.map_flags = flags;
+    int fd = bpf(BPF_MAP_CREATE, &a);
+    if (fd < 0) { perror(what); exit(3); }
+    return fd;
+}
+// r0 = bpf_map_lookup_elem(map fd, r10 + key): 6 instructions
+static int lookup(struct bpf_insn *p, int n, int fd, short key) {
+    p[n++] = I(BPF_LD | BPF_IMM | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, fd);
+    p[n++] = I(0, 0, 0, 0, 0);
+    p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
+    p[n++] = I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, key);
+    p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+    return n;
+}
 static int load(int ring) {
     struct bpf_insn p[48];
     int n = 0;
     union bpf_attr a;
     if (ring == 1) {
-        memset(&a, 0, sizeof a);
-        a.map_type = BPF_MAP_TYPE_RINGBUF;
-        a.max_entries = 8 << 20;
-        int mfd = bpf(BPF_MAP_CREATE, &a);
-        if (mfd < 0) { perror("ringbuf map"); exit(3); }
+        int mfd = mkmap(BPF_MAP_TYPE_RINGBUF, 0, 8 << 20, 0, "ringbuf map");
         p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);
         p[n++] = I(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 8, 0);
         p[n++] = I(BPF_STX | BPF_MEM | BPF_DW, 10, 1, -32, 0);
@@ -59,24 +73,12 @@ static int load(int ring) {
         p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ringbuf_output);
     } else if (ring == 2) {
         enum { SLOTS = 1 << 18 };
-        memset(&a, 0, sizeof a);
-        a.map_type = BPF_MAP_TYPE_ARRAY; a.key_size = 4; a.value_size = 32; a.max_entries = SLOTS;
-        a.map_flags = BPF_F_MMAPABLE;
-        int sfd = bpf(BPF_MAP_CREATE, &a);
-        if (sfd < 0) { perror("slot array"); exit(3); }
-        memset(&a, 0, sizeof a);
-        a.map_type = BPF_MAP_TYPE_ARRAY; a.key_size = 4; a.value_size = 16; a.max_entries = 1;
-        a.map_flags = BPF_F_MMAPABLE;
-        int cfd = bpf(BPF_MAP_CREATE, &a);
-        if (cfd < 0) { perror("control array"); exit(3); }
+        int sfd = mkmap(BPF_MAP_TYPE_ARRAY, 32, SLOTS, BPF_F_MMAPABLE, "slot array");
+        int cfd = mkmap(BPF_MAP_TYPE_ARRAY, 16, 1, BPF_F_MMAPABLE, "control array");
         slot_ctl = cfd;
         p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 6, 1, 0, 0);            // r6 = ctx
         p[n++] = I(BPF_ST | BPF_MEM | BPF_W, 10, 0, -4, 0);              // key 0
-        p[n++] = I(BPF_LD | BPF_IMM | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, cfd);
-        p[n++] = I(0, 0, 0, 0, 0);
-        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
-        p[n++] = I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -4);
-        p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+        n = lookup(p, n, cfd, -4);
         p[n++] = I(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 20, 0);              // -> out
         p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_K, 7, 0, 0, 1);
         p[n++] = I(BPF_STX | BPF_ATOMIC | BPF_DW, 0, 7, 0, BPF_ADD | BPF_FETCH); // r7 = head++
@@ -87,11 +89,7 @@ static int load(int ring) {
         p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 8, 7, 0, 0);
         p[n++] = I(BPF_ALU64 | BPF_AND | BPF_K, 8, 0, 0, SLOTS - 1);
         p[n++] = I(BPF_STX | BPF_MEM | BPF_W, 10, 8, -8, 0);
-        p[n++] = I(BPF_LD | BPF_IMM | BPF_DW, 1, BPF_PSEUDO_MAP_FD, 0, sfd);
-        p[n++] = I(0, 0, 0, 0, 0);
-        p[n++] = I(BPF_ALU64 | BPF_MOV | BPF_X, 2, 10, 0, 0);
-        p[n++] = I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, -8);
-        p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
+        n = lookup(p, n, sfd, -8);
         p[n++] = I(BPF_JMP | BPF_JEQ | BPF_K, 0, 0, 5, 0);               // -> out
         p[n++] = I(BPF_LDX | BPF_MEM | BPF_DW, 1, 6, 8, 0);
         p[n++] = I(BPF_STX | BPF_MEM | BPF_DW, 0, 1, 0, 0);

@@ -97,24 +97,22 @@ impl Attr {
 /// Creates a map of `map_type` with `entries` slots of `key` and `value` bytes, named
 /// `latlab`.
 pub fn create_map(map_type: u32, key: u32, value: u32, entries: u32) -> io::Result<OwnedFd> {
-    let mut a = Attr::new();
-    a.u32(0, map_type)
-        .u32(4, key)
-        .u32(8, value)
-        .u32(12, entries);
-    a.0[28..34].copy_from_slice(b"latlab");
-    a.fd(BPF_MAP_CREATE)
+    create(map_type, key, value, entries, 0)
 }
 
 /// Creates an array map of `entries` values of `value` bytes that this process can
 /// `mmap` (`BPF_F_MMAPABLE`, Linux 5.5), named `latlab`.
 pub fn create_mmapable_array(value: u32, entries: u32) -> io::Result<OwnedFd> {
+    create(MAP_ARRAY, 4, value, entries, MAP_F_MMAPABLE)
+}
+
+fn create(map_type: u32, key: u32, value: u32, entries: u32, flags: u32) -> io::Result<OwnedFd> {
     let mut a = Attr::new();
-    a.u32(0, MAP_ARRAY)
-        .u32(4, 4)
+    a.u32(0, map_type)
+        .u32(4, key)
         .u32(8, value)
         .u32(12, entries)
-        .u32(16, MAP_F_MMAPABLE);
+        .u32(16, flags);
     a.0[28..34].copy_from_slice(b"latlab");
     a.fd(BPF_MAP_CREATE)
 }

@@ -28,7 +28,11 @@ impl Stop {
     ///
     /// # Errors
     /// `poll(2)`'s, other than an interruption.
-    pub(super) fn wait(&self, files: &[(u32, File)], timeout: Duration) -> io::Result<()> {
+    pub(super) fn wait<'a>(
+        &self,
+        files: impl IntoIterator<Item = &'a File>,
+        timeout: Duration,
+    ) -> io::Result<()> {
         wait(files, &self.wake, timeout)
     }
 }
@@ -117,14 +121,18 @@ fn pipe() -> io::Result<(File, File)> {
 
 /// Waits until one of `files` is readable (for a `trace_pipe_raw`: its ring has reached
 /// the instance's `buffer_percent`), `wake` has a byte, or `timeout` passes.
-fn wait(files: &[(u32, File)], wake: &File, timeout: Duration) -> io::Result<()> {
+fn wait<'a>(
+    files: impl IntoIterator<Item = &'a File>,
+    wake: &File,
+    timeout: Duration,
+) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let mut fds: Vec<libc::pollfd> = files
-        .iter()
-        .map(|(_, f)| f)
-        .chain(std::iter::once(wake))
-        .map(|f| libc::pollfd {
-            fd: f.as_raw_fd(),
+        .into_iter()
+        .map(AsRawFd::as_raw_fd)
+        .chain(std::iter::once(wake.as_raw_fd()))
+        .map(|fd| libc::pollfd {
+            fd,
             events: libc::POLLIN,
             revents: 0,
         })
@@ -157,7 +165,7 @@ mod tests {
                     return Ok(rounds);
                 }
                 tx.send(()).unwrap();
-                stop.wait(&[], Duration::from_secs(60))?;
+                stop.wait([], Duration::from_secs(60))?;
             }
         })
         .unwrap();
@@ -178,7 +186,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let r = Reader::spawn(move |stop| {
             while !stop.stopped() {
-                stop.wait(&[], Duration::from_secs(60))?;
+                stop.wait([], Duration::from_secs(60))?;
             }
             tx.send(()).unwrap();
             Ok(())

@@ -118,7 +118,7 @@ fn run(
             return Ok(decoder.finish());
         }
         if fill_wake {
-            stop.wait(&files, WAKE_AT_LEAST)?;
+            stop.wait(files.iter().map(|(_, f)| f), WAKE_AT_LEAST)?;
         } else {
             std::thread::sleep(POLL);
         }

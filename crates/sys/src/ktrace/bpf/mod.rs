@@ -303,10 +303,10 @@ impl Drop for BpfRecorder {
     }
 }
 
-/// The reader thread: drain, take a clock pair, sleep until the fullest ring would be half
-/// full (or the stop byte), again; after the stop (the programs detached), a drain, a
-/// pause for any program still finishing a record, and a last drain that skips what is
-/// still unwritten.
+/// The reader thread: drain, take a clock pair, sleep until a ring passes half full (the
+/// doorbell), [`MAX_SLEEP`] passes or the stop byte comes, again; after the stop (the
+/// programs detached), a drain, a pause for any program still finishing a record, and a
+/// last drain that searches past what is still unwritten.
 fn read(
     mut rings: rings::Rings,
     doorbell: &rings::Doorbell,
@@ -329,7 +329,7 @@ fn read(
                 lost: rings.lost(),
             });
         }
-        stop.wait(doorbell.files(), MAX_SLEEP)?;
+        stop.wait([doorbell.file()], MAX_SLEEP)?;
     }
 }
 

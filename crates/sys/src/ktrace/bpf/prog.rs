@@ -2,8 +2,7 @@
 //! run by the assembler's interpreter in the tests; loading them is [`super`]'s job).
 //!
 //! One program per raw tracepoint. Each builds a record on its stack and copies it into
-//! its CPU's ring buffer (found in an array of rings by the CPU's index) with
-//! `bpf_ringbuf_output`:
+//! its CPU's ring ([`super::rings`], behind the record's sequence word):
 //!
 //! ```text
 //! 0   u64  bpf_ktime_get_ns()          (CLOCK_MONOTONIC, read last; mapped to the TSC)
@@ -27,7 +26,7 @@
 //! A program first checks the CPU against the traced set, and a `sched_switch` program
 //! given a [`SwitchDrop`] returns without writing for a switch between the idle task and a
 //! watched thread (the rule of `latlab_explain::filter`). When the ring is full the
-//! record is counted, per CPU, in the `lost` array map instead.
+//! record is counted, per CPU, in the ring's `lost` instead.
 
 use crate::bpf::asm::{Alu, Asm, AsmError, Jmp, Size};
 use crate::bpf::Insn;
@@ -940,10 +939,9 @@ mod tests {
     }
 
     /// Runs `e`'s program on CPU `cpu` with tracepoint arguments `args` and kernel
-    /// memory `mem`, with `used` bytes of the ring in use (it takes a record below
-    /// [`stop_at`] when the record fits; [`ROOM`]: plenty of room) (else it is full to
-    /// [`stop_at`]). Both forms of the program
-    /// (fields read through the helper, and loaded directly) run, and must do the same.
+    /// memory `mem`, with `used` bytes of its ring in use ([`ROOM`]: room for any record;
+    /// [`stop_at`]: full). Both forms of the program (fields read through the helper,
+    /// and loaded directly) run, and must do the same.
     fn run(
         e: &EventSpec,
         o: &ProgOptions,

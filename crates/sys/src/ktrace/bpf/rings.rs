@@ -95,7 +95,7 @@ pub struct Cursor {
 /// `each` (its time and payload), in position order. At a word that is not its
 /// position's sequence word it stops, unless it stopped at the same position at the
 /// previous drain or this is the `last` drain (every program detached): then it searches
-/// on, word by word, for the next record (or `head`). Returns the bytes walked.
+/// on, word by word, for the next record (or `head`).
 pub fn walk(
     r: &dyn Ring,
     mask: u64,
@@ -103,8 +103,7 @@ pub fn walk(
     c: &mut Cursor,
     last: bool,
     each: &mut dyn FnMut(&[u8]),
-) -> u64 {
-    let from = c.tail;
+) {
     let is_record = |pos: u64, w: u64| w & POS_MASK == pos + 1 && w >> LEN_SHIFT >= 2;
     while c.tail < head {
         let off = (c.tail & mask) as usize;
@@ -121,11 +120,10 @@ pub fn walk(
             }
         } else {
             c.stalled = Some(c.tail);
-            return c.tail - from;
+            return;
         }
     }
     c.stalled = None;
-    c.tail - from
 }
 
 /// The traced CPUs' rings, mapped for reading.
@@ -204,10 +202,8 @@ impl Rings {
     }
 
     /// Hands every record written so far to `each` (see [`walk`]; `last` once the
-    /// programs are detached), then frees its bytes. Returns the most bytes freed on one
-    /// CPU.
-    pub fn drain(&mut self, last: bool, each: &mut dyn FnMut(&[u8])) -> u64 {
-        let mut most = 0;
+    /// programs are detached), then frees its bytes.
+    pub fn drain(&mut self, last: bool, each: &mut dyn FnMut(&[u8])) {
         for k in 0..self.cursors.len() {
             let head = self.control(k, HEAD).load(Ordering::Acquire);
             let mut c = self.cursors[k];
@@ -216,12 +212,10 @@ impl Rings {
                 base: unsafe { self.ptr.add(k * self.element + DATA as usize) },
                 r: self,
             };
-            let n = walk(&ring, self.ring as u64 - 1, head, &mut c, last, each);
+            walk(&ring, self.ring as u64 - 1, head, &mut c, last, each);
             self.control(k, TAIL).store(c.tail, Ordering::Release);
-            most = most.max(n);
             self.cursors[k] = c;
         }
-        most
     }
 
     /// Records lost on each CPU, in the order of the recorder's CPUs: counted by the
@@ -231,19 +225,13 @@ impl Rings {
             .map(|k| self.control(k, LOST).load(Ordering::Acquire))
             .collect()
     }
-
-    /// Unwritten reservations the reader searched past on each CPU (each one already in
-    /// [`Rings::lost`]).
-    pub fn skipped(&self) -> Vec<u64> {
-        self.cursors.iter().map(|c| c.skipped).collect()
-    }
 }
 
 /// The BPF ring buffer the programs ring when a ring passes half full; the reader waits
 /// on its descriptor and empties it after each drain.
 #[derive(Debug)]
 pub struct Doorbell {
-    file: Vec<(u32, std::fs::File)>,
+    file: std::fs::File,
     cons: *mut u8,
     prod: *mut u8,
     page: usize,
@@ -295,15 +283,15 @@ impl Doorbell {
             }
         };
         Ok(Doorbell {
-            file: vec![(0, file)],
+            file,
             cons,
             prod,
             page,
         })
     }
 
-    /// The descriptor to wait on (as the reader's [`crate::ktrace`] wait takes it).
-    pub fn files(&self) -> &[(u32, std::fs::File)] {
+    /// The descriptor to wait on: readable once a program rang.
+    pub fn file(&self) -> &std::fs::File {
         &self.file
     }
 
