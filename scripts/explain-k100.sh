@@ -12,11 +12,12 @@
 #   RUNS      how many runs (default 1)
 # Needs root (tracefs). One run at 100 kpps x 60 s takes ~1.5-2 min on a quiet 2-vCPU
 # host; a probe still running after LATLAB_K100_TIMEOUT seconds (default 280) is stopped
-# (and the tracefs instance it leaves removed).
+# (and the tracefs instance it leaves removed). LATLAB_K100_KEEP=DIR keeps each probe
+# result there.
 set -euo pipefail
 
 if [[ "${1:-}" == "-h" || "${1:-}" == "--help" ]]; then
-    sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,8 +46,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "| run | rate | duration | load (1 min) | achieved pps | generator behind | kernel events | lost | wall s | user+sys s | max RSS MiB | reader |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| run | rate | duration | load (1 min) | achieved pps | generator behind | kernel events | lost | windows attributed | explained | wall s | user+sys s | max RSS MiB | reader |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for run in $(seq 1 "$runs"); do
     mkfifo "$dir/in-$run"
     "$bin" net reflect --bind "127.0.0.1:$port" --until-stdin-closes -q -o "$dir/nf-$run.json" \
@@ -83,7 +84,7 @@ for run in $(seq 1 "$runs"); do
     if [[ $rc -ne 0 || ! -s "$dir/probe-$run.json" ]]; then
         why="exit $rc"
         [[ $rc -eq 124 ]] && why="stopped after ${limit} s"
-        echo "| $run | $rate | $duration | $load | – | – | – | – | $wall | $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.1f", u+s}') | $((rss_kb / 1024)) | $why: $(tail -n 1 "$dir/probe-$run.err") |"
+        echo "| $run | $rate | $duration | $load | – | – | – | – | – | – | $wall | $(awk -v u="$user" -v s="$sys" 'BEGIN{printf "%.1f", u+s}') | $((rss_kb / 1024)) | $why: $(tail -n 1 "$dir/probe-$run.err") |"
         continue
     fi
     python3 - "$dir/probe-$run.json" "$run" "$rate" "$duration" "$load" "$wall" "$user" "$sys" "$rss_kb" <<'PY'
@@ -95,7 +96,10 @@ ex = d.get("explain") or {}
 a = r.get("explain") or {}
 print(f"| {run} | {rate} | {dur} | {load} | {d.get('achieved_pps', 0):.0f} | "
       f"{'yes' if d.get('generator_behind') else 'no'} | {ex.get('kernel_events', '–')} | "
-      f"{a.get('lost_events', r['counters'].get('explain_lost_events', '–'))} | {wall} | "
+      f"{a.get('lost_events', r['counters'].get('explain_lost_events', '–'))} | "
+      f"{a.get('windows', '–')} | "
+      f"{100 * a['explained_ns'] / a['excess_ns'] if a.get('excess_ns') else 0:.1f} % | {wall} | "
       f"{float(user) + float(sys_s):.1f} | {int(rss_kb) // 1024} | {a.get('reader', '–')} |")
 PY
+    [[ -n "${LATLAB_K100_KEEP:-}" ]] && mkdir -p "$LATLAB_K100_KEEP" && cp "$dir/probe-$run.json" "$LATLAB_K100_KEEP/"
 done

@@ -26,6 +26,7 @@ pub mod decode;
 pub mod filter;
 pub mod gaps;
 pub mod path;
+mod pieces;
 pub mod raw;
 pub mod recording;
 pub mod render;

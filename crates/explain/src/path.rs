@@ -30,126 +30,11 @@
 //! [`crate::attribute`].
 
 use crate::attribute::{assemble, ns, worst_record, AttributeOptions, Window, WindowSplit};
+use crate::pieces::{pieces, sweep, Owner, PieceIndex, Tally};
+pub use crate::pieces::{PathWindow, Stall};
 use crate::timeline::{Cause, Class, Timeline};
 use latlab_core::results::{Attribution, CauseSpan, WorstWindow};
 use std::collections::BTreeMap;
-
-/// A window carried by several CPUs, raw TSC.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PathWindow {
-    /// The CPUs that carried it (the first is reported as the window's CPU).
-    pub cpus: Vec<u32>,
-    /// Start.
-    pub start: u64,
-    /// End (`>= start`).
-    pub end: u64,
-}
-
-/// A stretch in which a measuring thread on `cpu` lost its CPU (a gap of its loop), raw
-/// TSC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Stall {
-    /// The CPU the thread runs on.
-    pub cpu: u32,
-    /// The reading before the gap.
-    pub start: u64,
-    /// The reading after it.
-    pub end: u64,
-}
-
-/// Who owns a piece of a window.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Owner {
-    Causes(Vec<Cause>),
-    Outside,
-    Uncovered,
-}
-
-/// The window cut into pieces, each with its owner (rule steps 1–3).
-fn pieces(
-    w: &PathWindow,
-    timeline: Option<&Timeline>,
-    stalls: &[Stall],
-    lost: bool,
-) -> Vec<(u64, u64, Owner)> {
-    if w.end <= w.start {
-        return Vec::new();
-    }
-    // per CPU: its owned stretches (clipped) and its outside-the-kernel stretches
-    let mut owned: Vec<Vec<(u64, u64, &Cause)>> = Vec::new();
-    let mut outside: Vec<(u64, u64)> = Vec::new();
-    let mut edges = vec![w.start, w.end];
-    for &cpu in &w.cpus {
-        let Some(c) = timeline.and_then(|t| t.cpu(cpu)) else {
-            continue;
-        };
-        // When events were lost (the ring overwrote the oldest), nothing is known of a CPU
-        // before its first recorded event: an interval the timeline opened at the
-        // window's start for an exit whose entry was lost is not stretched back over the
-        // windows before it.
-        let known = if lost {
-            c.events.first().copied().unwrap_or(u64::MAX)
-        } else {
-            0
-        };
-        let v: Vec<(u64, u64, &Cause)> = c
-            .segments_in(w.start, w.end)
-            .iter()
-            .map(|s| {
-                (
-                    s.start.max(w.start).max(known),
-                    s.end.min(w.end),
-                    &c.intervals[s.interval].cause,
-                )
-            })
-            .filter(|(a, b, _)| b > a)
-            .collect();
-        edges.extend(v.iter().flat_map(|&(a, b, _)| [a, b]));
-        owned.push(v);
-        for g in stalls
-            .iter()
-            .filter(|g| g.cpu == cpu && g.end > w.start && g.start < w.end)
-        {
-            let first = c.first_event_in(g.start, g.end).unwrap_or(g.end);
-            let (a, b) = (g.start.max(w.start), first.min(w.end));
-            if b > a {
-                outside.push((a, b));
-                edges.extend([a, b]);
-            }
-        }
-    }
-    edges.sort_unstable();
-    edges.dedup();
-    let mut out = Vec::with_capacity(edges.len());
-    let mut at = vec![0usize; owned.len()];
-    for e in edges.windows(2) {
-        let (a, b) = (e[0], e[1]);
-        let mut causes: Vec<Cause> = Vec::new();
-        for (v, i) in owned.iter().zip(at.iter_mut()) {
-            while *i < v.len() && v[*i].1 <= a {
-                *i += 1;
-            }
-            if let Some(&(s, _, c)) = v.get(*i) {
-                if s <= a && !causes.contains(c) {
-                    causes.push(c.clone());
-                }
-            }
-        }
-        let owner = if !causes.is_empty() {
-            causes.sort();
-            Owner::Causes(causes)
-        } else if outside.iter().any(|&(s, t)| s <= a && a < t) {
-            Owner::Outside
-        } else {
-            Owner::Uncovered
-        };
-        match out.last_mut() {
-            Some((_, end, o)) if *end == a && *o == owner => *end = b,
-            _ => out.push((a, b, owner)),
-        }
-    }
-    out
-}
 
 /// Splits one path window (see the module docs); `base_ticks` is the baseline; `lost`:
 /// kernel events were lost, so each CPU is known only from its first recorded event on.
@@ -160,35 +45,23 @@ pub fn split_path(
     base_ticks: u64,
     lost: bool,
 ) -> WindowSplit {
+    let mut t = Tally::default();
+    match timeline {
+        None => t.uncovered = w.end.saturating_sub(w.start),
+        Some(tl) => sweep(w, tl, stalls, lost, |a, b, o| t.add(a, b, o)),
+    }
+    finish_split(w, t, base_ticks)
+}
+
+/// The split of `w` from its tally: the baseline comes off the uncovered time first, then
+/// off the rest in proportion.
+fn finish_split(w: &PathWindow, t: Tally, base_ticks: u64) -> WindowSplit {
     let window = Window {
         cpu: w.cpus.first().copied().unwrap_or(0),
         start: w.start,
         end: w.end,
     };
-    let mut raw: BTreeMap<Cause, u64> = BTreeMap::new();
-    let mut uncovered = 0u64;
-    if timeline.is_none() {
-        uncovered = w.end.saturating_sub(w.start);
-    } else {
-        for (a, b, o) in pieces(w, timeline, stalls, lost) {
-            match o {
-                Owner::Causes(cs) => {
-                    let n = cs.len() as u64;
-                    let (each, mut left) = ((b - a) / n, (b - a) % n);
-                    for c in cs {
-                        let extra = u64::from(left > 0);
-                        left -= extra;
-                        *raw.entry(c).or_insert(0) += each + extra;
-                    }
-                }
-                Owner::Outside => {
-                    *raw.entry(Cause::new(Class::OutsideKernel, "")).or_insert(0) += b - a
-                }
-                Owner::Uncovered => uncovered += b - a,
-            }
-        }
-    }
-    // the baseline comes off the uncovered time first, then off the rest in proportion
+    let Tally { raw, uncovered } = t;
     let unexplained = uncovered.saturating_sub(base_ticks);
     let rest_base = base_ticks - (uncovered - unexplained);
     let total: u64 = raw.values().sum();
@@ -242,21 +115,53 @@ pub fn attribute_paths(
     let mut stalls = stalls.to_vec();
     stalls.sort_by_key(|g| g.start);
     let longest = stalls.iter().map(|g| g.end.saturating_sub(g.start)).max();
-    let splits: Vec<WindowSplit> = windows
-        .iter()
-        .map(|w| {
-            // only the stalls that can overlap the window
-            let from = w.start.saturating_sub(longest.unwrap_or(0));
-            let a = stalls.partition_point(|g| g.start < from);
-            let b = stalls.partition_point(|g| g.start < w.end);
-            split_path(
-                w,
-                timeline,
-                &stalls[a..b.max(a)],
-                o.base_ticks,
-                o.lost_events > 0,
-            )
-        })
+    // only the stalls that can overlap [from, to)
+    let near = |from: u64, to: u64| {
+        let from = from.saturating_sub(longest.unwrap_or(0));
+        let a = stalls.partition_point(|g| g.start < from);
+        let b = stalls.partition_point(|g| g.start < to);
+        &stalls[a..b.max(a)]
+    };
+    let (base, lost) = (o.base_ticks, o.lost_events > 0);
+    let mut splits: Vec<Option<WindowSplit>> = vec![None; windows.len()];
+    // Windows that overlap (on the same CPUs) are tallied from one cut of their union:
+    // cutting each anew costs the product of their number and length.
+    let mut order: Vec<usize> = (0..windows.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (x, y) = (&windows[a], &windows[b]);
+        (&x.cpus, x.start).cmp(&(&y.cpus, y.start))
+    });
+    let mut i = 0;
+    while i < order.len() {
+        let w0 = &windows[order[i]];
+        let (mut end, mut j) = (w0.end, i + 1);
+        while let Some(w) = order.get(j).map(|&k| &windows[k]) {
+            if w.cpus != w0.cpus || w.start >= end {
+                break;
+            }
+            end = end.max(w.end);
+            j += 1;
+        }
+        match timeline {
+            Some(tl) if j - i > 1 => {
+                let ix = PieceIndex::new(&w0.cpus, (w0.start, end), tl, near(w0.start, end), lost);
+                for &k in &order[i..j] {
+                    let w = &windows[k];
+                    splits[k] = Some(finish_split(w, ix.tally(w.start, w.end), base));
+                }
+            }
+            _ => {
+                for &k in &order[i..j] {
+                    let w = &windows[k];
+                    splits[k] = Some(split_path(w, timeline, near(w.start, w.end), base, lost));
+                }
+            }
+        }
+        i = j;
+    }
+    let splits: Vec<WindowSplit> = splits
+        .into_iter()
+        .map(|s| s.expect("every window split"))
         .collect();
     let a = assemble(&splits, timeline.is_some(), o, |i| {
         worst_path(&windows[i], &splits[i], timeline, &stalls, o)
@@ -274,28 +179,30 @@ fn worst_path(
     let hz = o.tsc_hz;
     let mut spans: Vec<CauseSpan> = Vec::new();
     let mut events = Vec::new();
-    if timeline.is_some() {
+    if let Some(tl) = timeline {
         let rel = |t: u64| ns(t - w.start, hz);
-        for (a, b, owner) in pieces(w, timeline, stalls, o.lost_events > 0) {
+        let outside = Cause::new(Class::OutsideKernel, "");
+        // the latest span of every cause, to extend when the next piece adjoins it
+        let mut last: BTreeMap<Cause, usize> = BTreeMap::new();
+        for (a, b, owner) in pieces(w, tl, stalls, o.lost_events > 0) {
             let causes = match owner {
                 Owner::Causes(cs) => cs,
-                Owner::Outside => vec![Cause::new(Class::OutsideKernel, "")],
+                Owner::Outside => vec![&outside],
                 Owner::Uncovered => continue,
             };
             for c in causes {
                 let (a, b) = (rel(a), rel(b));
-                match spans
-                    .iter_mut()
-                    .rev()
-                    .find(|l| l.class == c.class.as_str() && *l.name == *c.name)
-                {
+                match last.get(c).map(|&i| &mut spans[i]) {
                     Some(l) if l.end_ns == a => l.end_ns = b,
-                    _ => spans.push(CauseSpan {
-                        class: c.class.as_str().to_string(),
-                        name: c.name.to_string(),
-                        start_ns: a,
-                        end_ns: b,
-                    }),
+                    _ => {
+                        last.insert(c.clone(), spans.len());
+                        spans.push(CauseSpan {
+                            class: c.class.as_str().to_string(),
+                            name: c.name.to_string(),
+                            start_ns: a,
+                            end_ns: b,
+                        });
+                    }
                 }
             }
         }
@@ -563,6 +470,46 @@ mod tests {
                 (cause(Class::Preempted, "kworker/0:1"), 100),
             ]
         );
+    }
+
+    #[test]
+    fn overlapping_windows_split_as_each_alone_does() {
+        // windows that overlap one another (a generator that fell behind) are tallied from
+        // one cut of their union; each split must be what the window alone gives
+        let t = two_cpus();
+        let stalls = [
+            Stall {
+                cpu: 0,
+                start: 3_000,
+                end: 3_400,
+            },
+            Stall {
+                cpu: 1,
+                start: 1_260,
+                end: 1_600,
+            },
+        ];
+        let mut windows: Vec<PathWindow> = (0..40u64)
+            .map(|k| pw(800 + 70 * k, 1_500 + 90 * k))
+            .collect();
+        windows.push(PathWindow {
+            cpus: vec![1],
+            ..pw(900, 2_000)
+        });
+        windows.push(pw(5_000, 5_000));
+        let o = AttributeOptions {
+            tsc_hz: 1_000_000_000,
+            base_ticks: 120,
+            worst: 3,
+            lost_events: 0,
+            missing_events: vec![],
+            unavailable: None,
+        };
+        let (_, splits) = attribute_paths(&windows, Some(&t), &stalls, &o);
+        for (w, s) in windows.iter().zip(&splits) {
+            assert_eq!(*s, split_path(w, Some(&t), &stalls, 120, false), "{w:?}");
+        }
+        assert!(splits.iter().any(|s| s.parts.len() >= 4));
     }
 
     #[test]
