@@ -356,6 +356,28 @@ fn build_cpu(
                 push(out, start, t, fallback, stack.len() as u32 + 1);
             }
         };
+        // A work item runs in its kworker's process context: it owns the CPU only while
+        // that kworker runs. Switched out (it slept on I/O, or was preempted), the item
+        // ends here and resumes when the kworker comes back; an item that migrates and
+        // ends elsewhere no longer spans the CPU. (Watched threads or not: before
+        // 2026-11-28 the probe's path skipped this, and a writeback item whose kworker
+        // slept owned CPU 0 for the 56 s left of a run.)
+        let mut suspend_work = |t: u64, prev: i32, next: i32| {
+            while let Some(p) = stack.iter().rposition(|o| o.key == Key::Work) {
+                let o = stack.remove(p);
+                push(&mut out, o.start, t, o.cause.clone(), p as u32 + 1);
+                suspended_work.retain(|(pid, _)| *pid != prev);
+                suspended_work.push((prev, o.cause));
+            }
+            if let Some(i) = suspended_work.iter().position(|(pid, _)| *pid == next) {
+                let (_, cause) = suspended_work.remove(i);
+                stack.push(Open {
+                    key: Key::Work,
+                    cause,
+                    start: t,
+                });
+            }
+        };
         match kind {
             EventKind::IrqEntry { irq, name } => {
                 open(Key::Irq(*irq), cz.get(Class::Irq, name), &mut stack)
@@ -418,6 +440,7 @@ fn build_cpu(
                 );
             }
             EventKind::Switch { prev, next, .. } if watch.is_some() => {
+                suspend_work(t, prev.pid, next.pid);
                 let foreign =
                     |t: &crate::decode::Task| t.pid != 0 && !watch.is_some_and(|w| w.watches(t));
                 match away.take() {
@@ -435,20 +458,7 @@ fn build_cpu(
                 seen_tid_switch = true;
             }
             EventKind::Switch { prev, next, .. } => {
-                // A work item runs in its kworker's process context: it owns the CPU only
-                // while that kworker runs. Switched out (it slept on I/O, or was
-                // preempted), the item ends here and resumes when the kworker comes back;
-                // an item that migrates and ends elsewhere no longer spans the CPU.
-                while let Some(p) = stack.iter().rposition(|o| o.key == Key::Work) {
-                    let o = stack.remove(p);
-                    push(&mut out, o.start, t, o.cause.clone(), p as u32 + 1);
-                    suspended_work.retain(|(pid, _)| *pid != prev.pid);
-                    suspended_work.push((prev.pid, o.cause));
-                }
-                if let Some(i) = suspended_work.iter().position(|(pid, _)| *pid == next.pid) {
-                    let (_, cause) = suspended_work.remove(i);
-                    open(Key::Work, cause, &mut stack);
-                }
+                suspend_work(t, prev.pid, next.pid);
                 if let Some(tid) = opts.tid {
                     if prev.pid == tid {
                         away = Some((t, next.comm.clone()));
@@ -628,6 +638,47 @@ mod tests {
                 (100, 150, "workqueue (wb_workfn)".to_string()),
                 (300, 350, "workqueue (wb_workfn)".to_string()),
                 (400, 420, "workqueue (other_fn)".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn with_watched_threads_too_a_work_item_owns_the_cpu_only_while_its_kworker_runs() {
+        // the probe's path (threads watched by name): a writeback item whose kworker sleeps
+        // and then ends on another CPU must not own this CPU for the rest of the run
+        let work = |f: &str| EventKind::WorkStart { function: f.into() };
+        let evs = vec![
+            ev(0, 100, sw(("latlab-probe-rx", 5), ("kworker/u4:1", 7))),
+            ev(0, 110, work("wb_workfn")),
+            ev(0, 150, sw(("kworker/u4:1", 7), ("latlab-probe-rx", 5))),
+            ev(0, 300, sw(("latlab-probe-rx", 5), ("kworker/u4:1", 7))),
+            ev(0, 320, EventKind::WorkEnd),
+            ev(0, 400, work("wb_workfn")),
+            ev(0, 420, sw(("kworker/u4:1", 7), ("latlab-probe-rx", 5))),
+        ];
+        let watch = Watch {
+            tids: vec![],
+            comm_prefixes: vec!["latlab".into()],
+        };
+        let tl = build_watching(&evs, &opts((0, 100_000), None), &watch);
+        let got: Vec<(u64, u64, String)> = tl
+            .cpu(0)
+            .unwrap()
+            .segments
+            .iter()
+            .map(|s| {
+                let c = &tl.cpu(0).unwrap().intervals[s.interval].cause;
+                (s.start, s.end, c.to_string())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (100, 110, "preempted by task (kworker/u4:1)".to_string()),
+                (110, 150, "workqueue (wb_workfn)".to_string()),
+                (300, 320, "workqueue (wb_workfn)".to_string()),
+                (320, 400, "preempted by task (kworker/u4:1)".to_string()),
+                (400, 420, "workqueue (wb_workfn)".to_string()),
             ]
         );
     }
