@@ -79,3 +79,34 @@ fn a_speed_spread_spreads_best_effort_completion() {
     );
     assert!(spread.completion_halves_ms.is_some());
 }
+
+#[test]
+fn a_warm_start_spreads_the_first_time_slices_and_changes_nothing_without_it() {
+    for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
+        let mut cfg = small(mode);
+        cfg.stalls = None;
+        cfg.net.noise = 0.0;
+        if mode == Mode::Flesnet {
+            cfg.tsm.offered_load = 0.5;
+        }
+        let cold = sim::run(&cfg).unwrap().data;
+        // an explicit 0 is the default: the same run, draw for draw
+        cfg.start_spread_ns = 0;
+        assert_eq!(
+            sim::run(&cfg).unwrap().data.completion_ms,
+            cold.completion_ms
+        );
+        cfg.start_spread_ns = 5_000_000;
+        let warm = sim::run(&cfg).unwrap().data;
+        assert!(warm.complete, "{mode:?}");
+        // the first block's time-slices wait for inputs that start up to 5 ms late: its
+        // longest completion is ms long, against the lockstep start's µs
+        let first = |d: &latlab_dfs::sim::SimData| d.completion_blocks[0].max_ms;
+        assert!(
+            first(&warm) > 1.0 && first(&warm) > 10.0 * first(&cold),
+            "{mode:?}: warm {} ms, cold {} ms",
+            first(&warm),
+            first(&cold)
+        );
+    }
+}

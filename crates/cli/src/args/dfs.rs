@@ -277,6 +277,11 @@ pub struct SimArgs {
     /// [1 - spread, 1].
     #[arg(long, default_value_t = 0.0, value_parser = |s: &str| number_in(s, 0.0, MAX_SPEED_SPREAD))]
     pub speed_spread: f64,
+    /// Warm start: each input starts at a time drawn uniformly in [0, SPREAD] instead of
+    /// all together, so the run begins with lags a lockstep start builds only over tens of
+    /// simulated seconds (docs/dfs.md, "Warm start"); at most 10s.
+    #[arg(long, default_value = "0s", value_parser = duration_arg)]
+    pub start_spread: Nanos,
     /// FLESnet mode: rate at which time-slices are produced, as a fraction of the inputs'
     /// nominal bandwidth.
     #[arg(long, default_value_t = TsmParams::default().offered_load,
@@ -542,6 +547,7 @@ impl TryFrom<&SimArgs> for SimConfig {
             (Some(p), false) => Some(NoiseTrace::load(p).map_err(|e| usage(e.to_string()))?),
         };
         base.speed_spread = a.speed_spread;
+        base.start_spread_ns = i64::try_from(a.start_spread.get()).unwrap_or(i64::MAX);
         base.tsm = TsmParams {
             offered_load: a.offered_load,
             max_in_flight: a.tsm_max_in_flight,

@@ -110,6 +110,11 @@ fn dfs_sim_drift_that_stopped_clocks_is_rejected_instead_of_hanging() {
             &["--drift-ppm", "finite number from 0 to 10000"],
         );
     }
+    // a warm start longer than 10 s is a misspelt unit, not a model
+    assert_usage_error(
+        ["dfs", "sim", "--start-spread", "11s"],
+        &["--start-spread", "0..=10s"],
+    );
     // the library is the real guard: a configuration built without the CLI is refused too
     let mut cfg = latlab_dfs::sim::SimConfig::new(2, 2, latlab_dfs::Mode::Dfs);
     for bad in [f64::NAN, f64::INFINITY, 1e7, -1e6] {

@@ -155,6 +155,12 @@ pub struct SimConfig {
     /// The FLESnet policy's parameters ([`Mode::Flesnet`]).
     #[serde(default)]
     pub tsm: TsmParams,
+    /// A warm start: each input starts at a time drawn once, uniformly in
+    /// [0, start_spread_ns], instead of all at 0, so the run begins with lags between the
+    /// inputs that a lockstep start builds only over tens of simulated seconds (0: all
+    /// start together; docs/dfs.md, "Warm start").
+    #[serde(default)]
+    pub start_spread_ns: i64,
 }
 
 /// Longest accepted message latency, mean jitter and mean processing time, ns (1 s): a
@@ -168,6 +174,9 @@ pub const MIN_NOISE_PERIOD_NS: i64 = 1_000;
 /// per interval): 2²⁸, a few GiB at most; beyond it the allocation alone fails (an abort,
 /// not an error line).
 pub const MAX_STATE_ENTRIES: u128 = 1 << 28;
+
+/// Largest accepted `--start-spread`, ns (10 s).
+pub const MAX_START_SPREAD_NS: i64 = 10_000_000_000;
 
 /// Largest accepted `--speed-spread`.
 pub const MAX_SPEED_SPREAD: f64 = 0.9;
@@ -201,6 +210,7 @@ impl SimConfig {
             stalls: Some(NoiseTrace::measured_default()),
             speed_spread: 0.0,
             tsm: TsmParams::default(),
+            start_spread_ns: 0,
         }
     }
 
@@ -211,6 +221,12 @@ impl SimConfig {
         let n = &self.net;
         in_range("--drift-ppm", n.max_drift_ppm, 0.0, MAX_DRIFT_PPM)?;
         in_range("--speed-spread", self.speed_spread, 0.0, MAX_SPEED_SPREAD)?;
+        if !(0..=MAX_START_SPREAD_NS).contains(&self.start_spread_ns) {
+            return Err(SimError::Invalid(format!(
+                "--start-spread {} ns is not in 0..=10s, e.g. 65ms",
+                self.start_spread_ns
+            )));
+        }
         let (lo, hi) = OFFERED_LOAD_RANGE;
         in_range("--offered-load", self.tsm.offered_load, lo, hi)?;
         if self.tsm.max_in_flight == 0 {
@@ -385,6 +401,8 @@ mod tests {
         assert!(invalid(|c| c.topology.slots_per_input = u32::MAX).contains("ring entries"));
         assert!(invalid(|c| c.params.ts_per_intvl = u64::MAX).contains("--ts-per-interval"));
         assert!(invalid(|c| c.speed_spread = f64::NAN).contains("--speed-spread"));
+        assert!(invalid(|c| c.start_spread_ns = -1).contains("--start-spread"));
+        assert!(invalid(|c| c.start_spread_ns = MAX_START_SPREAD_NS + 1).contains("--start-spread"));
         assert!(invalid(|c| c.tsm.offered_load = -1.0).contains("--offered-load"));
         assert!(invalid(|c| c.slow.push(SlowNode {
             role: Role::Compute,

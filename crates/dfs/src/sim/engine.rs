@@ -93,6 +93,8 @@ struct InputNode {
     inflight: u32,
     clock: NodeClock,
     wake_at: i64,
+    /// When it starts (0, or its draw of a warm start).
+    start_at: i64,
     idle: bool,
     done: bool,
 }
@@ -199,6 +201,8 @@ impl<'a> Sim<'a> {
                 .round() as i64,
             drift: rng.range(-cfg.net.max_drift_ppm, cfg.net.max_drift_ppm) * 1e-6,
         };
+        // a warm start's start times come from their own generator too
+        let mut wrng = Rng::new(cfg.seed ^ 0x5354_4152_5400_0000);
         let inputs: Vec<InputNode> = (0..ni)
             .map(|i| InputNode {
                 be: BestEffortSender::new(i, nc, total),
@@ -207,6 +211,10 @@ impl<'a> Sim<'a> {
                 inflight: 0,
                 clock: clock(&mut rng),
                 wake_at: i64::MAX,
+                start_at: match cfg.start_spread_ns {
+                    0 => 0,
+                    s => (wrng.unit() * s as f64).round() as i64,
+                },
                 idle: false,
                 done: false,
             })
@@ -330,8 +338,9 @@ impl<'a> Sim<'a> {
         progress: &mut dyn latlab_core::progress::Progress,
     ) -> Result<SimOutcome, SimError> {
         for i in 0..self.inputs.len() {
-            self.push(0, Ev::Wake(i as u32));
-            self.inputs[i].wake_at = 0;
+            let t = self.inputs[i].start_at;
+            self.push(t, Ev::Wake(i as u32));
+            self.inputs[i].wake_at = t;
         }
         self.push(0, Ev::Sample);
         if self.cfg.net.noise > 0.0 && self.cfg.net.noise_period_ns > 0 {
@@ -543,6 +552,11 @@ impl<'a> Sim<'a> {
                 return;
             }
             if inp.inflight >= max_inflight {
+                inp.idle = true;
+                return;
+            }
+            if self.now < inp.start_at {
+                // not started yet (a warm start): its first wake-up is queued
                 inp.idle = true;
                 return;
             }
