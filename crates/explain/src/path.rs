@@ -241,7 +241,6 @@ fn worst_path(
 mod tests {
     use super::*;
     use crate::decode::{Event, EventKind, Task};
-    use crate::timeline::{build_watching, TimelineOptions, Watch};
 
     fn task(c: &str, p: i32) -> Task {
         Task {
@@ -268,19 +267,23 @@ mod tests {
             .into_iter()
             .map(|(cpu, tsc, kind)| Event { cpu, tsc, kind })
             .collect();
-        build_watching(
-            &evs,
-            &TimelineOptions {
-                window: (0, 100_000),
-                tid: None,
-                tsc_hz: 1_000_000_000,
-                cpus: vec![0, 1],
+        crate::timeline::watching_latlab(&evs, 100_000)
+    }
+    /// The generator's loop on CPU 0 loses the CPU 3 000..3 400, the NF's on CPU 1
+    /// 1 260..1 600.
+    fn two_stalls() -> [Stall; 2] {
+        [
+            Stall {
+                cpu: 0,
+                start: 3_000,
+                end: 3_400,
             },
-            &Watch {
-                tids: vec![],
-                comm_prefixes: vec!["latlab".into()],
+            Stall {
+                cpu: 1,
+                start: 1_260,
+                end: 1_600,
             },
-        )
+        ]
     }
     fn pw(start: u64, end: u64) -> PathWindow {
         PathWindow {
@@ -377,18 +380,7 @@ mod tests {
         // the generator's loop on CPU 0 lost the CPU 3 000..3 400 with no event at all;
         // the NF on CPU 1 lost it 1 260..1 600: its first event in the stall (the switch
         // to rustc at 1 300) ends the lead, and rustc owns the rest
-        let stalls = [
-            Stall {
-                cpu: 0,
-                start: 3_000,
-                end: 3_400,
-            },
-            Stall {
-                cpu: 1,
-                start: 1_260,
-                end: 1_600,
-            },
-        ];
+        let stalls = two_stalls();
         let s = split_path(&pw(2_900, 3_500), Some(&t), &stalls, 0, false);
         assert_eq!(
             s.parts,
@@ -477,18 +469,7 @@ mod tests {
         // windows that overlap one another (a generator that fell behind) are tallied from
         // one cut of their union; each split must be what the window alone gives
         let t = two_cpus();
-        let stalls = [
-            Stall {
-                cpu: 0,
-                start: 3_000,
-                end: 3_400,
-            },
-            Stall {
-                cpu: 1,
-                start: 1_260,
-                end: 1_600,
-            },
-        ];
+        let stalls = two_stalls();
         let mut windows: Vec<PathWindow> = (0..40u64)
             .map(|k| pw(800 + 70 * k, 1_500 + 90 * k))
             .collect();

@@ -369,7 +369,6 @@ impl<'t> PieceIndex<'t> {
 mod tests {
     use super::*;
     use crate::decode::{Event, EventKind, Task};
-    use crate::timeline::{build_watching, TimelineOptions, Watch};
 
     /// The cut as it was written before [`sweep`] (every edge collected and sorted per
     /// window), kept as the reference the sweep must equal.
@@ -545,19 +544,7 @@ mod tests {
             }
         }
         events.sort_by_key(|e| (e.tsc, e.cpu));
-        build_watching(
-            &events,
-            &TimelineOptions {
-                window: (0, span + 100),
-                tid: None,
-                tsc_hz: 1_000_000_000,
-                cpus: vec![0, 1],
-            },
-            &Watch {
-                tids: vec![],
-                comm_prefixes: vec!["latlab".into()],
-            },
-        )
+        crate::timeline::watching_latlab(&events, span + 100)
     }
 
     fn random_stalls(r: &mut Rng, span: u64) -> Vec<Stall> {

@@ -538,6 +538,25 @@ fn flatten(ivs: &[Interval]) -> Vec<Segment> {
     segs
 }
 
+/// Tests: the timeline of CPUs 0 and 1 over `[0, end)` with latlab's threads watched by
+/// name, as the probe's path builds it.
+#[cfg(test)]
+pub(crate) fn watching_latlab(events: &[Event], end: u64) -> Timeline {
+    build_watching(
+        events,
+        &TimelineOptions {
+            window: (0, end),
+            tid: None,
+            tsc_hz: 1_000_000_000,
+            cpus: vec![0, 1],
+        },
+        &Watch {
+            tids: vec![],
+            comm_prefixes: vec!["latlab".into()],
+        },
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
