@@ -310,6 +310,29 @@ pub(crate) fn worst_window(s: &WindowSplit, timeline: Option<&Timeline>, hz: u64
 }
 
 /// A split as a stored worst window, with the event lines and spans under it.
+/// Most spans kept under one worst window. A window of a generator that fell behind is
+/// hundreds of milliseconds long with tens of thousands of spans (64,000 in each of the
+/// ten worst windows of a 100 kpps run: a 100-MB result and a table cell nobody reads);
+/// the longest are kept, the rest counted.
+pub const MAX_WORST_SPANS: usize = 200;
+
+/// `spans` capped at [`MAX_WORST_SPANS`]: the longest (the earlier on a tie), in time
+/// order; and how many were left out and their time, ns.
+fn cap_spans(mut spans: Vec<CauseSpan>) -> (Vec<CauseSpan>, u64, u64) {
+    if spans.len() <= MAX_WORST_SPANS {
+        return (spans, 0, 0);
+    }
+    spans.sort_by(|a, b| {
+        (b.end_ns - b.start_ns)
+            .cmp(&(a.end_ns - a.start_ns))
+            .then(a.start_ns.cmp(&b.start_ns))
+    });
+    let rest = spans.split_off(MAX_WORST_SPANS);
+    spans.sort_by_key(|s| (s.start_ns, s.end_ns));
+    let time = rest.iter().map(|s| s.end_ns - s.start_ns).sum();
+    (spans, rest.len() as u64, time)
+}
+
 pub(crate) fn worst_record(
     s: &WindowSplit,
     events: Vec<String>,
@@ -317,6 +340,7 @@ pub(crate) fn worst_record(
     hz: u64,
 ) -> WorstWindow {
     let w = s.window;
+    let (spans, spans_omitted, spans_omitted_ns) = cap_spans(spans);
     WorstWindow {
         cpu: w.cpu,
         start_tsc: w.start,
@@ -328,12 +352,58 @@ pub(crate) fn worst_record(
             .collect(),
         events,
         spans,
+        spans_omitted,
+        spans_omitted_ns,
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_worst_window_keeps_its_longest_spans_in_time_order_and_counts_the_rest() {
+        let span = |start_ns: u64, len: u64| CauseSpan {
+            class: "softirq".into(),
+            name: "NET_RX".into(),
+            start_ns,
+            end_ns: start_ns + len,
+        };
+        // 1,000 spans of 1 µs, every 7th of 5 µs (143 of them), and one of 50 µs
+        let mut spans: Vec<CauseSpan> = (0..1_000u64)
+            .map(|k| span(k * 100_000, if k % 7 == 0 { 5_000 } else { 1_000 }))
+            .collect();
+        spans.push(span(200_000_000, 50_000));
+        let (kept, omitted, omitted_ns) = cap_spans(spans.clone());
+        assert_eq!(kept.len(), MAX_WORST_SPANS);
+        assert_eq!(omitted, 1_001 - MAX_WORST_SPANS as u64);
+        let total: u64 = spans.iter().map(|s| s.end_ns - s.start_ns).sum();
+        let kept_ns: u64 = kept.iter().map(|s| s.end_ns - s.start_ns).sum();
+        assert_eq!(kept_ns + omitted_ns, total);
+        // the longest all stay: the 50-µs one, the 143 of 5 µs, then the earliest 1-µs ones
+        assert!(kept.iter().any(|s| s.end_ns - s.start_ns == 50_000));
+        assert_eq!(
+            kept.iter()
+                .filter(|s| s.end_ns - s.start_ns == 5_000)
+                .count(),
+            143
+        );
+        assert!(kept.windows(2).all(|p| p[0].start_ns <= p[1].start_ns));
+        // under the cap nothing changes
+        let few = spans[..10].to_vec();
+        assert_eq!(cap_spans(few.clone()), (few, 0, 0));
+        // and the record carries the counts
+        let split = WindowSplit {
+            window: Window {
+                cpu: 0,
+                start: 0,
+                end: 300_000_000,
+            },
+            parts: vec![],
+        };
+        let w = worst_record(&split, vec![], spans, 1_000_000_000);
+        assert_eq!((w.spans.len(), w.spans_omitted), (MAX_WORST_SPANS, omitted));
+    }
     use crate::decode::{Event, EventKind, Task};
     use crate::timeline::{build, TimelineOptions};
 

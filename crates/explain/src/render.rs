@@ -258,6 +258,7 @@ mod tests {
                 causes: vec![ct("irq", "eth0", 1, 2_000)],
                 events: vec!["+100ns irq (eth0) for 2000 ns".into()],
                 spans: vec![],
+                ..Default::default()
             }],
             ..Attribution::default()
         };

@@ -307,6 +307,13 @@ pub fn worst_table(a: &Attribution) -> Table {
             Cell::text(causes.join(" + ")),
             Cell::text(if spans.is_empty() {
                 w.events.join("; ")
+            } else if w.spans_omitted > 0 {
+                format!(
+                    "{}; … and {} shorter spans ({} in all)",
+                    spans.join("; "),
+                    w.spans_omitted,
+                    format_ns(w.spans_omitted_ns as f64)
+                )
             } else {
                 spans.join("; ")
             }),
@@ -390,6 +397,7 @@ mod tests {
                         start_ns: 100,
                         end_ns: 900,
                     }],
+                    ..Default::default()
                 },
                 WorstWindow {
                     cpu: 1,
@@ -398,6 +406,7 @@ mod tests {
                     causes: vec![ct("outside_kernel", "", 1, 999)],
                     events: vec!["no kernel event on CPU 1".into()],
                     spans: vec![],
+                    ..Default::default()
                 },
             ],
             bands: bands(&splits, 1_000_000_000),
@@ -514,6 +523,13 @@ mod tests {
         assert_eq!(
             worst_table(&a).rows[0][4].text,
             "CPU 0: no kernel event meanwhile; CPU 2: a measured thread also stalled meanwhile (1 windows)"
+        );
+        // spans left out by the cap are said, not dropped silently
+        a.worst[0].spans_omitted = 5;
+        a.worst[0].spans_omitted_ns = 2_500;
+        assert_eq!(
+            worst_table(&a).rows[0][3].text,
+            "+100ns irq (eth0) for 800ns; … and 5 shorter spans (2.50us in all)"
         );
     }
 

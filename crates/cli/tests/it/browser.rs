@@ -272,6 +272,7 @@ fn explained_result(dir: &Path) -> PathBuf {
                 ],
                 events: vec!["CPU 0: no kernel event meanwhile".into()],
                 spans: vec![span("preempted", "latlab-hog", 22_000, 222_000)],
+                ..Default::default()
             },
             WorstWindow {
                 cpu: 1,
@@ -280,6 +281,7 @@ fn explained_result(dir: &Path) -> PathBuf {
                 causes: vec![ct("timer", "local_timer", 1, 30_000)],
                 events: vec![],
                 spans: vec![span("timer", "local_timer", 8_000, 38_000)],
+                ..Default::default()
             },
         ],
         bands: vec![

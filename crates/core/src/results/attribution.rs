@@ -55,6 +55,17 @@ pub struct WorstWindow {
     /// written before it was recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub spans: Vec<CauseSpan>,
+    /// Spans left out of `spans` because the window had more than the cap (the shortest
+    /// go first): how many (0 when none were, and in files written before the cap).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spans_omitted: u64,
+    /// Their time in all, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub spans_omitted_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A piece of a worst window owned by one kernel cause, relative to the window's start.
