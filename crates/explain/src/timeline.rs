@@ -356,28 +356,6 @@ fn build_cpu(
                 push(out, start, t, fallback, stack.len() as u32 + 1);
             }
         };
-        // A work item runs in its kworker's process context: it owns the CPU only while
-        // that kworker runs. Switched out (it slept on I/O, or was preempted), the item
-        // ends here and resumes when the kworker comes back; an item that migrates and
-        // ends elsewhere no longer spans the CPU. (Watched threads or not: before
-        // 2026-11-28 the probe's path skipped this, and a writeback item whose kworker
-        // slept owned CPU 0 for the 56 s left of a run.)
-        let mut suspend_work = |t: u64, prev: i32, next: i32| {
-            while let Some(p) = stack.iter().rposition(|o| o.key == Key::Work) {
-                let o = stack.remove(p);
-                push(&mut out, o.start, t, o.cause.clone(), p as u32 + 1);
-                suspended_work.retain(|(pid, _)| *pid != prev);
-                suspended_work.push((prev, o.cause));
-            }
-            if let Some(i) = suspended_work.iter().position(|(pid, _)| *pid == next) {
-                let (_, cause) = suspended_work.remove(i);
-                stack.push(Open {
-                    key: Key::Work,
-                    cause,
-                    start: t,
-                });
-            }
-        };
         match kind {
             EventKind::IrqEntry { irq, name } => {
                 open(Key::Irq(*irq), cz.get(Class::Irq, name), &mut stack)
@@ -439,27 +417,39 @@ fn build_cpu(
                     stack.len() as u32 + 1,
                 );
             }
-            EventKind::Switch { prev, next, .. } if watch.is_some() => {
-                suspend_work(t, prev.pid, next.pid);
-                let foreign =
-                    |t: &crate::decode::Task| t.pid != 0 && !watch.is_some_and(|w| w.watches(t));
-                match away.take() {
-                    Some((since, comm)) => {
-                        push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
-                    }
-                    None if !seen_tid_switch && foreign(prev) => {
-                        push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
-                    }
-                    None => {}
-                }
-                if foreign(next) {
-                    away = Some((t, next.comm.clone()));
-                }
-                seen_tid_switch = true;
-            }
             EventKind::Switch { prev, next, .. } => {
-                suspend_work(t, prev.pid, next.pid);
-                if let Some(tid) = opts.tid {
+                // A work item runs in its kworker's process context: it owns the CPU only
+                // while that kworker runs. Switched out (it slept on I/O, or was
+                // preempted), the item ends here and resumes when the kworker comes back;
+                // an item that migrates and ends elsewhere no longer spans the CPU. (Watched
+                // threads or not: before 2026-11-28 the probe's path skipped this, and a
+                // writeback item whose kworker slept owned CPU 0 for the 56 s left of a run.)
+                while let Some(p) = stack.iter().rposition(|o| o.key == Key::Work) {
+                    let o = stack.remove(p);
+                    push(&mut out, o.start, t, o.cause.clone(), p as u32 + 1);
+                    suspended_work.retain(|(pid, _)| *pid != prev.pid);
+                    suspended_work.push((prev.pid, o.cause));
+                }
+                if let Some(i) = suspended_work.iter().position(|(pid, _)| *pid == next.pid) {
+                    let (_, cause) = suspended_work.remove(i);
+                    open(Key::Work, cause, &mut stack);
+                }
+                if let Some(w) = watch {
+                    let foreign = |t: &crate::decode::Task| t.pid != 0 && !w.watches(t);
+                    match away.take() {
+                        Some((since, comm)) => {
+                            push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
+                        }
+                        None if !seen_tid_switch && foreign(prev) => {
+                            push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
+                        }
+                        None => {}
+                    }
+                    if foreign(next) {
+                        away = Some((t, next.comm.clone()));
+                    }
+                    seen_tid_switch = true;
+                } else if let Some(tid) = opts.tid {
                     if prev.pid == tid {
                         away = Some((t, next.comm.clone()));
                     } else if next.pid == tid {
@@ -565,6 +555,13 @@ mod tests {
     fn ev(cpu: u32, tsc: u64, kind: EventKind) -> Event {
         Event { cpu, tsc, kind }
     }
+    /// The CPU's segments as (start, end, owning cause).
+    fn owners(c: &CpuTimeline) -> Vec<(u64, u64, String)> {
+        c.segments
+            .iter()
+            .map(|s| (s.start, s.end, c.intervals[s.interval].cause.to_string()))
+            .collect()
+    }
     fn opts(w: (u64, u64), tid: Option<i32>) -> TimelineOptions {
         TimelineOptions {
             window: w,
@@ -611,13 +608,8 @@ mod tests {
         let tl = build(&evs, &opts((0, 1000), None));
         let c = tl.cpu(1).unwrap();
         assert_eq!(c.intervals.len(), 2);
-        let owners: Vec<(u64, u64, String)> = c
-            .segments
-            .iter()
-            .map(|s| (s.start, s.end, c.intervals[s.interval].cause.to_string()))
-            .collect();
         assert_eq!(
-            owners,
+            owners(c),
             vec![
                 (100, 120, "softirq (NET_RX)".to_string()),
                 (120, 130, "irq (virtio1)".to_string()),
@@ -675,23 +667,9 @@ mod tests {
             ev(0, 400, work("wb_workfn")),
             ev(0, 420, sw(("kworker/u4:1", 7), ("latlab-probe-rx", 5))),
         ];
-        let watch = Watch {
-            tids: vec![],
-            comm_prefixes: vec!["latlab".into()],
-        };
-        let tl = build_watching(&evs, &opts((0, 100_000), None), &watch);
-        let got: Vec<(u64, u64, String)> = tl
-            .cpu(0)
-            .unwrap()
-            .segments
-            .iter()
-            .map(|s| {
-                let c = &tl.cpu(0).unwrap().intervals[s.interval].cause;
-                (s.start, s.end, c.to_string())
-            })
-            .collect();
+        let tl = watching_latlab(&evs, 100_000);
         assert_eq!(
-            got,
+            owners(tl.cpu(0).unwrap()),
             vec![
                 (100, 110, "preempted by task (kworker/u4:1)".to_string()),
                 (110, 150, "workqueue (wb_workfn)".to_string()),
@@ -758,13 +736,8 @@ mod tests {
         ];
         let tl = build(&evs, &opts((0, 1000), Some(7)));
         let c = tl.cpu(1).unwrap();
-        let list: Vec<(u64, u64, String)> = c
-            .segments
-            .iter()
-            .map(|s| (s.start, s.end, c.intervals[s.interval].cause.to_string()))
-            .collect();
         assert_eq!(
-            list,
+            owners(c),
             vec![
                 (100, 150, "preempted by task (hog)".into()),
                 (150, 160, "ipi (reschedule)".into()),
