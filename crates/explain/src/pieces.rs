@@ -139,6 +139,9 @@ pub(crate) fn sweep<'t>(
                 causes.push(c);
             }
         }
+        // one cause on two CPUs counts once
+        causes.sort();
+        causes.dedup();
         while outside.get(oi).is_some_and(|&(_, b)| b <= t) {
             oi += 1;
         }
@@ -148,13 +151,7 @@ pub(crate) fn sweep<'t>(
             next = next.min(if out { b } else { a });
         }
         let same = match &run {
-            Some((_, Owner::Causes(cs))) => {
-                !causes.is_empty() && {
-                    causes.sort();
-                    causes.dedup();
-                    *cs == causes
-                }
-            }
+            Some((_, Owner::Causes(cs))) => *cs == causes,
             Some((_, Owner::Outside)) => causes.is_empty() && out,
             Some((_, Owner::Uncovered)) => causes.is_empty() && !out,
             None => false,
@@ -164,8 +161,6 @@ pub(crate) fn sweep<'t>(
                 f(a, t, &o);
             }
             let owner = if !causes.is_empty() {
-                causes.sort();
-                causes.dedup();
                 Owner::Causes(causes.clone())
             } else if out {
                 Owner::Outside
@@ -294,19 +289,27 @@ impl<'t> PieceIndex<'t> {
         sweep(&w, timeline, stalls, lost, |a, b, o| {
             let k = ix.starts.len() as u32;
             ix.starts.push(a);
-            let next = owner_ids.len() as u32;
-            let id = *owner_ids.entry(o.clone()).or_insert_with(|| {
-                ix.owners.push(o.clone());
-                next
-            });
+            // most pieces repeat an owner and keys already seen: look up before cloning
+            let id = match owner_ids.get(o) {
+                Some(&id) => id,
+                None => {
+                    let id = ix.owners.len() as u32;
+                    owner_ids.insert(o.clone(), id);
+                    ix.owners.push(o.clone());
+                    id
+                }
+            };
             ix.owner.push(id);
             shares(b - a, o, |key, t| {
-                let n = key_ids.len();
-                let j = *key_ids.entry(key.clone()).or_insert(n);
-                if j == ix.keys.len() {
-                    ix.keys.push(key);
-                    ix.hits.push(Vec::new());
-                }
+                let j = match key_ids.get(&key) {
+                    Some(&j) => j,
+                    None => {
+                        key_ids.insert(key.clone(), ix.keys.len());
+                        ix.keys.push(key);
+                        ix.hits.push(Vec::new());
+                        ix.keys.len() - 1
+                    }
+                };
                 let h = &mut ix.hits[j];
                 let before = h.last().map_or(0, |l| l.1);
                 h.push((k, before + t));
