@@ -42,7 +42,7 @@ if [ "$WARM" = 0 ]; then
     "${CMD[@]}"
 else
     run() { echo "command: $LATLAB dfs sim ${COMMON[*]} $*"; "$LATLAB" dfs sim "${COMMON[@]}" "$@"; }
-    # DFS is the long pole (~1.5x best effort's CPU per simulated second): alone on one
+    # DFS is the long pole (~2.3x best effort's wall per simulated second here): alone on one
     # thread, best effort then FLESnet on the other
     pair() {
         run --mode best-effort --start-spread "$WARM" -o "$OUT/run-best-effort.json"

@@ -8,7 +8,7 @@
 //! The sequence word is the record's position + 1 (bits 0–55) and its length in 8-byte
 //! words (bits 56–63): a record is found by its position alone, so the reader needs
 //! nothing else. A record that starts near the end of the ring runs on into a slack
-//! area past it (the largest record's size), and the reader reads it there, so no record
+//! area past it (at least the largest record's size), and the reader reads it there, so no record
 //! is ever split.
 //!
 //! The reader walks from its `tail` (which it alone writes, and the programs read to see
@@ -59,7 +59,7 @@ pub const LOST: i16 = 16;
 /// does not share it).
 pub const DATA: i16 = 64;
 /// Bytes past the ring that a record starting near its end runs on into: at least the
-/// largest record's (the programs' test checks it).
+/// largest record's (an assertion in `prog` checks it at compile time).
 pub const SLACK: usize = 80;
 /// The bits of a sequence word that hold the position + 1.
 pub const POS_MASK: u64 = (1 << 56) - 1;
