@@ -168,6 +168,22 @@ impl LatencyHistogram {
         self.h.mean()
     }
 
+    /// Geometric mean of the recorded values (bucket midpoints, values below 1 taken as 1),
+    /// for comparison with tools that print only this (memaslap); 0 when empty.
+    pub fn geometric_mean(&self) -> f64 {
+        if self.is_empty() {
+            return 0.0;
+        }
+        let (sum, n) = self.h.iter_recorded().fold((0.0, 0u64), |(s, n), it| {
+            let v = self.h.median_equivalent(it.value_iterated_to()).max(1) as f64;
+            (
+                s + v.ln() * it.count_at_value() as f64,
+                n + it.count_at_value(),
+            )
+        });
+        (sum / n as f64).exp()
+    }
+
     /// Standard deviation (bucket midpoints), for display only.
     pub fn stdev(&self) -> f64 {
         self.h.stdev()
@@ -300,6 +316,18 @@ mod tests {
         assert_eq!(h.value_at_rank(1), 19);
         assert_eq!(h.value_at_rank(3), 21);
         assert_eq!(h.value_at_rank(99), h.max());
+    }
+
+    #[test]
+    fn geometric_mean_is_the_mean_of_logs_within_bucket_precision() {
+        assert_eq!(LatencyHistogram::default().geometric_mean(), 0.0);
+        // 10 µs and 40 µs: geometric mean 20 µs, arithmetic 25 µs.
+        let h = hist_of(&[10_000, 40_000]);
+        assert!((h.geometric_mean() - 20_000.0).abs() < 20.0);
+        assert!((h.mean() - 25_000.0).abs() < 25.0);
+        let skewed = hist_of(&[1_000, 1_000, 1_000, 1_000_000]);
+        let want = (1_000f64.ln() * 3.0 + 1_000_000f64.ln()) / 4.0;
+        assert!((skewed.geometric_mean() / want.exp() - 1.0).abs() < 1e-3);
     }
 
     #[test]

@@ -11,6 +11,20 @@ pub struct MemcaslapReport {
     pub run_time_s: f64,
     /// `get_misses:` (gets of keys not found).
     pub get_misses: u64,
+    /// The latency of all operations, when memcaslap printed its statistics (`-S`).
+    pub latency: Option<MemcaslapLatency>,
+}
+
+/// memcaslap's latency statistics of all operations (its `Total Statistics (N events)`
+/// block, printed with `-S`): it keeps no percentiles, only these and log2 buckets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MemcaslapLatency {
+    /// Operations timed.
+    pub events: u64,
+    /// Geometric mean, µs (`Geo:`).
+    pub geo_us: f64,
+    /// Arithmetic mean, µs (`Avg:`).
+    pub avg_us: f64,
 }
 
 /// What `wrk` reported.
@@ -24,6 +38,8 @@ pub struct WrkReport {
     pub socket_errors: u64,
     /// `Non-2xx or 3xx responses:`; 0 when not printed.
     pub non_2xx: u64,
+    /// The median latency in ns, when wrk printed its distribution (`--latency`).
+    pub p50_ns: Option<u64>,
 }
 
 /// What `pgbench` reported at the end of a run.
@@ -63,7 +79,49 @@ pub fn memcaslap(out: &str) -> Result<MemcaslapReport, String> {
         tps: get("TPS:")?,
         run_time_s: get("Run time:")?,
         get_misses,
+        latency: memcaslap_latency(out),
     })
+}
+
+/// The `Total Statistics (N events)` block of memcaslap's output, when there is one.
+fn memcaslap_latency(out: &str) -> Option<MemcaslapLatency> {
+    let mut lines = out.lines().map(str::trim);
+    let head = lines.find(|l| l.starts_with("Total Statistics ("))?;
+    let events = head
+        .trim_start_matches("Total Statistics (")
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    // The block ends at its first blank line.
+    let block: Vec<&str> = lines.take_while(|l| !l.is_empty()).collect();
+    let field = |k: &str| {
+        block
+            .iter()
+            .find_map(|l| l.strip_prefix(k))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+    };
+    Some(MemcaslapLatency {
+        events,
+        geo_us: field("Geo:")?,
+        avg_us: field("Avg:")?,
+    })
+}
+
+/// A duration as wrk prints it (`111.00us`, `1.94ms`, `2.00s`), in ns.
+fn wrk_duration_ns(s: &str) -> Option<u64> {
+    let (num, scale) = if let Some(n) = s.strip_suffix("us") {
+        (n, 1e3)
+    } else if let Some(n) = s.strip_suffix("ms") {
+        (n, 1e6)
+    } else if let Some(n) = s.strip_suffix('s') {
+        (n, 1e9)
+    } else {
+        return None;
+    };
+    let v: f64 = num.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| (v * scale).round() as u64)
 }
 
 /// The value on the first line of `out` that starts with `prefix` (leading blanks
@@ -97,11 +155,19 @@ pub fn wrk(out: &str) -> Result<WrkReport, String> {
         })
         .unwrap_or(0);
     let non_2xx = value_line(out, "Non-2xx or 3xx responses:").unwrap_or(0);
+    // `--latency`: "Latency Distribution" then "50%  111.00us" and the other quantiles.
+    let p50_ns = out
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| *l != "Latency Distribution")
+        .find_map(|l| l.strip_prefix("50%"))
+        .and_then(|v| wrk_duration_ns(v.trim()));
     Ok(WrkReport {
         requests_per_sec: rps,
         requests,
         socket_errors,
         non_2xx,
+        p50_ns,
     })
 }
 
@@ -156,6 +222,21 @@ mod tests {
         assert_eq!(r.tps, 47_970.0);
         assert_eq!(r.run_time_s, 1.0);
         assert_eq!(r.get_misses, 0);
+        // Without -S memcaslap times nothing.
+        assert_eq!(r.latency, None);
+    }
+
+    #[test]
+    fn memcaslap_statistics_give_the_total_blocks_latency() {
+        // -S: Get, Set and Total blocks; the Total one counts every operation.
+        let r = memcaslap(include_str!("fixtures/memcaslap-stats.txt")).unwrap();
+        assert_eq!((r.ops, r.tps), (10_177, 10_176.0));
+        let l = r.latency.unwrap();
+        assert_eq!(l.events, 10_176);
+        assert_eq!((l.geo_us, l.avg_us), (95.13, 97.0));
+        // A block cut short (no Geo:) is no latency, not a zero.
+        let cut = "Total Statistics (5 events)\n   Avg: 3\n\nRun time: 1.0s Ops: 5 TPS: 5\n";
+        assert_eq!(memcaslap(cut).unwrap().latency, None);
     }
 
     #[test]
@@ -164,6 +245,19 @@ mod tests {
         assert_eq!(r.requests_per_sec, 57_200.95);
         assert_eq!(r.requests, 62_935);
         assert_eq!((r.socket_errors, r.non_2xx), (0, 0));
+        assert_eq!(r.p50_ns, None);
+        // --latency adds the distribution; the median is its 50% line.
+        let r = wrk(include_str!("fixtures/wrk-latency.txt")).unwrap();
+        assert_eq!((r.requests, r.p50_ns), (9_391, Some(111_000)));
+    }
+
+    #[test]
+    fn wrk_durations_carry_their_unit() {
+        assert_eq!(wrk_duration_ns("111.00us"), Some(111_000));
+        assert_eq!(wrk_duration_ns("1.94ms"), Some(1_940_000));
+        assert_eq!(wrk_duration_ns("2.00s"), Some(2_000_000_000));
+        assert_eq!(wrk_duration_ns("12.5"), None);
+        assert_eq!(wrk_duration_ns("-1.0ms"), None);
     }
 
     #[test]
