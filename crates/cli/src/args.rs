@@ -43,6 +43,7 @@ pub fn is_numeric(a: &clap::Arg) -> bool {
             TypeId::of::<Percentile>(),
             TypeId::of::<latlab_core::parse::Rate>(),
             TypeId::of::<latlab_core::selfcheck::CiTarget>(),
+            TypeId::of::<experiment::OpenLoopRate>(),
         ]
         .iter()
         .any(|id| t == *id)

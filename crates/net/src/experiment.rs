@@ -360,31 +360,6 @@ fn trial_of(milli_pps: u64, r: &ResultFile) -> RateTrial {
     }
 }
 
-/// What to do about real-time throttling for a `SCHED_FIFO` step: `Ok(guard)` to run it
-/// (with throttling off while the guard lives, when it was on), `Err(reason)` when it
-/// cannot be run meaningfully here.
-fn unthrottle_for_fifo() -> Result<(Option<latlab_sys::rt_throttle::Unthrottled>, String), String> {
-    use latlab_sys::rt_throttle::{Unthrottled, RT_RUNTIME_PATH};
-    match latlab_sys::netstat::rt_runtime_us() {
-        Some(-1) => Ok((
-            None,
-            "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into(),
-        )),
-        limit => {
-            let limit = limit
-                .map(|l| l.to_string())
-                .unwrap_or_else(|| "unreadable".into());
-            if !latlab_sys::netns::is_root() {
-                return Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}), which stops a spinning SCHED_FIFO NF for 50 ms of every second, and switching it off needs root"));
-            }
-            match Unthrottled::engage() {
-                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, as the paper's busy-polling NF runs (kernel.sched_rt_runtime_us -1 for this configuration only; {limit} before and after)"))),
-                Err(e) => Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}) and could not be switched off ({RT_RUNTIME_PATH}: {e}); it would stop the spinning SCHED_FIFO NF for 50 ms of every second")),
-            }
-        }
-    }
-}
-
 /// Runs the experiment, writing everything under `dir`; `progress` is told as each run
 /// (configuration × receive mode) starts. Call
 /// [`latlab_sys::signal::install_stop_handler`] first for Ctrl-C to stop it cleanly: it
@@ -448,7 +423,7 @@ pub fn run(
             }
         }
         let guard = if step.fifo.is_some() {
-            match unthrottle_for_fifo() {
+            match crate::fit::unthrottle_for_fifo("NF") {
                 Ok((g, note)) => {
                     if !cfg.quiet {
                         eprintln!("killer-us: NF {conf}: {note}");

@@ -10,6 +10,35 @@
 use latlab_core::units::{format_ns, Nanos};
 use serde::{Deserialize, Serialize};
 
+/// What to do about real-time throttling before running `who` (a thread that spins under
+/// `SCHED_FIFO`): `Ok(guard)` to run it, with throttling off while the guard lives when it
+/// was on, and the sentence saying so; `Err(reason)` when it cannot be run meaningfully
+/// here. Throttled, the kernel stops such a thread for 50 ms of every second (the default
+/// `kernel.sched_rt_runtime_us` 950000 of 1000000), even with nothing else to run.
+pub fn unthrottle_for_fifo(
+    who: &str,
+) -> Result<(Option<latlab_sys::rt_throttle::Unthrottled>, String), String> {
+    use latlab_sys::rt_throttle::{Unthrottled, RT_RUNTIME_PATH};
+    match latlab_sys::netstat::rt_runtime_us() {
+        Some(-1) => Ok((
+            None,
+            "real-time throttling was already off (kernel.sched_rt_runtime_us -1)".into(),
+        )),
+        limit => {
+            let limit = limit
+                .map(|l| l.to_string())
+                .unwrap_or_else(|| "unreadable".into());
+            if !latlab_sys::netns::is_root() {
+                return Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}), which stops a spinning SCHED_FIFO {who} for 50 ms of every second, and switching it off needs root"));
+            }
+            match Unthrottled::engage() {
+                Ok(g) => Ok((Some(g), format!("ran with real-time throttling off, so that the spinning SCHED_FIFO {who} keeps its CPU (kernel.sched_rt_runtime_us -1 while it ran; {limit} before and after)"))),
+                Err(e) => Err(format!("not measurable on this host: real-time throttling is on (kernel.sched_rt_runtime_us {limit}) and could not be switched off ({RT_RUNTIME_PATH}: {e}); it would stop the spinning SCHED_FIFO {who} for 50 ms of every second")),
+            }
+        }
+    }
+}
+
 /// A gap longer than this, between two clock reads of a spinning thread, means the
 /// thread did not run (an interrupt, another task, the hypervisor).
 pub const GAP_THRESHOLD_NS: u64 = 10_000;

@@ -10,6 +10,24 @@ use latlab_host::where_time::{App, WhereTimeConfig, WhereTimeError};
 use latlab_sys::sched;
 use std::path::PathBuf;
 
+/// `--open-loop-rate`: a fixed request rate, or the closed-loop peer's own.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OpenLoopRate {
+    /// This many requests per second at every delay.
+    Fixed(latlab_core::parse::Rate),
+    /// The rate the closed-loop client achieved just before, at the same delay.
+    Peer,
+}
+
+fn open_loop_rate_arg(s: &str) -> Result<OpenLoopRate, String> {
+    if s.trim() == "peer" {
+        return Ok(OpenLoopRate::Peer);
+    }
+    super::net_load::request_rate_arg(s)
+        .map(OpenLoopRate::Fixed)
+        .map_err(|e| format!("{e}, or 'peer' (the closed-loop client's own rate)"))
+}
+
 /// `latlab experiment …`
 #[derive(Debug, Subcommand)]
 pub enum ExperimentCommand {
@@ -111,10 +129,11 @@ pub struct WhereTimeArgs {
     #[arg(long, value_name = "PRIO", value_parser = clap::value_parser!(i32).range(1..=99))]
     pub fifo: Option<i32>,
     /// Also load memcached and nginx with latlab's open-loop generator (`latlab net load`)
-    /// at this fixed offered load after each closed-loop run, e.g. 5krps: latency
-    /// percentiles from the scheduled send at every delay.
-    #[arg(long, value_name = "RATE", value_parser = super::net_load::request_rate_arg)]
-    pub open_loop_rate: Option<latlab_core::parse::Rate>,
+    /// after each closed-loop run: at this fixed offered load (e.g. 5krps), or with `peer`
+    /// at the rate the closed-loop client has just achieved, beside that client's own
+    /// latency (memcaslap -S, wrk --latency). Latency from the scheduled send.
+    #[arg(long, value_name = "RATE|peer", value_parser = open_loop_rate_arg)]
+    pub open_loop_rate: Option<OpenLoopRate>,
     /// Do not attribute the injector's stalls during its check (by default, as root, the
     /// check records kernel events and the summary says how much of the injector's lost
     /// time lay outside the kernel).
@@ -174,14 +193,15 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
         cfg.pg_bin.clone_from(&a.pg_bin);
         cfg.explain = !a.no_explain;
         cfg.open_loop_milli_rps = match a.open_loop_rate {
-            Some(latlab_core::parse::Rate::MilliPps(m)) => Some(m),
-            Some(_) => {
+            Some(OpenLoopRate::Fixed(latlab_core::parse::Rate::MilliPps(m))) => Some(m),
+            Some(OpenLoopRate::Fixed(_)) => {
                 return Err(usage(
-                    "--open-loop-rate: expected requests per second, e.g. 5krps",
+                    "--open-loop-rate: expected requests per second, e.g. 5krps, or 'peer'",
                 ))
             }
-            None => None,
+            Some(OpenLoopRate::Peer) | None => None,
         };
+        cfg.open_loop_peer_rate = a.open_loop_rate == Some(OpenLoopRate::Peer);
         let allowed = sched::allowed_cpus();
         cfg.place(a.cpu, &allowed);
         match cfg.validate(&allowed) {

@@ -32,6 +32,7 @@ pub fn run_where_time(a: WhereTimeArgs, argv: Vec<String>) -> anyhow::Result<()>
             cfg.expected_secs()
         );
     }
+    latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
     let pb = progress(runs, cfg.expected_secs(), a.out.quiet);
     where_time::run_to_file(&cfg, started_utc, argv, &out_path, &mut named_steps(&pb))
         .context("where-time")?;
@@ -134,6 +135,57 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
             ]);
         }
         print!("{}", t.render());
+    }
+    for a in &d.apps {
+        let points = where_time::peer_points(a);
+        if points.is_empty() {
+            continue;
+        }
+        println!(
+            "{} — latlab's open loop at the closed-loop client's own rate",
+            a.app
+        );
+        let mut t = Table::new([
+            "added delay",
+            "repeat",
+            "rate /s",
+            "peer share",
+            "peer",
+            "latlab",
+            "difference",
+            "latlab from send",
+            "difference",
+        ]);
+        for p in &points {
+            let rate = a
+                .open_loop
+                .iter()
+                .find(|o| o.delay_ns == p.delay_ns && o.repeat == p.repeat)
+                .map_or(0.0, |o| o.offered_rps);
+            t.row(vec![
+                if p.delay_ns == 0 {
+                    "0".into()
+                } else {
+                    ns(p.delay_ns)
+                },
+                p.repeat.to_string(),
+                format!("{rate:.0}"),
+                p.peer_share.map_or_else(
+                    || "-".into(),
+                    |s| format!("{s:.2}{}", if p.unsaturated() { "" } else { " saturated" }),
+                ),
+                format!("{} ({})", ns(p.peer.ns), p.peer.statistic.label()),
+                ns(p.latlab_ns),
+                format!("{:+.1}%", p.difference() * 100.0),
+                p.latlab_actual_ns.map_or_else(|| "-".into(), ns),
+                p.difference_actual()
+                    .map_or_else(|| "-".into(), |d| format!("{:+.1}%", d * 100.0)),
+            ]);
+        }
+        print!("{}", t.render());
+        if let Some(line) = where_time::peer_summary(a) {
+            println!("{line}");
+        }
     }
     for (app, us, drop) in where_time::PAPER_DROPS {
         let ours = d

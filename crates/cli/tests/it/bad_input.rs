@@ -55,6 +55,7 @@ fn every_numeric_flag_rejects_nan_infinity_and_out_of_range_values() {
         ("host noise", "--dma-latency"),
         ("host hold-idle", "--dma-latency"),
         ("experiment where-time", "--dma-latency"),
+        ("experiment where-time", "--open-loop-rate"),
     ] {
         assert!(
             flags.iter().any(|(p, f)| p.join(" ") == path && f == flag),

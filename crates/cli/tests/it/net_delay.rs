@@ -128,6 +128,18 @@ fn where_time_rejects_a_curve_without_baseline() {
     );
 }
 
+#[test]
+fn where_time_open_loop_rate_is_a_rate_or_peer() {
+    assert_usage_error(
+        ["experiment", "where-time", "--open-loop-rate", "fast"],
+        &["--open-loop-rate", "500rps", "'peer'"],
+    );
+    assert_usage_error(
+        ["experiment", "where-time", "--open-loop-rate", "1Gbps"],
+        &["--open-loop-rate", "'peer'"],
+    );
+}
+
 /// `latlab experiment where-time --apps postgresql --pg-bin DIR` where DIR holds `present`
 /// (empty stand-ins): the one-line error and its exit code.
 fn where_time_pg_missing(present: &[&str]) -> std::process::Output {

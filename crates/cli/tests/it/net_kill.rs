@@ -102,3 +102,121 @@ fn sigkill_mid_run_leaves_no_namespace_and_no_xdp_program() {
         "the run's children outlived it"
     );
 }
+
+/// The value of `kernel.sched_rt_runtime_us` now.
+fn rt_runtime_us() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The where-time testbed's namespaces that exist now.
+fn where_time_namespaces() -> Vec<String> {
+    text(
+        &Command::new("ip")
+            .args(["netns", "list"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .lines()
+    .filter_map(|l| l.split_whitespace().next())
+    .filter(|n| n.starts_with("latlab-wt-"))
+    .map(str::to_string)
+    .collect()
+}
+
+#[test]
+fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
+    let _turn = system_test!("network namespaces and kernel.sched_rt_runtime_us");
+    for p in ["memcached", "memcaslap"] {
+        if !Command::new("sh")
+            .args(["-c", &format!("command -v {p}")])
+            .output()
+            .unwrap()
+            .status
+            .success()
+        {
+            crate::util::skip!("{p} is not installed (make deps-test)");
+        }
+    }
+    let before = rt_runtime_us();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wt.json");
+    // --fifo: the run switches real-time throttling off until it ends
+    let mut run = Command::new(latlab_bin())
+        .args(["experiment", "where-time", "--apps", "memcached"])
+        .args(["--delays", "0,200us", "--repeats", "50", "--run-time", "1s"])
+        .args([
+            "--fifo",
+            "50",
+            "--connections",
+            "1",
+            "--open-loop-rate",
+            "peer",
+        ])
+        .args(["--no-explain", "-q", "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while where_time_namespaces().is_empty() {
+        if let Some(status) = run.try_wait().unwrap() {
+            panic!("where-time ended ({status}) before it built its testbed");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no testbed after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if before != "-1" {
+        assert_eq!(
+            rt_runtime_us(),
+            "-1",
+            "throttling is off while the FIFO injector runs"
+        );
+    }
+    // into the runs: servers up, a client running
+    std::thread::sleep(Duration::from_secs(2));
+    ok(&Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .output()
+        .unwrap());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "where-time did not stop within 30 s of SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(rt_runtime_us(), before, "real-time throttling put back");
+    assert_eq!(
+        where_time_namespaces(),
+        Vec::<String>::new(),
+        "namespaces left"
+    );
+    // memcached listens on the testbed's server address, given on its command line
+    let t0 = Instant::now();
+    while !processes_mentioning("10.198.0.2").is_empty() && t0.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        processes_mentioning("10.198.0.2"),
+        Vec::<String>::new(),
+        "a server or client outlived the run"
+    );
+    assert!(!out.exists(), "no result from an interrupted run");
+}

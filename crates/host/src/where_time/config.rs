@@ -112,6 +112,13 @@ pub struct WhereTimeConfig {
     /// closed-loop client's saturation throughput (`--open-loop-rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop_milli_rps: Option<u64>,
+    /// Also load memcached and nginx with latlab's open-loop generator at the rate their
+    /// closed-loop client has just achieved at the same delay and repeat
+    /// (`--open-loop-rate peer`): the clients then also print their latency (memcaslap
+    /// `-S`, wrk `--latency`), and each open-loop run is stored beside the peer's latency
+    /// at the same offered load. Absent in older files: off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub open_loop_peer_rate: bool,
 }
 
 impl Default for WhereTimeConfig {
@@ -130,6 +137,7 @@ impl Default for WhereTimeConfig {
             fifo: None,
             pg_bin: None,
             open_loop_milli_rps: None,
+            open_loop_peer_rate: false,
         }
     }
 }
@@ -148,7 +156,7 @@ impl WhereTimeConfig {
 
     /// Roughly how long a run takes, seconds.
     pub fn expected_secs(&self) -> f64 {
-        let open = if self.open_loop_milli_rps.is_some() {
+        let open = if self.open_loop_milli_rps.is_some() || self.open_loop_peer_rate {
             self.apps.iter().filter(|a| **a != App::Postgresql).count()
         } else {
             0

@@ -4,7 +4,7 @@
 
 use super::config::{find_programs, App, Programs, WhereTimeConfig, WhereTimeError};
 use super::parse;
-use super::stored::{AppRuns, OpenLoopRun, RawRun, WhereTimeOutcome};
+use super::stored::{AppRuns, OpenLoopRun, PeerLatency, PeerStatistic, RawRun, WhereTimeOutcome};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
 use latlab_net::delay::testbed::{self, Testbed};
 use latlab_net::delay::DelaySpec;
@@ -274,52 +274,96 @@ fn start_server(
     Ok(serve::start(&spec)?)
 }
 
+/// What one closed-loop run reported: the metric, operations completed, errors, and, when
+/// the open loop runs at the peer's rate, the client's own latency figure.
+struct Bench {
+    value: f64,
+    completed: u64,
+    errors: u64,
+    latency: Option<PeerLatency>,
+}
+
 fn bench(
     tb: &Testbed,
     app: App,
     cfg: &WhereTimeConfig,
     programs: &Programs,
-) -> Result<(f64, u64, u64), WhereTimeError> {
+) -> Result<Bench, WhereTimeError> {
     let secs = (cfg.run_time.get() / 1_000_000_000).max(1);
     let limit = Duration::from_secs(secs + 20);
     let conns = cfg.connections.to_string();
+    // The clients time their requests only when their latency is compared: memcaslap's
+    // timing takes a lock per operation, which the paper's throughput runs do without.
+    let timed = cfg.open_loop_peer_rate;
     match app {
         App::Memcached => {
             let server = format!("{}:{MEMCACHED_PORT}", testbed::SERVER_IP);
             let t = format!("{secs}s");
-            let out = run_in(
-                &tb.client,
-                cfg.endpoint_cpu,
-                None,
-                &[
-                    "memcaslap",
-                    "-s",
-                    &server,
-                    "-T",
-                    "1",
-                    "-c",
-                    &conns,
-                    "-t",
-                    &t,
-                ],
-                limit,
-            )?;
+            let mut argv = vec![
+                "memcaslap",
+                "-s",
+                &server,
+                "-T",
+                "1",
+                "-c",
+                &conns,
+                "-t",
+                &t,
+            ];
+            if timed {
+                // Statistics once, over the whole run.
+                argv.extend(["-S", &t]);
+            }
+            let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r = parse::memcaslap(&out)
                 .map_err(|e| WhereTimeError::Run(format!("memcaslap: {e}")))?;
-            Ok((r.tps, r.ops, r.get_misses))
+            let latency = match (timed, r.latency) {
+                (false, _) => None,
+                (true, Some(l)) => Some(PeerLatency {
+                    statistic: PeerStatistic::GeometricMean,
+                    ns: (l.geo_us * 1_000.0).round() as u64,
+                }),
+                (true, None) => {
+                    return Err(WhereTimeError::Run(
+                        "memcaslap: -S printed no 'Total Statistics' block".into(),
+                    ))
+                }
+            };
+            Ok(Bench {
+                value: r.tps,
+                completed: r.ops,
+                errors: r.get_misses,
+                latency,
+            })
         }
         App::Nginx => {
             let url = format!("http://{}:{NGINX_PORT}/", testbed::SERVER_IP);
             let d = format!("{secs}s");
-            let out = run_in(
-                &tb.client,
-                cfg.endpoint_cpu,
-                None,
-                &["wrk", "-t", "1", "-c", &conns, "-d", &d, &url],
-                limit,
-            )?;
+            let mut argv = vec!["wrk", "-t", "1", "-c", &conns, "-d", &d];
+            if timed {
+                argv.push("--latency");
+            }
+            argv.push(&url);
+            let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r = parse::wrk(&out).map_err(|e| WhereTimeError::Run(format!("wrk: {e}")))?;
-            Ok((r.requests_per_sec, r.requests, r.socket_errors + r.non_2xx))
+            let latency = match (timed, r.p50_ns) {
+                (false, _) => None,
+                (true, Some(ns)) => Some(PeerLatency {
+                    statistic: PeerStatistic::Median,
+                    ns,
+                }),
+                (true, None) => {
+                    return Err(WhereTimeError::Run(
+                        "wrk: --latency printed no 50% line".into(),
+                    ))
+                }
+            };
+            Ok(Bench {
+                value: r.requests_per_sec,
+                completed: r.requests,
+                errors: r.socket_errors + r.non_2xx,
+                latency,
+            })
         }
         App::Postgresql => {
             // The built-in TPC-B-like transaction over TCP through the injector; no vacuum
@@ -331,7 +375,12 @@ fn bench(
             let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r =
                 parse::pgbench(&out).map_err(|e| WhereTimeError::Run(format!("pgbench: {e}")))?;
-            Ok((r.tps, r.transactions, r.failed))
+            Ok(Bench {
+                value: r.tps,
+                completed: r.transactions,
+                errors: r.failed,
+                latency: None,
+            })
         }
     }
 }
@@ -402,6 +451,20 @@ fn open_loop_bench(
     lc.warmup = latlab_core::units::Nanos::from_millis(500);
     lc.connections = cfg.connections;
     lc.pipeline = OPEN_LOOP_PIPELINE;
+    // The client shares its CPU with the server: a client that polls before each send
+    // (adaptive) takes that CPU from the server while it works on the previous request, so
+    // it waits only in the kernel, as the closed-loop clients do.
+    lc.io = rpc::LoadIo::Blocking;
+    if app == App::Memcached {
+        // memcaslap's own request mix (it prints set_prop=0.10 get_prop=0.90; its defaults
+        // are 64-byte keys and 1024-byte values), so that both clients load one workload.
+        lc.get_ratio = 0.9;
+        lc.key_size = rpc::SizeRange { min: 64, max: 64 };
+        lc.value_size = rpc::SizeRange {
+            min: 1_024,
+            max: 1_024,
+        };
+    }
     let ns = tb.client.clone();
     let cpu = cfg.endpoint_cpu;
     let o = std::thread::scope(|s| {
@@ -419,23 +482,29 @@ fn open_loop_bench(
     Ok((lc.rps(), o.achieved_rps, o))
 }
 
-/// The stored figures of an open-loop run.
+/// The stored figures of an open-loop run; `peer`: the closed-loop client's latency at the
+/// same offered load, when the run was at its rate.
 fn open_loop_run(
     delay_ns: u64,
     repeat: u32,
     offered: f64,
     achieved: f64,
     o: &latlab_net::rpc::LoadOutcome,
+    peer: Option<PeerLatency>,
 ) -> OpenLoopRun {
-    let h = o
-        .histograms
-        .iter()
-        .find(|(n, _)| *n == latlab_net::rpc::record::series::SCHED);
-    let at = |p: usize| {
-        h.map_or(0, |(_, h)| {
-            h.value_at(latlab_core::parse::Percentile::LADDER[p])
-        })
+    let series = |name: &str| {
+        o.histograms
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, h)| h)
     };
+    let h = series(latlab_net::rpc::record::series::SCHED);
+    let actual = series(latlab_net::rpc::record::series::ACTUAL);
+    let lateness = series(latlab_net::rpc::record::series::LATENESS);
+    let ladder = |h: &latlab_core::hist::LatencyHistogram, p: usize| {
+        h.value_at(latlab_core::parse::Percentile::LADDER[p])
+    };
+    let at = |p: usize| h.map_or(0, |h| ladder(h, p));
     let c = &o.counters;
     OpenLoopRun {
         delay_ns,
@@ -444,13 +513,20 @@ fn open_loop_run(
         achieved_rps: achieved,
         p50_ns: at(0),
         p99_ns: at(2),
-        samples: h.map_or(0, |(_, h)| h.count()),
+        samples: h.map_or(0, |h| h.count()),
         late: c.late,
         problems: c.unsent + c.lost + c.timed_out + c.unanswered + c.errors,
+        geo_mean_ns: h.map(|h| h.geometric_mean().round() as u64),
+        actual_p50_ns: actual.map(|h| ladder(h, 0)),
+        actual_geo_mean_ns: actual.map(|h| h.geometric_mean().round() as u64),
+        lateness_p50_ns: lateness.map(|h| ladder(h, 0)),
+        peer,
     }
 }
 
-/// Runs the experiment. `progress` is called with a short label before each run.
+/// Runs the experiment. `progress` is called with a short label before each run. Call
+/// [`latlab_sys::signal::install_stop_handler`] first for SIGINT/SIGTERM to stop it between
+/// runs, with everything it changed put back.
 ///
 /// # Errors
 /// [`WhereTimeError`]; servers and namespaces are cleaned up on every path.
@@ -471,8 +547,25 @@ pub fn run(
     }
     let programs = find_programs(&cfg.apps, cfg.pg_bin.as_deref())?;
     progress("choosing CPUs");
-    let (placed, placement) = place(cfg);
+    let (placed, mut placement) = place(cfg);
     let cfg = &placed;
+    // A spinning SCHED_FIFO injector is stopped by real-time throttling for 50 ms of every
+    // second, and every frame of those 50 ms waits (measured: 40-50 ms p99 through it).
+    // Held until the run returns, on every path.
+    let _unthrottled = match cfg
+        .fifo
+        .map(|_| latlab_net::fit::unthrottle_for_fifo("injector"))
+    {
+        Some(Ok((guard, note))) => {
+            placement = format!("{placement} The injector {note}.");
+            guard
+        }
+        Some(Err(reason)) => {
+            placement = format!("{placement} The injector ran throttled: {reason}.");
+            None
+        }
+        None => None,
+    };
     progress("verifying the injector");
     let mut notices = Vec::new();
     let ks = cfg.explain.then(|| {
@@ -535,6 +628,13 @@ pub fn run(
             .collect::<Result<_, _>>()?;
         for repeat in 0..cfg.repeats {
             for &d in &cfg.delays_ns {
+                // SIGINT/SIGTERM (with the handler installed): stop between runs, so that
+                // every server, namespace and setting is put back on the way out.
+                if latlab_sys::signal::stop_requested() {
+                    return Err(WhereTimeError::Run(
+                        "interrupted: stopped between runs, nothing left behind".into(),
+                    ));
+                }
                 let mut ecfg = EngineConfig::new(
                     testbed::DELAY_IF_CLIENT,
                     testbed::DELAY_IF_SERVER,
@@ -577,15 +677,22 @@ pub fn run(
                             repeat + 1,
                             cfg.repeats
                         ));
-                        match bench(&tb, *a, cfg, &programs) {
-                            Ok(v) => out.push((i, v)),
+                        let peer = match bench(&tb, *a, cfg, &programs) {
+                            Ok(b) => b,
                             Err(e) => {
                                 err = Some(e);
                                 break;
                             }
-                        }
-                        let Some(rate) = cfg.open_loop_milli_rps.filter(|_| *a != App::Postgresql)
-                        else {
+                        };
+                        let rate = if cfg.open_loop_peer_rate {
+                            // The closed loop's own offered load: what it just achieved.
+                            Some((peer.value * 1_000.0).round().max(1_000.0) as u64)
+                        } else {
+                            cfg.open_loop_milli_rps
+                        };
+                        let peer_latency = peer.latency;
+                        out.push((i, (peer.value, peer.completed, peer.errors)));
+                        let Some(rate) = rate.filter(|_| *a != App::Postgresql) else {
                             continue;
                         };
                         progress(&format!(
@@ -596,7 +703,10 @@ pub fn run(
                         ));
                         match open_loop_bench(&tb, *a, cfg, rate, clock) {
                             Ok((offered, achieved, o)) => {
-                                ol.push((i, open_loop_run(d, repeat, offered, achieved, &o)));
+                                ol.push((
+                                    i,
+                                    open_loop_run(d, repeat, offered, achieved, &o, peer_latency),
+                                ));
                             }
                             Err(e) => {
                                 err = Some(e);

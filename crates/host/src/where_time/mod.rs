@@ -37,8 +37,9 @@ pub use config::{
 pub use experiment::run;
 pub use session::{run_to_file, SessionError};
 pub use stored::{
-    data, fill_result, normalise, problem_totals, AppRuns, NormPoint, OpenLoopRun, RawRun,
-    WhereTimeData, WhereTimeOutcome, PAPER_DROPS,
+    data, fill_result, normalise, peer_points, peer_summary, problem_totals, AppRuns, NormPoint,
+    OpenLoopRun, PeerLatency, PeerPoint, PeerStatistic, RawRun, WhereTimeData, WhereTimeOutcome,
+    PAPER_DROPS, PEER_TOLERANCE, UNSATURATED_SHARE,
 };
 
 #[cfg(test)]
@@ -79,6 +80,107 @@ mod tests {
         assert!((n[1].mean - 0.75).abs() < 1e-12 && n[1].sd == 0.0);
         assert!((n[2].mean - 0.2).abs() < 1e-12 && n[2].n == 1);
         assert!(n[0].min <= n[0].mean && n[0].mean <= n[0].max);
+    }
+
+    fn open(d: u64, repeat: u32, peer: Option<PeerLatency>) -> OpenLoopRun {
+        OpenLoopRun {
+            delay_ns: d,
+            repeat,
+            offered_rps: 1_000.0,
+            achieved_rps: 1_000.0,
+            p50_ns: 300_000,
+            p99_ns: 900_000,
+            samples: 1_000,
+            late: 0,
+            problems: 0,
+            geo_mean_ns: Some(280_000),
+            actual_p50_ns: Some(260_000),
+            actual_geo_mean_ns: Some(250_000),
+            lateness_p50_ns: Some(40_000),
+            peer,
+        }
+    }
+
+    #[test]
+    fn peer_points_pair_like_figures_and_judge_saturation_per_repeat() {
+        let geo = |ns| {
+            Some(PeerLatency {
+                statistic: PeerStatistic::GeometricMean,
+                ns,
+            })
+        };
+        let mut second = run(200_000, 3_000.0);
+        second.repeat = 1;
+        let a = AppRuns {
+            app: "memcached".into(),
+            metric: "ops/s".into(),
+            // repeat 0: 0 and 200 µs; repeat 1: no zero-delay run
+            runs: vec![run(0, 10_000.0), run(200_000, 4_000.0), second],
+            open_loop: vec![
+                open(0, 0, geo(100_000)),
+                open(200_000, 0, geo(250_000)),
+                open(200_000, 1, geo(250_000)),
+                open(200_000, 0, None),
+            ],
+        };
+        let p = peer_points(&a);
+        assert_eq!(p.len(), 3, "the run without a peer figure is left out");
+        // memcaslap's geometric mean is paired with latlab's, not with its median
+        assert_eq!(
+            (p[1].latlab_ns, p[1].latlab_actual_ns),
+            (280_000, Some(250_000))
+        );
+        assert!(
+            !p[0].unsaturated(),
+            "at zero delay the peer is at its own maximum"
+        );
+        assert_eq!(p[1].peer_share, Some(0.4));
+        assert!(p[1].unsaturated());
+        assert!((p[1].difference() - 0.12).abs() < 1e-9);
+        assert_eq!(p[1].difference_actual(), Some(0.0));
+        assert_eq!(p[2].peer_share, None, "repeat 1 has no baseline of its own");
+        assert!(!p[2].unsaturated());
+        let line = peer_summary(&a).unwrap();
+        assert!(line.contains("(1 runs)"), "{line}");
+        assert!(
+            line.contains("+12.0 % to +12.0 % (within 10 % in 0 of 1)"),
+            "{line}"
+        );
+        assert!(
+            line.contains(
+                "actual send, as the peer times its own: +0.0 % to +0.0 % (within 10 % in 1 of 1)"
+            ),
+            "{line}"
+        );
+        // wrk's median is paired with latlab's median
+        let mut w = open(200_000, 0, None);
+        w.peer = Some(PeerLatency {
+            statistic: PeerStatistic::Median,
+            ns: 300_000,
+        });
+        assert_eq!(
+            (w.like_peer_ns(), w.like_peer_actual_ns()),
+            (Some(300_000), Some(260_000))
+        );
+        // only saturated points: the summary says so instead of a range
+        let sat = AppRuns {
+            open_loop: vec![open(0, 0, geo(100_000))],
+            ..a.clone()
+        };
+        assert!(peer_summary(&sat).unwrap().contains("no point"));
+        let none = AppRuns {
+            open_loop: vec![open(0, 0, None)],
+            ..a
+        };
+        assert_eq!(peer_summary(&none), None);
+    }
+
+    #[test]
+    fn open_loop_runs_of_older_files_still_read() {
+        let old = r#"{"delay_ns":0,"repeat":0,"offered_rps":5000.0,"achieved_rps":4990.0,"p50_ns":61000,"p99_ns":180000,"samples":20000,"late":0,"problems":0}"#;
+        let r: OpenLoopRun = serde_json::from_str(old).unwrap();
+        assert_eq!((r.geo_mean_ns, r.peer, r.actual_p50_ns), (None, None, None));
+        assert_eq!(r.like_peer_ns(), None);
     }
 
     #[test]
@@ -242,6 +344,61 @@ mod tests {
             let n = normalise(&a.runs).unwrap();
             assert_eq!(n.len(), 3);
             assert!((n[0].mean - 1.0).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn open_loop_at_the_peers_rate_with_an_unthrottled_fifo_injector() {
+        latlab_testutil::require_root!("network namespaces and kernel.sched_rt_runtime_us");
+        let apps = [App::Memcached, App::Nginx];
+        if let Err(e) = check_programs(&apps) {
+            latlab_testutil::skip!("{e}");
+        }
+        let before = latlab_sys::netstat::rt_runtime_us();
+        let cpus = latlab_sys::sched::allowed_cpus();
+        let cfg = WhereTimeConfig {
+            apps: apps.to_vec(),
+            delays_ns: vec![0, 200_000],
+            connections: 1,
+            engine_cpu: cpus.last().copied(),
+            endpoint_cpu: cpus.first().copied(),
+            cpu_asked: true,
+            fifo: Some(50),
+            explain: false,
+            open_loop_peer_rate: true,
+            ..WhereTimeConfig::quick()
+        };
+        let (clock, _) = Clock::establish(Nanos(20_000_000));
+        let o = super::run(&cfg, &clock, |_| {}).unwrap();
+        assert_eq!(
+            latlab_sys::netstat::rt_runtime_us(),
+            before,
+            "real-time throttling is put back"
+        );
+        if before != Some(-1) {
+            assert!(
+                o.placement.contains("real-time throttling off"),
+                "{}",
+                o.placement
+            );
+        }
+        for a in &o.apps {
+            assert_eq!(a.open_loop.len(), 2, "{}", a.app);
+            for (run, ol) in a.runs.iter().zip(&a.open_loop) {
+                // the open loop offered what the closed loop had just achieved
+                assert_eq!(ol.delay_ns, run.delay_ns);
+                assert!(
+                    (ol.offered_rps - run.value).abs() <= 0.5 + 1e-9,
+                    "{} {}",
+                    ol.offered_rps,
+                    run.value
+                );
+                let peer = ol.peer.expect("the peer's own latency");
+                assert!(peer.ns > 0);
+                assert!(ol.geo_mean_ns.is_some() && ol.actual_p50_ns.is_some());
+            }
+            assert_eq!(peer_points(a).len(), 2);
+            assert!(peer_summary(a).is_some());
         }
     }
 }

@@ -8,7 +8,10 @@
 //! report and the standalone figure show the same points.
 
 use super::config::RESULT_KIND;
-use super::stored::{data, normalise, problem_totals, NormPoint, WhereTimeData, PAPER_DROPS};
+use super::stored::{
+    data, normalise, peer_points, peer_summary, problem_totals, NormPoint, WhereTimeData,
+    PAPER_DROPS, UNSATURATED_SHARE,
+};
 use latlab_core::doc::figure::errorbars_drawable;
 use latlab_core::doc::{
     Block, Cell, CellStyle, ChartSpec, ErrorSeries, Figure, Input, Section, SectionProvider, Table,
@@ -213,6 +216,15 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             "latlab's open-loop generator offers the same load at every delay and times each request from its scheduled send: its percentiles show what the added delay costs each request at that load (and the queue once the server cannot keep up), which a closed-loop client's throughput hides.".into(),
         ));
     }
+    if let Some(t) = peer_table(d) {
+        s.push(Block::Table(t));
+        let lines: Vec<String> = d.apps.iter().filter_map(peer_summary).collect();
+        s.push(Block::Paragraph(format!(
+            "Each open-loop run here offered the rate its closed-loop peer had just achieved at the same delay. A closed-loop client is not saturated where it achieved at most {:.0} % of its own zero-delay throughput: it then waits for answers most of the time, as the open-loop client does, and the two clients' latencies measure the same path. memcaslap keeps no percentiles, so latlab's geometric mean stands beside its geometric mean; wrk's median beside latlab's median. latlab times each request from its scheduled send (its headline, free of coordinated omission) and from its actual send (how a closed-loop client, which has no schedule, times its own); the gap between the two is how late the open loop sent. {}.",
+            UNSATURATED_SHARE * 100.0,
+            lines.join(". ")
+        )));
+    }
     match figure(d) {
         Some(f) => s.push(Block::Figure(f)),
         None => s.push(Block::Paragraph(
@@ -319,6 +331,70 @@ fn open_loop_table(d: &WhereTimeData) -> Option<Table> {
     Some(t)
 }
 
+/// Every open-loop run at its closed-loop peer's own rate, beside the peer's latency.
+fn peer_table(d: &WhereTimeData) -> Option<Table> {
+    let mut t = Table::new(
+        "latlab at the closed-loop client's own rate (latency from the scheduled send)",
+        &[
+            "application",
+            "added delay",
+            "repeat",
+            "rate /s",
+            "peer / its 0-delay throughput",
+            "peer's figure",
+            "peer",
+            "latlab",
+            "difference",
+            "latlab from the send",
+            "difference",
+        ],
+    );
+    for a in &d.apps {
+        for p in peer_points(a) {
+            let o = a
+                .open_loop
+                .iter()
+                .find(|o| o.delay_ns == p.delay_ns && o.repeat == p.repeat);
+            let diff = |d: f64| {
+                let text = format!("{:+.1} %", d * 100.0);
+                if p.unsaturated() && d.abs() > super::stored::PEER_TOLERANCE {
+                    Cell::styled(text, CellStyle::Bad)
+                } else {
+                    Cell::number(text)
+                }
+            };
+            t.rows.push(vec![
+                Cell::text(&a.app),
+                Cell::number(if p.delay_ns == 0 {
+                    "0".into()
+                } else {
+                    format_ns(p.delay_ns as f64)
+                }),
+                Cell::number(p.repeat.to_string()),
+                Cell::number(format_decimal(o.map_or(0.0, |o| o.offered_rps), 0)),
+                Cell::number(p.peer_share.map_or_else(
+                    || "—".into(),
+                    |s| {
+                        format!(
+                            "{:.2}{}",
+                            s,
+                            if p.unsaturated() { "" } else { " (saturated)" }
+                        )
+                    },
+                )),
+                Cell::text(p.peer.statistic.label()),
+                Cell::number(format_ns(p.peer.ns as f64)),
+                Cell::number(format_ns(p.latlab_ns as f64)),
+                diff(p.difference()),
+                p.latlab_actual_ns
+                    .map_or_else(|| Cell::text("—"), |v| Cell::number(format_ns(v as f64))),
+                p.difference_actual().map_or_else(|| Cell::text("—"), diff),
+            ]);
+        }
+    }
+    (!t.rows.is_empty()).then_some(t)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{AppRuns, RawRun};
@@ -363,6 +439,11 @@ mod tests {
                         samples: 20_000,
                         late: 0,
                         problems: 0,
+                        geo_mean_ns: Some(60_000),
+                        actual_p50_ns: Some(40_000),
+                        actual_geo_mean_ns: Some(41_000),
+                        lateness_p50_ns: Some(20_000),
+                        peer: None,
                     }],
                 },
                 AppRuns {
@@ -389,6 +470,73 @@ mod tests {
         );
         r.data = serde_json::to_value(d).unwrap();
         r
+    }
+
+    #[test]
+    fn runs_at_the_peers_rate_get_their_own_table_beside_the_peer() {
+        let mut r = result();
+        let mut d = data(&r).unwrap();
+        // memcached at 20 µs (repeat 0) achieved 8000/s of its 9000/s at zero delay: saturated
+        // by the 0.5 rule; add a 100 µs run at 4000/s of 9000/s (not saturated) too.
+        d.apps[0]
+            .runs
+            .iter_mut()
+            .filter(|r| r.delay_ns == 100_000 && r.repeat == 0)
+            .for_each(|r| r.value = 4_000.0);
+        let first = d.apps[0].open_loop[0].clone();
+        d.apps[0].open_loop[0].peer = Some(super::super::PeerLatency {
+            statistic: super::super::PeerStatistic::GeometricMean,
+            ns: 50_000,
+        });
+        let mut at100 = first;
+        at100.delay_ns = 100_000;
+        at100.geo_mean_ns = Some(130_000);
+        at100.actual_geo_mean_ns = Some(104_000);
+        at100.peer = Some(super::super::PeerLatency {
+            statistic: super::super::PeerStatistic::GeometricMean,
+            ns: 100_000,
+        });
+        d.apps[0].open_loop.push(at100);
+        r.data = serde_json::to_value(&d).unwrap();
+        let i = Input::single(PathBuf::from("wt.json"), r);
+        let s = match WhereTimeSections.sections(&[&i]) {
+            Err(e) if e.contains("no TrueType font") => {
+                eprintln!("skipped: {e}");
+                return;
+            }
+            r => r.unwrap(),
+        };
+        let t = s[0].tables();
+        let peer = t
+            .iter()
+            .find(|t| t.caption.contains("own rate"))
+            .expect("the peer table");
+        assert_eq!(peer.rows.len(), 2);
+        let (sat, free) = (&peer.rows[0], &peer.rows[1]);
+        assert!(sat[4].text.contains("saturated"), "{}", sat[4].text);
+        assert_eq!(sat[6].text, format_ns(50_000.0));
+        assert_eq!(sat[7].text, format_ns(60_000.0), "latlab's geometric mean");
+        assert_eq!(free[4].text, "0.44");
+        assert_eq!(
+            (free[8].text.as_str(), free[8].style),
+            ("+30.0 %", CellStyle::Bad)
+        );
+        assert_eq!(
+            (free[10].text.as_str(), free[10].style),
+            ("+4.0 %", CellStyle::Number)
+        );
+        let text: String = s[0]
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Paragraph(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            text.contains("(within 10 % in 0 of 1); from each request's actual send"),
+            "{text}"
+        );
     }
 
     #[test]

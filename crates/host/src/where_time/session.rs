@@ -27,6 +27,11 @@ impl WhereTimeConfig {
                 "--run-time must be at least 1s".into(),
             ));
         }
+        if self.open_loop_peer_rate && self.open_loop_milli_rps.is_some() {
+            return Err(WhereTimeError::Config(
+                "--open-loop-rate: either a rate such as 5krps or 'peer', not both".into(),
+            ));
+        }
         if let Some(c) = self.engine_cpu {
             if !allowed.contains(&c) {
                 return Err(WhereTimeError::Config(format!(
@@ -145,5 +150,15 @@ mod tests {
             .contains("CPU 9"));
         c.place(None, &[0, 1]);
         assert_eq!((c.engine_cpu, c.endpoint_cpu), (Some(1), Some(0)));
+        let mut c = WhereTimeConfig::quick();
+        c.apps.clear();
+        c.open_loop_peer_rate = true;
+        assert!(c.validate(&[0, 1]).is_ok());
+        c.open_loop_milli_rps = Some(5_000_000);
+        assert!(c
+            .validate(&[0, 1])
+            .unwrap_err()
+            .to_string()
+            .contains("--open-loop-rate"));
     }
 }

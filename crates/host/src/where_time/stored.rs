@@ -58,6 +58,73 @@ pub struct OpenLoopRun {
     pub late: u64,
     /// Requests never sent, lost, timed out, unanswered or answered with an error.
     pub problems: u64,
+    /// Geometric mean of the latency from the scheduled send, ns (what memcaslap prints in
+    /// place of a median); absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geo_mean_ns: Option<u64>,
+    /// Median latency from each request's actual send, ns: what a closed-loop client, which
+    /// has no schedule, measures; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_p50_ns: Option<u64>,
+    /// Geometric mean of the latency from the actual send, ns; absent in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub actual_geo_mean_ns: Option<u64>,
+    /// Median of how late the generator sent (actual − scheduled send), ns; absent in
+    /// older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lateness_p50_ns: Option<u64>,
+    /// The closed-loop client's latency in the run just before, whose achieved rate this run
+    /// offered (`--open-loop-rate peer`); absent at a fixed rate and in older files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<PeerLatency>,
+}
+
+/// Which figure a closed-loop client printed for its latency.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeerStatistic {
+    /// The median (wrk `--latency`).
+    Median,
+    /// The geometric mean (memcaslap `-S`: it keeps no percentiles).
+    GeometricMean,
+}
+
+impl PeerStatistic {
+    /// In words, for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            PeerStatistic::Median => "median",
+            PeerStatistic::GeometricMean => "geometric mean",
+        }
+    }
+}
+
+/// A closed-loop client's own latency figure for one run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerLatency {
+    /// Which figure.
+    pub statistic: PeerStatistic,
+    /// Its value, ns.
+    pub ns: u64,
+}
+
+impl OpenLoopRun {
+    /// latlab's figure of the same kind as the peer's (its median beside wrk's, its
+    /// geometric mean beside memcaslap's), when the run has a peer.
+    pub fn like_peer_ns(&self) -> Option<u64> {
+        match self.peer?.statistic {
+            PeerStatistic::Median => Some(self.p50_ns),
+            PeerStatistic::GeometricMean => self.geo_mean_ns,
+        }
+    }
+
+    /// The same figure from each request's actual send, as the peer times its requests.
+    pub fn like_peer_actual_ns(&self) -> Option<u64> {
+        match self.peer?.statistic {
+            PeerStatistic::Median => self.actual_p50_ns,
+            PeerStatistic::GeometricMean => self.actual_geo_mean_ns,
+        }
+    }
 }
 
 /// The errors and injector drops of `runs`, summed.
@@ -140,6 +207,123 @@ pub fn normalise(runs: &[RawRun]) -> Option<Vec<NormPoint>> {
             })
             .collect(),
     )
+}
+
+/// A closed-loop client counts as not saturated at a delay where it achieved at most this
+/// share of its own zero-delay throughput (same repeat). Its CPU work per request does not
+/// depend on the delay, so at half its zero-delay throughput it spends at least half of its
+/// time waiting for answers, as an open-loop client at the same rate does.
+pub const UNSATURATED_SHARE: f64 = 0.5;
+
+/// The comparison's tolerance: latlab's figure within this fraction of the peer's.
+pub const PEER_TOLERANCE: f64 = 0.10;
+
+/// One open-loop run at a closed-loop client's own rate, beside that client's latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PeerPoint {
+    /// Added delay, ns.
+    pub delay_ns: u64,
+    /// Repeat index.
+    pub repeat: u32,
+    /// The peer's throughput over its zero-delay throughput in the same repeat (`None`
+    /// without a zero-delay run in that repeat).
+    pub peer_share: Option<f64>,
+    /// The peer's figure.
+    pub peer: PeerLatency,
+    /// latlab's figure of the same kind from each request's scheduled send, ns.
+    pub latlab_ns: u64,
+    /// The same from each request's actual send (how the peer times), ns; `None` in
+    /// older files.
+    pub latlab_actual_ns: Option<u64>,
+}
+
+impl PeerPoint {
+    /// latlab's figure (from the schedule) over the peer's, minus one.
+    pub fn difference(&self) -> f64 {
+        self.latlab_ns as f64 / self.peer.ns.max(1) as f64 - 1.0
+    }
+
+    /// latlab's figure from the actual send over the peer's, minus one.
+    pub fn difference_actual(&self) -> Option<f64> {
+        self.latlab_actual_ns
+            .map(|v| v as f64 / self.peer.ns.max(1) as f64 - 1.0)
+    }
+
+    /// Whether the peer ran at most at [`UNSATURATED_SHARE`] of its zero-delay throughput.
+    pub fn unsaturated(&self) -> bool {
+        self.peer_share.is_some_and(|s| s <= UNSATURATED_SHARE)
+    }
+}
+
+/// Every open-loop run of `a` that has a peer figure, in execution order.
+pub fn peer_points(a: &AppRuns) -> Vec<PeerPoint> {
+    let value = |d: u64, rep: u32| {
+        a.runs
+            .iter()
+            .find(|r| r.delay_ns == d && r.repeat == rep)
+            .map(|r| r.value)
+    };
+    a.open_loop
+        .iter()
+        .filter_map(|o| {
+            Some(PeerPoint {
+                delay_ns: o.delay_ns,
+                repeat: o.repeat,
+                peer_share: value(o.delay_ns, o.repeat)
+                    .zip(value(0, o.repeat))
+                    .filter(|(_, b)| *b > 0.0)
+                    .map(|(v, b)| v / b),
+                peer: o.peer?,
+                latlab_ns: o.like_peer_ns()?,
+                latlab_actual_ns: o.like_peer_actual_ns(),
+            })
+        })
+        .collect()
+}
+
+/// One sentence on `a`'s comparison where its peer was not saturated, when it has peer
+/// points: how many, the range of differences, and how many within [`PEER_TOLERANCE`].
+pub fn peer_summary(a: &AppRuns) -> Option<String> {
+    let all = peer_points(a);
+    let first = all.first()?;
+    let what = first.peer.statistic.label();
+    let ok: Vec<&PeerPoint> = all.iter().filter(|p| p.unsaturated()).collect();
+    if ok.is_empty() {
+        return Some(format!(
+            "{}: at the peer's own rate, no point where the peer ran at or below {:.0} % of its zero-delay throughput (add larger delays)",
+            a.app,
+            UNSATURATED_SHARE * 100.0
+        ));
+    }
+    let range = |d: &[f64]| {
+        let lo = d.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = d.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let within = d.iter().filter(|x| x.abs() <= PEER_TOLERANCE).count();
+        format!(
+            "{:+.1} % to {:+.1} % (within {:.0} % in {within} of {})",
+            lo * 100.0,
+            hi * 100.0,
+            PEER_TOLERANCE * 100.0,
+            d.len()
+        )
+    };
+    let sched: Vec<f64> = ok.iter().map(|p| p.difference()).collect();
+    let actual: Vec<f64> = ok.iter().filter_map(|p| p.difference_actual()).collect();
+    let from_send = if actual.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; from each request's actual send, as the peer times its own: {}",
+            range(&actual)
+        )
+    };
+    Some(format!(
+        "{}: at the peer's own rate where it ran at or below {:.0} % of its zero-delay throughput ({} runs), latlab's {what} from the scheduled send differs from the peer's by {}{from_send}",
+        a.app,
+        UNSATURATED_SHARE * 100.0,
+        ok.len(),
+        range(&sched),
+    ))
 }
 
 /// The paper's reported drops (fraction of the baseline lost) for comparison:
