@@ -15,13 +15,28 @@ use std::path::PathBuf;
 pub enum OpenLoopRate {
     /// This many requests per second at every delay.
     Fixed(latlab_core::parse::Rate),
-    /// The rate the closed-loop client achieved just before, at the same delay.
-    Peer,
+    /// This fraction of the rate the closed-loop client achieved just before, at the same
+    /// delay (1: the same offered load).
+    Peer(f64),
 }
 
 fn open_loop_rate_arg(s: &str) -> Result<OpenLoopRate, String> {
-    if s.trim() == "peer" {
-        return Ok(OpenLoopRate::Peer);
+    let t = s.trim();
+    if t == "peer" {
+        return Ok(OpenLoopRate::Peer(1.0));
+    }
+    if let Some(f) = t.strip_prefix("peer:") {
+        return match f.parse::<f64>() {
+            Ok(v)
+                if v.is_finite() && v > 0.0 && v <= latlab_host::where_time::MAX_PEER_FRACTION =>
+            {
+                Ok(OpenLoopRate::Peer(v))
+            }
+            _ => Err(format!(
+                "'{s}' is not valid; peer:F takes a fraction F in (0, {}], e.g. peer:0.5",
+                latlab_host::where_time::MAX_PEER_FRACTION
+            )),
+        };
     }
     super::net_load::request_rate_arg(s)
         .map(OpenLoopRate::Fixed)
@@ -130,10 +145,15 @@ pub struct WhereTimeArgs {
     pub fifo: Option<i32>,
     /// Also load memcached and nginx with latlab's open-loop generator (`latlab net load`)
     /// after each closed-loop run: at this fixed offered load (e.g. 5krps), or with `peer`
-    /// at the rate the closed-loop client has just achieved, beside that client's own
-    /// latency (memcaslap -S, wrk --latency). Latency from the scheduled send.
-    #[arg(long, value_name = "RATE|peer", value_parser = open_loop_rate_arg)]
+    /// at the rate the closed-loop client has just achieved (`peer:0.5`: half of it),
+    /// beside that client's own latency (memcaslap -S, wrk --latency). Latency from the
+    /// scheduled send.
+    #[arg(long, value_name = "RATE|peer[:F]", value_parser = open_loop_rate_arg)]
     pub open_loop_rate: Option<OpenLoopRate>,
+    /// How latlab's open loop waits (as `net load --io`): blocking (the default here: it
+    /// shares its CPU with the server), adaptive or busy.
+    #[arg(long, value_enum, default_value = "blocking", value_name = "IO")]
+    pub open_loop_io: super::net_load::LoadIoArg,
     /// Do not attribute the injector's stalls during its check (by default, as root, the
     /// check records kernel events and the summary says how much of the injector's lost
     /// time lay outside the kernel).
@@ -199,9 +219,13 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
                     "--open-loop-rate: expected requests per second, e.g. 5krps, or 'peer'",
                 ))
             }
-            Some(OpenLoopRate::Peer) | None => None,
+            Some(OpenLoopRate::Peer(_)) | None => None,
         };
-        cfg.open_loop_peer_rate = a.open_loop_rate == Some(OpenLoopRate::Peer);
+        cfg.open_loop_io = a.open_loop_io.into();
+        cfg.open_loop_peer_fraction = match a.open_loop_rate {
+            Some(OpenLoopRate::Peer(f)) => Some(f),
+            _ => None,
+        };
         let allowed = sched::allowed_cpus();
         cfg.place(a.cpu, &allowed);
         match cfg.validate(&allowed) {

@@ -138,6 +138,14 @@ fn where_time_open_loop_rate_is_a_rate_or_peer() {
         ["experiment", "where-time", "--open-loop-rate", "1Gbps"],
         &["--open-loop-rate", "'peer'"],
     );
+    for bad in [
+        "peer:0", "peer:-1", "peer:NaN", "peer:inf", "peer:3", "peer:x",
+    ] {
+        assert_usage_error(
+            ["experiment", "where-time", "--open-loop-rate", bad],
+            &["--open-loop-rate", "peer:F", "(0, 2]"],
+        );
+    }
 }
 
 /// `latlab experiment where-time --apps postgresql --pg-bin DIR` where DIR holds `present`

@@ -112,13 +112,21 @@ pub struct WhereTimeConfig {
     /// closed-loop client's saturation throughput (`--open-loop-rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop_milli_rps: Option<u64>,
-    /// Also load memcached and nginx with latlab's open-loop generator at the rate their
-    /// closed-loop client has just achieved at the same delay and repeat
-    /// (`--open-loop-rate peer`): the clients then also print their latency (memcaslap
-    /// `-S`, wrk `--latency`), and each open-loop run is stored beside the peer's latency
-    /// at the same offered load. Absent in older files: off.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub open_loop_peer_rate: bool,
+    /// Also load memcached and nginx with latlab's open-loop generator at this fraction of
+    /// the rate their closed-loop client has just achieved at the same delay and repeat
+    /// (`--open-loop-rate peer`: 1, the same offered load; `peer:F`: F times it): the
+    /// clients then also print their latency (memcaslap `-S`, wrk `--latency`), and each
+    /// open-loop run is stored beside the peer's latency. Absent in older files: off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop_peer_fraction: Option<f64>,
+    /// How latlab's open loop waits (`--open-loop-io`; default blocking: it shares its CPU
+    /// with the server). Files written before it existed read as adaptive, what ran then.
+    #[serde(default = "adaptive")]
+    pub open_loop_io: latlab_net::rpc::LoadIo,
+}
+
+fn adaptive() -> latlab_net::rpc::LoadIo {
+    latlab_net::rpc::LoadIo::Adaptive
 }
 
 impl Default for WhereTimeConfig {
@@ -137,7 +145,8 @@ impl Default for WhereTimeConfig {
             fifo: None,
             pg_bin: None,
             open_loop_milli_rps: None,
-            open_loop_peer_rate: false,
+            open_loop_peer_fraction: None,
+            open_loop_io: latlab_net::rpc::LoadIo::Blocking,
         }
     }
 }
@@ -156,7 +165,7 @@ impl WhereTimeConfig {
 
     /// Roughly how long a run takes, seconds.
     pub fn expected_secs(&self) -> f64 {
-        let open = if self.open_loop_milli_rps.is_some() || self.open_loop_peer_rate {
+        let open = if self.open_loop_milli_rps.is_some() || self.open_loop_peer_fraction.is_some() {
             self.apps.iter().filter(|a| **a != App::Postgresql).count()
         } else {
             0

@@ -294,7 +294,7 @@ fn bench(
     let conns = cfg.connections.to_string();
     // The clients time their requests only when their latency is compared: memcaslap's
     // timing takes a lock per operation, which the paper's throughput runs do without.
-    let timed = cfg.open_loop_peer_rate;
+    let timed = cfg.open_loop_peer_fraction.is_some();
     match app {
         App::Memcached => {
             let server = format!("{}:{MEMCACHED_PORT}", testbed::SERVER_IP);
@@ -451,10 +451,10 @@ fn open_loop_bench(
     lc.warmup = latlab_core::units::Nanos::from_millis(500);
     lc.connections = cfg.connections;
     lc.pipeline = OPEN_LOOP_PIPELINE;
-    // The client shares its CPU with the server: a client that polls before each send
-    // (adaptive) takes that CPU from the server while it works on the previous request, so
-    // it waits only in the kernel, as the closed-loop clients do.
-    lc.io = rpc::LoadIo::Blocking;
+    // The client shares its CPU with the server: by default (blocking) it waits only in
+    // the kernel, as the closed-loop clients do, instead of polling before each send on
+    // the CPU the server needs for the previous request.
+    lc.io = cfg.open_loop_io;
     if app == App::Memcached {
         // memcaslap's own request mix (it prints set_prop=0.10 get_prop=0.90; its defaults
         // are 64-byte keys and 1024-byte values), so that both clients load one workload.
@@ -684,11 +684,11 @@ pub fn run(
                                 break;
                             }
                         };
-                        let rate = if cfg.open_loop_peer_rate {
-                            // The closed loop's own offered load: what it just achieved.
-                            Some((peer.value * 1_000.0).round().max(1_000.0) as u64)
-                        } else {
-                            cfg.open_loop_milli_rps
+                        let rate = match cfg.open_loop_peer_fraction {
+                            // The closed loop's own offered load (what it just achieved),
+                            // or a fraction of it.
+                            Some(f) => Some((peer.value * f * 1_000.0).round().max(1_000.0) as u64),
+                            None => cfg.open_loop_milli_rps,
                         };
                         let peer_latency = peer.latency;
                         out.push((i, (peer.value, peer.completed, peer.errors)));

@@ -35,7 +35,7 @@ pub use config::{
     WhereTimeError, PAPER_DELAYS_US, RESULT_KIND,
 };
 pub use experiment::run;
-pub use session::{run_to_file, SessionError};
+pub use session::{run_to_file, SessionError, MAX_PEER_FRACTION};
 pub use stored::{
     data, fill_result, normalise, peer_points, peer_summary, problem_totals, AppRuns, NormPoint,
     OpenLoopRun, PeerLatency, PeerPoint, PeerStatistic, RawRun, WhereTimeData, WhereTimeOutcome,
@@ -142,6 +142,9 @@ mod tests {
         assert!(!p[2].unsaturated());
         let line = peer_summary(&a).unwrap();
         assert!(line.contains("(1 runs)"), "{line}");
+        // this run offered 1000/s where the peer achieved 4000/s
+        assert_eq!(p[1].load_ratio, Some(0.25));
+        assert!(line.contains("at 0.25 × the peer's own rate"), "{line}");
         assert!(
             line.contains("+12.0 % to +12.0 % (within 10 % in 0 of 1)"),
             "{line}"
@@ -173,6 +176,18 @@ mod tests {
             ..a
         };
         assert_eq!(peer_summary(&none), None);
+    }
+
+    #[test]
+    fn configs_of_older_files_read_as_what_ran_then() {
+        let mut v = serde_json::to_value(WhereTimeConfig::default()).unwrap();
+        assert_eq!(v["open_loop_io"], "blocking", "new runs wait only in the kernel");
+        let m = v.as_object_mut().unwrap();
+        m.remove("open_loop_io");
+        m.remove("open_loop_peer_fraction");
+        let old: WhereTimeConfig = serde_json::from_value(v).unwrap();
+        assert_eq!(old.open_loop_io, latlab_net::rpc::LoadIo::Adaptive);
+        assert_eq!(old.open_loop_peer_fraction, None);
     }
 
     #[test]
@@ -311,9 +326,13 @@ mod tests {
         ));
     }
 
+    /// The experiments below name their namespaces after the process: one at a time.
+    static TESTBED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn quick_experiment_runs_end_to_end() {
         latlab_testutil::require_root!("network namespaces");
+        let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(e) = check_programs(&App::ALL) {
             latlab_testutil::skip!("{e}");
         }
@@ -350,6 +369,7 @@ mod tests {
     #[test]
     fn open_loop_at_the_peers_rate_with_an_unthrottled_fifo_injector() {
         latlab_testutil::require_root!("network namespaces and kernel.sched_rt_runtime_us");
+        let _one = TESTBED.lock().unwrap_or_else(|e| e.into_inner());
         let apps = [App::Memcached, App::Nginx];
         if let Err(e) = check_programs(&apps) {
             latlab_testutil::skip!("{e}");
@@ -365,7 +385,7 @@ mod tests {
             cpu_asked: true,
             fifo: Some(50),
             explain: false,
-            open_loop_peer_rate: true,
+            open_loop_peer_fraction: Some(1.0),
             ..WhereTimeConfig::quick()
         };
         let (clock, _) = Clock::establish(Nanos(20_000_000));

@@ -9,6 +9,9 @@ use latlab_core::units::Nanos;
 use latlab_sys::{host, sched, tsc::Clock};
 use std::path::Path;
 
+/// The largest fraction of the peer's rate `--open-loop-rate peer:F` offers.
+pub const MAX_PEER_FRACTION: f64 = 2.0;
+
 impl WhereTimeConfig {
     /// Checks what a run needs: a zero-delay baseline, runs of at least 1 s, placement on
     /// CPUs this process may use (`allowed`) and the applications' programs installed
@@ -27,10 +30,17 @@ impl WhereTimeConfig {
                 "--run-time must be at least 1s".into(),
             ));
         }
-        if self.open_loop_peer_rate && self.open_loop_milli_rps.is_some() {
-            return Err(WhereTimeError::Config(
-                "--open-loop-rate: either a rate such as 5krps or 'peer', not both".into(),
-            ));
+        if let Some(f) = self.open_loop_peer_fraction {
+            if self.open_loop_milli_rps.is_some() {
+                return Err(WhereTimeError::Config(
+                    "--open-loop-rate: either a rate such as 5krps or 'peer', not both".into(),
+                ));
+            }
+            if !(f.is_finite() && f > 0.0 && f <= MAX_PEER_FRACTION) {
+                return Err(WhereTimeError::Config(format!(
+                    "--open-loop-rate: peer:F takes a fraction F in (0, {MAX_PEER_FRACTION}], not {f}"
+                )));
+            }
         }
         if let Some(c) = self.engine_cpu {
             if !allowed.contains(&c) {
@@ -152,8 +162,17 @@ mod tests {
         assert_eq!((c.engine_cpu, c.endpoint_cpu), (Some(1), Some(0)));
         let mut c = WhereTimeConfig::quick();
         c.apps.clear();
-        c.open_loop_peer_rate = true;
+        c.open_loop_peer_fraction = Some(1.0);
         assert!(c.validate(&[0, 1]).is_ok());
+        for bad in [0.0, -0.5, f64::NAN, f64::INFINITY, 2.5] {
+            c.open_loop_peer_fraction = Some(bad);
+            assert!(c
+                .validate(&[0, 1])
+                .unwrap_err()
+                .to_string()
+                .contains("peer:F"));
+        }
+        c.open_loop_peer_fraction = Some(0.5);
         c.open_loop_milli_rps = Some(5_000_000);
         assert!(c
             .validate(&[0, 1])

@@ -228,6 +228,9 @@ pub struct PeerPoint {
     /// The peer's throughput over its zero-delay throughput in the same repeat (`None`
     /// without a zero-delay run in that repeat).
     pub peer_share: Option<f64>,
+    /// latlab's offered rate over the peer's achieved rate at this delay and repeat (1 at
+    /// the same offered load; `None` without the peer's run).
+    pub load_ratio: Option<f64>,
     /// The peer's figure.
     pub peer: PeerLatency,
     /// latlab's figure of the same kind from each request's scheduled send, ns.
@@ -273,6 +276,9 @@ pub fn peer_points(a: &AppRuns) -> Vec<PeerPoint> {
                     .zip(value(0, o.repeat))
                     .filter(|(_, b)| *b > 0.0)
                     .map(|(v, b)| v / b),
+                load_ratio: value(o.delay_ns, o.repeat)
+                    .filter(|v| *v > 0.0)
+                    .map(|v| o.offered_rps / v),
                 peer: o.peer?,
                 latlab_ns: o.like_peer_ns()?,
                 latlab_actual_ns: o.like_peer_actual_ns(),
@@ -317,8 +323,13 @@ pub fn peer_summary(a: &AppRuns) -> Option<String> {
             range(&actual)
         )
     };
+    // At the same offered load unless latlab offered a fraction of the peer's rate.
+    let at = match ok[0].load_ratio {
+        Some(r) if (r - 1.0).abs() > 0.01 => format!("at {r:.2} × the peer's own rate"),
+        _ => "at the peer's own rate".to_string(),
+    };
     Some(format!(
-        "{}: at the peer's own rate where it ran at or below {:.0} % of its zero-delay throughput ({} runs), latlab's {what} from the scheduled send differs from the peer's by {}{from_send}",
+        "{}: {at} where the peer ran at or below {:.0} % of its zero-delay throughput ({} runs), latlab's {what} from the scheduled send differs from the peer's by {}{from_send}",
         a.app,
         UNSATURATED_SHARE * 100.0,
         ok.len(),
