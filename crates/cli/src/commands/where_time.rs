@@ -121,11 +121,7 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
                 .collect();
             let mean = raw.iter().sum::<f64>() / raw.len() as f64;
             t.row(vec![
-                if p.delay_ns == 0 {
-                    "0".into()
-                } else {
-                    ns(p.delay_ns)
-                },
+                delay_label(p.delay_ns),
                 p.n.to_string(),
                 format!("{mean:.0}"),
                 format!("{:.3}", p.mean),
@@ -163,11 +159,7 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
                 .find(|o| o.delay_ns == p.delay_ns && o.repeat == p.repeat)
                 .map_or(0.0, |o| o.offered_rps);
             t.row(vec![
-                if p.delay_ns == 0 {
-                    "0".into()
-                } else {
-                    ns(p.delay_ns)
-                },
+                delay_label(p.delay_ns),
                 p.repeat.to_string(),
                 format!("{rate:.0}"),
                 p.peer_share.map_or_else(
@@ -210,4 +202,13 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
         println!("warning: {w}");
     }
     Ok(())
+}
+
+/// An added delay for a table: "0" for the baseline, else with its unit.
+fn delay_label(delay_ns: u64) -> String {
+    if delay_ns == 0 {
+        "0".into()
+    } else {
+        ns(delay_ns)
+    }
 }

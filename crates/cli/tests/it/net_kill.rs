@@ -7,8 +7,8 @@ use crate::util::{latlab, latlab_bin, ok, system_test, text};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The testbed's namespaces that exist now.
-fn testbed_namespaces() -> Vec<String> {
+/// The network namespaces that exist now and that `keep` accepts.
+fn namespaces(keep: impl Fn(&str) -> bool) -> Vec<String> {
     text(
         &Command::new("ip")
             .args(["netns", "list"])
@@ -18,9 +18,14 @@ fn testbed_namespaces() -> Vec<String> {
     )
     .lines()
     .filter_map(|l| l.split_whitespace().next())
-    .filter(|n| n.starts_with("latlab-gen") || *n == "latlab-nf")
+    .filter(|n| keep(n))
     .map(str::to_string)
     .collect()
+}
+
+/// The testbed's namespaces that exist now.
+fn testbed_namespaces() -> Vec<String> {
+    namespaces(|n| n.starts_with("latlab-gen") || n == "latlab-nf")
 }
 
 /// Whether any interface of the NF namespace has an XDP program.
@@ -113,18 +118,7 @@ fn rt_runtime_us() -> String {
 
 /// The where-time testbed's namespaces that exist now.
 fn where_time_namespaces() -> Vec<String> {
-    text(
-        &Command::new("ip")
-            .args(["netns", "list"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .lines()
-    .filter_map(|l| l.split_whitespace().next())
-    .filter(|n| n.starts_with("latlab-wt-"))
-    .map(str::to_string)
-    .collect()
+    namespaces(|n| n.starts_with("latlab-wt-"))
 }
 
 #[test]

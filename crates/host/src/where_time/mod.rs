@@ -181,7 +181,10 @@ mod tests {
     #[test]
     fn configs_of_older_files_read_as_what_ran_then() {
         let mut v = serde_json::to_value(WhereTimeConfig::default()).unwrap();
-        assert_eq!(v["open_loop_io"], "blocking", "new runs wait only in the kernel");
+        assert_eq!(
+            v["open_loop_io"], "blocking",
+            "new runs wait only in the kernel"
+        );
         let m = v.as_object_mut().unwrap();
         m.remove("open_loop_io");
         m.remove("open_loop_peer_fraction");
