@@ -175,7 +175,7 @@ fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
         );
     }
     // into the runs: servers up, a client running
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(1));
     ok(&Command::new("kill")
         .args(["-TERM", &run.id().to_string()])
         .output()
