@@ -25,18 +25,14 @@ fn open_loop_rate_arg(s: &str) -> Result<OpenLoopRate, String> {
     if t == "peer" {
         return Ok(OpenLoopRate::Peer(1.0));
     }
+    // The range of F is the library's to check (WhereTimeConfig::validate), once.
     if let Some(f) = t.strip_prefix("peer:") {
-        return match f.parse::<f64>() {
-            Ok(v)
-                if v.is_finite() && v > 0.0 && v <= latlab_host::where_time::MAX_PEER_FRACTION =>
-            {
-                Ok(OpenLoopRate::Peer(v))
-            }
-            _ => Err(format!(
+        return f.parse::<f64>().map(OpenLoopRate::Peer).map_err(|_| {
+            format!(
                 "'{s}' is not valid; peer:F takes a fraction F in (0, {}], e.g. peer:0.5",
                 latlab_host::where_time::MAX_PEER_FRACTION
-            )),
-        };
+            )
+        });
     }
     super::net_load::request_rate_arg(s)
         .map(OpenLoopRate::Fixed)

@@ -153,15 +153,10 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
             "difference",
         ]);
         for p in &points {
-            let rate = a
-                .open_loop
-                .iter()
-                .find(|o| o.delay_ns == p.delay_ns && o.repeat == p.repeat)
-                .map_or(0.0, |o| o.offered_rps);
             t.row(vec![
                 delay_label(p.delay_ns),
                 p.repeat.to_string(),
-                format!("{rate:.0}"),
+                format!("{:.0}", p.offered_rps),
                 p.peer_share.map_or_else(
                     || "-".into(),
                     |s| format!("{s:.2}{}", if p.unsaturated() { "" } else { " saturated" }),

@@ -283,6 +283,21 @@ struct Bench {
     latency: Option<PeerLatency>,
 }
 
+/// The client's latency figure when it was asked to time (`timed`): `ns` as `statistic`,
+/// or the error `missing` when its output had none.
+fn peer_latency(
+    timed: bool,
+    statistic: PeerStatistic,
+    ns: Option<u64>,
+    missing: &str,
+) -> Result<Option<PeerLatency>, WhereTimeError> {
+    match (timed, ns) {
+        (false, _) => Ok(None),
+        (true, Some(ns)) => Ok(Some(PeerLatency { statistic, ns })),
+        (true, None) => Err(WhereTimeError::Run(missing.into())),
+    }
+}
+
 fn bench(
     tb: &Testbed,
     app: App,
@@ -317,18 +332,12 @@ fn bench(
             let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r = parse::memcaslap(&out)
                 .map_err(|e| WhereTimeError::Run(format!("memcaslap: {e}")))?;
-            let latency = match (timed, r.latency) {
-                (false, _) => None,
-                (true, Some(l)) => Some(PeerLatency {
-                    statistic: PeerStatistic::GeometricMean,
-                    ns: (l.geo_us * 1_000.0).round() as u64,
-                }),
-                (true, None) => {
-                    return Err(WhereTimeError::Run(
-                        "memcaslap: -S printed no 'Total Statistics' block".into(),
-                    ))
-                }
-            };
+            let latency = peer_latency(
+                timed,
+                PeerStatistic::GeometricMean,
+                r.latency.map(|l| (l.geo_us * 1_000.0).round() as u64),
+                "memcaslap: -S printed no 'Total Statistics' block",
+            )?;
             Ok(Bench {
                 value: r.tps,
                 completed: r.ops,
@@ -346,18 +355,12 @@ fn bench(
             argv.push(&url);
             let out = run_in(&tb.client, cfg.endpoint_cpu, None, &argv, limit)?;
             let r = parse::wrk(&out).map_err(|e| WhereTimeError::Run(format!("wrk: {e}")))?;
-            let latency = match (timed, r.p50_ns) {
-                (false, _) => None,
-                (true, Some(ns)) => Some(PeerLatency {
-                    statistic: PeerStatistic::Median,
-                    ns,
-                }),
-                (true, None) => {
-                    return Err(WhereTimeError::Run(
-                        "wrk: --latency printed no 50% line".into(),
-                    ))
-                }
-            };
+            let latency = peer_latency(
+                timed,
+                PeerStatistic::Median,
+                r.p50_ns,
+                "wrk: --latency printed no 50% line",
+            )?;
             Ok(Bench {
                 value: r.requests_per_sec,
                 completed: r.requests,

@@ -184,11 +184,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             t.rows.push(vec![
                 Cell::text(&a.app),
                 Cell::text(&a.metric),
-                Cell::number(if p.delay_ns == 0 {
-                    "0".into()
-                } else {
-                    format_ns(p.delay_ns as f64)
-                }),
+                delay_cell(p.delay_ns),
                 Cell::number(p.n.to_string()),
                 Cell::number(format_decimal(raw, 0)),
                 Cell::number(format!("{:.3}", p.mean)),
@@ -303,11 +299,7 @@ fn open_loop_table(d: &WhereTimeData) -> Option<Table> {
             let n = at.len().max(1) as f64;
             t.rows.push(vec![
                 Cell::text(&a.app),
-                Cell::number(if dl == 0 {
-                    "0".into()
-                } else {
-                    format_ns(dl as f64)
-                }),
+                delay_cell(dl),
                 Cell::number(at.len().to_string()),
                 Cell::number(format_decimal(
                     at.iter().map(|r| r.offered_rps).sum::<f64>() / n,
@@ -331,6 +323,15 @@ fn open_loop_table(d: &WhereTimeData) -> Option<Table> {
     Some(t)
 }
 
+/// An added delay as a table cell: "0" for the baseline, else with its unit.
+fn delay_cell(delay_ns: u64) -> Cell {
+    Cell::number(if delay_ns == 0 {
+        "0".into()
+    } else {
+        format_ns(delay_ns as f64)
+    })
+}
+
 /// Every open-loop run at its closed-loop peer's own rate, beside the peer's latency.
 fn peer_table(d: &WhereTimeData) -> Option<Table> {
     let mut t = Table::new(
@@ -351,10 +352,6 @@ fn peer_table(d: &WhereTimeData) -> Option<Table> {
     );
     for a in &d.apps {
         for p in peer_points(a) {
-            let o = a
-                .open_loop
-                .iter()
-                .find(|o| o.delay_ns == p.delay_ns && o.repeat == p.repeat);
             let diff = |d: f64| {
                 let text = format!("{:+.1} %", d * 100.0);
                 if p.unsaturated() && d.abs() > super::stored::PEER_TOLERANCE {
@@ -371,7 +368,7 @@ fn peer_table(d: &WhereTimeData) -> Option<Table> {
                     format_ns(p.delay_ns as f64)
                 }),
                 Cell::number(p.repeat.to_string()),
-                Cell::number(format_decimal(o.map_or(0.0, |o| o.offered_rps), 0)),
+                Cell::number(format_decimal(p.offered_rps, 0)),
                 Cell::number(p.peer_share.map_or_else(
                     || "—".into(),
                     |s| {

@@ -228,6 +228,8 @@ pub struct PeerPoint {
     /// The peer's throughput over its zero-delay throughput in the same repeat (`None`
     /// without a zero-delay run in that repeat).
     pub peer_share: Option<f64>,
+    /// latlab's offered rate, requests/s.
+    pub offered_rps: f64,
     /// latlab's offered rate over the peer's achieved rate at this delay and repeat (1 at
     /// the same offered load; `None` without the peer's run).
     pub load_ratio: Option<f64>,
@@ -243,13 +245,16 @@ pub struct PeerPoint {
 impl PeerPoint {
     /// latlab's figure (from the schedule) over the peer's, minus one.
     pub fn difference(&self) -> f64 {
-        self.latlab_ns as f64 / self.peer.ns.max(1) as f64 - 1.0
+        self.over_peer(self.latlab_ns)
     }
 
     /// latlab's figure from the actual send over the peer's, minus one.
     pub fn difference_actual(&self) -> Option<f64> {
-        self.latlab_actual_ns
-            .map(|v| v as f64 / self.peer.ns.max(1) as f64 - 1.0)
+        self.latlab_actual_ns.map(|v| self.over_peer(v))
+    }
+
+    fn over_peer(&self, ns: u64) -> f64 {
+        ns as f64 / self.peer.ns.max(1) as f64 - 1.0
     }
 
     /// Whether the peer ran at most at [`UNSATURATED_SHARE`] of its zero-delay throughput.
@@ -276,6 +281,7 @@ pub fn peer_points(a: &AppRuns) -> Vec<PeerPoint> {
                     .zip(value(0, o.repeat))
                     .filter(|(_, b)| *b > 0.0)
                     .map(|(v, b)| v / b),
+                offered_rps: o.offered_rps,
                 load_ratio: value(o.delay_ns, o.repeat)
                     .filter(|v| *v > 0.0)
                     .map(|v| o.offered_rps / v),
