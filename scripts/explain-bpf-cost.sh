@@ -1,7 +1,8 @@
 #!/bin/bash
-# What a sched_switch costs the task that switches with a tracefs recorder (what --explain
-# uses) and with a BPF program on the raw tracepoint (a recorder not built yet), measured
-# in alternating blocks inside one process (issue 13 overhead): scripts/bpf/event-cost.c,
+# What a sched_switch costs the task that switches with a tracefs recorder (--explain's
+# fallback) and with BPF programs on the raw tracepoint (the recorder's hook, tp_btf) or on
+# a BPF trampoline (fentry/fexit, refused by kernels whose ftrace hooks are locked down),
+# measured in alternating blocks inside one process (issue 13 overhead): scripts/bpf/event-cost.c,
 # whose header says what each configuration is. Prints a markdown table: each
 # configuration's median round trip, and its cost per switch as the median of paired
 # differences against the block with nothing attached in the same cycle.

@@ -10,6 +10,14 @@
 //               fetch-and-add on a head counter (checked against a reader's tail), writes
 //               the record there and stores its sequence number last (a ring of our own,
 //               single CPU, no lock)
+//   tpbtf_empty a BTF-typed raw tracepoint program (tp_btf, what the recorder attaches) on
+//               sched_switch that returns at once
+//   fentry_empty a program on vfs_write's fentry (a BPF trampoline, called directly, no
+//               indirect call through the tracepoint's iterator) that returns at once;
+//               vfs_write runs once per switch here, as sched_switch does
+//   fexit_pair  fentry and fexit programs on vfs_write (one trampoline, two programs): what
+//               recording a softirq's entry and exit through its action function would cost,
+//               against two tracepoint runs per softirq
 // Two threads pinned to one CPU pass a token through pipes (2 switches per round trip);
 // each block times N round trips. Every cycle runs each configuration once, in an order
 // that rotates; a configuration's cost is the median over cycles of (its block - the none
@@ -50,6 +58,64 @@ static int lookup(struct bpf_insn *p, int n, int fd, short key) {
     p[n++] = I(BPF_ALU64 | BPF_ADD | BPF_K, 2, 0, 0, key);
     p[n++] = I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_map_lookup_elem);
     return n;
+}
+// The type id of the BTF type NAME of KIND in /sys/kernel/btf/vmlinux (12 FUNC, 8 TYPEDEF).
+static unsigned btf_id(const char *name, unsigned kind) {
+    static char *b;
+    static long len;
+    if (!b) {
+        FILE *f = fopen("/sys/kernel/btf/vmlinux", "rb");
+        if (!f) { perror("/sys/kernel/btf/vmlinux"); exit(3); }
+        long cap = 1 << 20;
+        b = malloc(cap);
+        size_t r;
+        while ((r = fread(b + len, 1, cap - len, f)) > 0) { len += r; if (len == cap) b = realloc(b, cap *= 2); }
+        fclose(f);
+    }
+    unsigned hdr = *(unsigned *)(b + 4), toff = *(unsigned *)(b + 8), tlen = *(unsigned *)(b + 12),
+             soff = *(unsigned *)(b + 16);
+    const char *types = b + hdr + toff, *strs = b + hdr + soff;
+    unsigned id = 1;
+    for (long o = 0; o < tlen; id++) {
+        unsigned no = *(unsigned *)(types + o), info = *(unsigned *)(types + o + 4);
+        unsigned k = (info >> 24) & 0x1f, vlen = info & 0xffff;
+        if (k == kind && !strcmp(strs + no, name)) return id;
+        o += 12;
+        switch (k) {
+        case 1: case 14: case 17: o += 4; break;
+        case 3: o += 12; break;
+        case 4: case 5: case 15: case 19: o += 12L * vlen; break;
+        case 6: case 13: o += 8L * vlen; break;
+        }
+    }
+    fprintf(stderr, "BTF has no type %s of kind %u\n", name, kind);
+    exit(3);
+}
+// An empty BPF_PROG_TYPE_TRACING program of ATTACH type (BPF_TRACE_RAW_TP, _FENTRY, _FEXIT)
+// on BTF type BTF_ID, attached through a link; returns the link's fd, or -2 where the kernel
+// refuses fentry/fexit programs (EPERM: this guest's kernel, whose ftrace function hooks are
+// locked down, so the recorder cannot use trampolines).
+static int tracing(unsigned attach, unsigned id) {
+    struct bpf_insn p[2] = {I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0), I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
+    static char log[4096];
+    union bpf_attr a;
+    memset(&a, 0, sizeof a);
+    a.prog_type = BPF_PROG_TYPE_TRACING;
+    a.expected_attach_type = attach;
+    a.attach_btf_id = id;
+    a.insn_cnt = 2;
+    a.insns = (unsigned long)p;
+    a.license = (unsigned long)"GPL";
+    a.log_level = 1; a.log_size = sizeof log; a.log_buf = (unsigned long)log;
+    int fd = bpf(BPF_PROG_LOAD, &a);
+    if (fd < 0 && errno == EPERM && attach != BPF_TRACE_RAW_TP) return -2; // no trampolines here
+    if (fd < 0) { fprintf(stderr, "tracing program (attach type %u, btf id %u): %s\n", attach, id, strerror(errno)); fputs(log, stderr); exit(3); }
+    memset(&a, 0, sizeof a);
+    a.raw_tracepoint.prog_fd = fd;
+    int lfd = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+    if (lfd < 0) { perror("tracing attach"); exit(3); }
+    close(fd);
+    return lfd;
 }
 static int load(int ring) {
     struct bpf_insn p[48];
@@ -157,8 +223,9 @@ static void *pong(void *x) {
     }
 }
 static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
-enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, BPF_SLOT, NC };
-static const char *names[NC] = {"none", "tr_rec", "tr_filt", "bpf_empty", "bpf_ring", "bpf_slot"};
+enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, BPF_SLOT, TPBTF_EMPTY, FENTRY_EMPTY, FEXIT_PAIR, NC };
+static const char *names[NC] = {"none", "tr_rec", "tr_filt", "bpf_empty", "bpf_ring", "bpf_slot",
+                                "tpbtf_empty", "fentry_empty", "fexit_pair"};
 
 int main(int argc, char **argv) {
     int cycles = argc > 1 ? atoi(argv[1]) : 40;
@@ -171,24 +238,31 @@ int main(int argc, char **argv) {
     put("trace_options", "norecord-cmd"); put("trace_clock", "x86-tsc"); put("buffer_size_kb", "4096");
     put("tracing_on", "1");
     int pe = load(0), pr = load(1), ps = load(2);
+    unsigned tp_id = btf_id("btf_trace_sched_switch", 8), pw_id = btf_id("vfs_write", 12);
     if (pipe(p1) || pipe(p2)) return 1;
     pthread_barrier_init(&start, NULL, 3); pthread_barrier_init(&done, NULL, 3);
     pthread_t a, b;
     pthread_create(&a, NULL, ping, NULL); pthread_create(&b, NULL, pong, NULL);
     double *t = calloc((size_t)cycles * NC, sizeof *t);
+    int refused[NC] = {0};
     for (int k = -1; k < cycles; k++) {           // cycle -1 warms up and is dropped
         for (int j = 0; j < NC; j++) {
-            int c = (j + (k < 0 ? 0 : k)) % NC, lfd = -1;
+            int c = (j + (k < 0 ? 0 : k)) % NC, lfd = -1, lfd2 = -1;
             if (c == TR_REC || c == TR_FILT) {
                 put("events/sched/sched_switch/filter", c == TR_FILT ? "prev_pid == 0 && next_pid == 0" : "0");
                 put("events/sched/sched_switch/enable", "1");
             } else if (c == BPF_EMPTY) lfd = attach(pe);
             else if (c == BPF_RING) lfd = attach(pr);
             else if (c == BPF_SLOT) lfd = attach(ps);
+            else if (c == TPBTF_EMPTY) lfd = tracing(BPF_TRACE_RAW_TP, tp_id);
+            else if (c == FENTRY_EMPTY) lfd = tracing(BPF_TRACE_FENTRY, pw_id);
+            else if (c == FEXIT_PAIR) { lfd = tracing(BPF_TRACE_FENTRY, pw_id); lfd2 = tracing(BPF_TRACE_FEXIT, pw_id); }
             pthread_barrier_wait(&start);
             pthread_barrier_wait(&done);
             if (c == TR_REC || c == TR_FILT) put("events/sched/sched_switch/enable", "0");
             if (lfd >= 0) close(lfd);
+            if (lfd2 >= 0) close(lfd2);
+            if (lfd == -2 || lfd2 == -2) refused[c] = 1;
             if (k >= 0) t[k * NC + c] = block_ns / n_rt;
         }
     }
@@ -200,6 +274,7 @@ int main(int argc, char **argv) {
         qsort(v, cycles, sizeof *v, cmp);
         double med = v[cycles / 2];
         if (c == NONE) { printf("| %s | %.3f µs | - |\n", names[c], med / 1e3); continue; }
+        if (refused[c]) { printf("| %s | - | refused by the kernel (EPERM: no BPF trampolines) |\n", names[c]); continue; }
         for (int k = 0; k < cycles; k++) v[k] = (t[k * NC + c] - t[k * NC + NONE]) / 2;
         qsort(v, cycles, sizeof *v, cmp);
         printf("| %s | %.3f µs | %+.0f ns (%+.0f…%+.0f) |\n", names[c], med / 1e3, v[cycles / 2], v[cycles / 4], v[3 * cycles / 4]);
