@@ -1,6 +1,7 @@
 //! Build script of latlab-sys: with the feature `ofi`, compiles the libfabric shim
-//! (csrc/ofi_shim.c: real functions around libfabric's `static inline` calls) and links
-//! libfabric, found through pkg-config (Debian: libfabric-dev, pkgconf).
+//! (csrc/ofi_shim.c: real functions around libfabric's `static inline` calls) against
+//! libfabric's headers, found through pkg-config (Debian: libfabric-dev, pkgconf). The
+//! library itself is not linked: the shim loads it on first use (see its header).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -14,6 +15,8 @@ fn ofi() {
     println!("cargo:rerun-if-changed=csrc/ofi_shim.c");
     let lib = match pkg_config::Config::new()
         .atleast_version("1.17")
+        // headers only: no `-lfabric` (loaded with dlopen by the shim)
+        .cargo_metadata(false)
         .probe("libfabric")
     {
         Ok(l) => l,

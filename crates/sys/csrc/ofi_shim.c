@@ -8,7 +8,23 @@
  * of plain functions over opaque pointers and integers.
  *
  * Every function returns 0 (or a count) on success and a negative libfabric error code
- * (-FI_E...) on failure. */
+ * (-FI_E...) on failure.
+ *
+ * libfabric is loaded on first use (dlopen), not linked: Debian's libfabric1 links the PSM
+ * providers' libraries, and libinfinipath's constructor pins the process to CPU 0 and
+ * sleeps ~775 x 125 us to calibrate its cycle counter, ~0.1-0.2 s at the start of every
+ * process that links it, whatever the command (docs/benchmarks.md, "2026-11-28, fifth
+ * session"). The five functions libfabric really exports that this file (and the inline
+ * calls of its headers) use are renamed below to hidden forwarders that load it. */
+#define _GNU_SOURCE
+#define fi_getinfo latofi_dl_getinfo
+#define fi_freeinfo latofi_dl_freeinfo
+#define fi_dupinfo latofi_dl_dupinfo
+#define fi_fabric latofi_dl_fabric
+#define fi_strerror latofi_dl_strerror
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -19,6 +35,71 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The library's soname: Debian's libfabric1 (the runtime package of libfabric-dev). */
+#define LATOFI_SONAME "libfabric.so.1"
+
+static pthread_once_t latofi_once = PTHREAD_ONCE_INIT;
+static char latofi_dl_error[512];
+static int (*real_getinfo)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
+                           struct fi_info **);
+static void (*real_freeinfo)(struct fi_info *);
+static struct fi_info *(*real_dupinfo)(const struct fi_info *);
+static int (*real_fabric)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+static const char *(*real_strerror)(int);
+
+static void latofi_dl_load(void) {
+    /* global, as a linked library would be: libfabric's own provider plugins and an MPI
+     * transport using it in the same process find the one copy */
+    void *h = dlopen(LATOFI_SONAME, RTLD_NOW | RTLD_GLOBAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(latofi_dl_error, sizeof latofi_dl_error, "%s", e ? e : LATOFI_SONAME ": not found");
+        return;
+    }
+    *(void **)&real_getinfo = dlsym(h, "fi_getinfo");
+    *(void **)&real_freeinfo = dlsym(h, "fi_freeinfo");
+    *(void **)&real_dupinfo = dlsym(h, "fi_dupinfo");
+    *(void **)&real_fabric = dlsym(h, "fi_fabric");
+    *(void **)&real_strerror = dlsym(h, "fi_strerror");
+    if (!real_getinfo || !real_freeinfo || !real_dupinfo || !real_fabric || !real_strerror) {
+        snprintf(latofi_dl_error, sizeof latofi_dl_error,
+                 LATOFI_SONAME " lacks one of fi_getinfo, fi_freeinfo, fi_dupinfo, fi_fabric, fi_strerror");
+        real_getinfo = NULL;
+    }
+}
+
+/* Loads libfabric once. Returns NULL when it is loaded, else why it could not be (a
+ * static string). */
+const char *latofi_load(void) {
+    pthread_once(&latofi_once, latofi_dl_load);
+    return real_getinfo ? NULL : latofi_dl_error;
+}
+
+__attribute__((visibility("hidden"))) int latofi_dl_getinfo(uint32_t version, const char *node,
+                                                            const char *service, uint64_t flags,
+                                                            const struct fi_info *hints,
+                                                            struct fi_info **info) {
+    if (latofi_load())
+        return -FI_ENOSYS;
+    return real_getinfo(version, node, service, flags, hints, info);
+}
+__attribute__((visibility("hidden"))) void latofi_dl_freeinfo(struct fi_info *info) {
+    if (!latofi_load())
+        real_freeinfo(info);
+}
+__attribute__((visibility("hidden"))) struct fi_info *latofi_dl_dupinfo(const struct fi_info *info) {
+    return latofi_load() ? NULL : real_dupinfo(info);
+}
+__attribute__((visibility("hidden"))) int latofi_dl_fabric(struct fi_fabric_attr *attr,
+                                                           struct fid_fabric **fabric, void *context) {
+    if (latofi_load())
+        return -FI_ENOSYS;
+    return real_fabric(attr, fabric, context);
+}
+__attribute__((visibility("hidden"))) const char *latofi_dl_strerror(int err) {
+    return latofi_load() ? "libfabric is not loaded" : real_strerror(err);
+}
 
 struct latofi {
     struct fi_info *info;

@@ -326,3 +326,25 @@ fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
     assert_eq!(r.data["config"]["stalls"]["bins"][0]["count"], 500);
     assert_eq!(r.data["config"]["speed_spread"], 0.05);
 }
+
+/// libfabric is loaded only by the commands that use it (`--transport ofi`): a latlab that
+/// linked it would, through Debian's libfabric1, load libinfinipath, whose constructor pins
+/// the process to CPU 0 and sleeps about 0.1 s at every start, whatever the command.
+#[test]
+fn a_command_without_libfabric_does_not_load_it() {
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+        .arg("--version")
+        .env("LD_DEBUG", "files")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let loads = text(&out.stderr);
+    // the dynamic loader reports every object it loads: libc is one
+    assert!(loads.contains("file=libc.so.6"), "{loads}");
+    for lib in ["libfabric", "libinfinipath", "libpsm"] {
+        assert!(
+            !loads.contains(lib),
+            "latlab --version loaded {lib}:\n{loads}"
+        );
+    }
+}

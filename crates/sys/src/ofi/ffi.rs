@@ -26,6 +26,7 @@ pub(super) struct Comp {
 }
 
 extern "C" {
+    pub(super) fn latofi_load() -> *const c_char;
     pub(super) fn latofi_providers(out: *mut c_char, len: usize) -> c_int;
     pub(super) fn latofi_open(prov: *const c_char, out: *mut *mut RawEp) -> c_int;
     pub(super) fn latofi_close(l: *mut RawEp);

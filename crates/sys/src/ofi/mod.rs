@@ -96,6 +96,25 @@ pub enum OfiError {
     /// A region or peer handle from another endpoint, or a bad argument.
     #[error("{0}")]
     Invalid(&'static str),
+    /// libfabric's shared library could not be loaded (it is loaded on first use).
+    #[error("libfabric could not be loaded: {0} (Debian: apt-get install libfabric1, or make deps-demo)")]
+    Unavailable(String),
+}
+
+/// Loads libfabric (`libfabric.so.1`) if it is not loaded yet. It is not linked into
+/// latlab: Debian's build links the PSM providers' libraries, one of whose constructors
+/// pins the process to CPU 0 and sleeps about 0.1 s, so every latlab process would pay
+/// that at its start. Loaded here, only the commands that use libfabric do.
+pub fn load() -> Result<(), OfiError> {
+    // SAFETY: latofi_load takes no arguments and returns NULL or a static NUL-terminated
+    // string; it is safe to call from any thread (pthread_once).
+    let p = unsafe { ffi::latofi_load() };
+    if p.is_null() {
+        return Ok(());
+    }
+    // SAFETY: non-null, NUL-terminated, static.
+    let why = unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned();
+    Err(OfiError::Unavailable(why))
 }
 
 fn strerror(code: i32) -> String {
@@ -124,6 +143,7 @@ fn check(call: &'static str, r: i64) -> Result<(), OfiError> {
 /// completion), in libfabric's order of preference; libfabric's `FI_PROVIDER`
 /// environment variable restricts them.
 pub fn providers() -> Result<Vec<String>, OfiError> {
+    load()?;
     let mut buf = vec![0u8; 4096];
     // SAFETY: the shim writes at most buf.len() bytes, NUL-terminated, into buf.
     let n = unsafe { ffi::latofi_providers(buf.as_mut_ptr().cast(), buf.len()) };
@@ -246,6 +266,7 @@ impl Endpoint {
             .map(CString::new)
             .transpose()
             .map_err(|_| OfiError::Invalid("provider name contains a NUL byte"))?;
+        load()?;
         let mut raw: *mut RawEp = std::ptr::null_mut();
         // SAFETY: `want` is NUL-terminated (or null); the shim writes the handle into `raw`.
         let r = unsafe {

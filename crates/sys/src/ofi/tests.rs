@@ -13,6 +13,19 @@ fn have_provider() -> bool {
     true
 }
 
+/// libfabric is loaded on first use, from the library Debian installs with libfabric-dev,
+/// and is then mapped into the process.
+#[test]
+fn libfabric_loads_on_first_use() {
+    load().expect("libfabric loads");
+    load().expect("a second load is a no-op");
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    assert!(
+        maps.contains("libfabric.so.1"),
+        "libfabric not mapped after load()"
+    );
+}
+
 #[test]
 fn provider_list_parses_lines() {
     assert_eq!(
