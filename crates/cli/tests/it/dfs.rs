@@ -1,7 +1,7 @@
 //! End-to-end tests of `latlab dfs`: the simulator through the binary, and the MPI runtime
 //! under `mpirun` (skipped with a SKIP line when mpirun or MPI support is missing).
 
-use crate::util::{assert_usage_error, latlab_line, mpirun, require_mpi, run_ok, text};
+use crate::util::{assert_usage_error, latlab_bin, latlab_line, mpirun, require_mpi, run_ok, text};
 use latlab_core::results::ResultFile;
 use std::path::Path;
 
@@ -332,7 +332,7 @@ fn dfs_sim_runs_three_policies_with_a_users_noise_trace() {
 /// the process to CPU 0 and sleeps about 0.1 s at every start, whatever the command.
 #[test]
 fn a_command_without_libfabric_does_not_load_it() {
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("latlab"))
+    let out = std::process::Command::new(latlab_bin())
         .arg("--version")
         .env("LD_DEBUG", "files")
         .output()

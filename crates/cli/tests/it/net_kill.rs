@@ -37,6 +37,27 @@ fn xdp_in_nf() -> bool {
         .unwrap_or(false)
 }
 
+/// Polls `appeared` every 50 ms until `what` is there, failing when `run` (the command
+/// `who`) ends first or after 120 s.
+fn wait_while_running(
+    run: &mut std::process::Child,
+    who: &str,
+    what: &str,
+    appeared: impl Fn() -> bool,
+) {
+    let t0 = Instant::now();
+    while !appeared() {
+        if let Some(status) = run.try_wait().unwrap() {
+            panic!("{who} ended ({status}) before its {what} appeared");
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(120),
+            "no {what} after 120 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Processes whose command line mentions `needle`.
 fn processes_mentioning(needle: &str) -> Vec<String> {
     let mut found = Vec::new();
@@ -66,17 +87,12 @@ fn sigkill_mid_run_leaves_no_namespace_and_no_xdp_program() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while !xdp_in_nf() {
-        if let Some(status) = run.try_wait().unwrap() {
-            panic!("calibrate ended ({status}) before its NF attached an XDP program");
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no XDP program on the testbed after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while_running(
+        &mut run,
+        "calibrate",
+        "XDP program on the testbed",
+        xdp_in_nf,
+    );
     assert!(
         !testbed_namespaces().is_empty(),
         "calibrate runs on the testbed"
@@ -156,17 +172,9 @@ fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = Instant::now();
-    while where_time_namespaces().is_empty() {
-        if let Some(status) = run.try_wait().unwrap() {
-            panic!("where-time ended ({status}) before it built its testbed");
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no testbed after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_while_running(&mut run, "where-time", "testbed", || {
+        !where_time_namespaces().is_empty()
+    });
     if before != "-1" {
         assert_eq!(
             rt_runtime_us(),
