@@ -91,31 +91,26 @@ static unsigned btf_id(const char *name, unsigned kind) {
     fprintf(stderr, "BTF has no type %s of kind %u\n", name, kind);
     exit(3);
 }
-// An empty BPF_PROG_TYPE_TRACING program of ATTACH type (BPF_TRACE_RAW_TP, _FENTRY, _FEXIT)
-// on BTF type BTF_ID, attached through a link; returns the link's fd, or -2 where the kernel
-// refuses fentry/fexit programs (EPERM: this guest's kernel, whose ftrace function hooks are
-// locked down, so the recorder cannot use trampolines).
-static int tracing(unsigned attach, unsigned id) {
+// Loads an empty BPF_PROG_TYPE_TRACING program of ATTACH type (BPF_TRACE_RAW_TP, _FENTRY,
+// _FEXIT) on BTF type BTF_ID; returns its fd, or -2 where the kernel refuses fentry/fexit
+// programs (EPERM: this guest's kernel, whose ftrace function hooks are locked down, so the
+// recorder cannot use trampolines).
+static int load_tracing(unsigned attach_type, unsigned id) {
     struct bpf_insn p[2] = {I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0), I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
     static char log[4096];
     union bpf_attr a;
     memset(&a, 0, sizeof a);
     a.prog_type = BPF_PROG_TYPE_TRACING;
-    a.expected_attach_type = attach;
+    a.expected_attach_type = attach_type;
     a.attach_btf_id = id;
     a.insn_cnt = 2;
     a.insns = (unsigned long)p;
     a.license = (unsigned long)"GPL";
     a.log_level = 1; a.log_size = sizeof log; a.log_buf = (unsigned long)log;
     int fd = bpf(BPF_PROG_LOAD, &a);
-    if (fd < 0 && errno == EPERM && attach != BPF_TRACE_RAW_TP) return -2; // no trampolines here
-    if (fd < 0) { fprintf(stderr, "tracing program (attach type %u, btf id %u): %s\n", attach, id, strerror(errno)); fputs(log, stderr); exit(3); }
-    memset(&a, 0, sizeof a);
-    a.raw_tracepoint.prog_fd = fd;
-    int lfd = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
-    if (lfd < 0) { perror("tracing attach"); exit(3); }
-    close(fd);
-    return lfd;
+    if (fd < 0 && errno == EPERM && attach_type != BPF_TRACE_RAW_TP) return -2; // no trampolines here
+    if (fd < 0) { fprintf(stderr, "tracing program (attach type %u, btf id %u): %s\n", attach_type, id, strerror(errno)); fputs(log, stderr); exit(3); }
+    return fd;
 }
 static int load(int ring) {
     struct bpf_insn p[48];
@@ -176,10 +171,12 @@ static int load(int ring) {
     if (fd < 0) { perror("BPF program"); fputs(log, stderr); exit(3); }
     return fd;
 }
-static int attach(int prog) {
+// Attaches PROG: a raw tracepoint program to sched_switch, a tracing program (TRACING: 1)
+// to the BTF target it was loaded for. Returns the link's fd (closing it detaches).
+static int attach(int prog, int tracing) {
     union bpf_attr a;
     memset(&a, 0, sizeof a);
-    a.raw_tracepoint.name = (unsigned long)"sched_switch";
+    a.raw_tracepoint.name = tracing ? 0 : (unsigned long)"sched_switch";
     a.raw_tracepoint.prog_fd = prog;
     int fd = bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
     if (fd < 0) { perror("attach"); exit(3); }
@@ -239,30 +236,35 @@ int main(int argc, char **argv) {
     put("tracing_on", "1");
     int pe = load(0), pr = load(1), ps = load(2);
     unsigned tp_id = btf_id("btf_trace_sched_switch", 8), pw_id = btf_id("vfs_write", 12);
+    int pt = load_tracing(BPF_TRACE_RAW_TP, tp_id), pf = load_tracing(BPF_TRACE_FENTRY, pw_id),
+        px = load_tracing(BPF_TRACE_FEXIT, pw_id);
+    int refused[NC] = {0};
+    refused[FENTRY_EMPTY] = pf == -2;
+    refused[FEXIT_PAIR] = pf == -2 || px == -2;
     if (pipe(p1) || pipe(p2)) return 1;
     pthread_barrier_init(&start, NULL, 3); pthread_barrier_init(&done, NULL, 3);
     pthread_t a, b;
     pthread_create(&a, NULL, ping, NULL); pthread_create(&b, NULL, pong, NULL);
     double *t = calloc((size_t)cycles * NC, sizeof *t);
-    int refused[NC] = {0};
     for (int k = -1; k < cycles; k++) {           // cycle -1 warms up and is dropped
         for (int j = 0; j < NC; j++) {
             int c = (j + (k < 0 ? 0 : k)) % NC, lfd = -1, lfd2 = -1;
             if (c == TR_REC || c == TR_FILT) {
                 put("events/sched/sched_switch/filter", c == TR_FILT ? "prev_pid == 0 && next_pid == 0" : "0");
                 put("events/sched/sched_switch/enable", "1");
-            } else if (c == BPF_EMPTY) lfd = attach(pe);
-            else if (c == BPF_RING) lfd = attach(pr);
-            else if (c == BPF_SLOT) lfd = attach(ps);
-            else if (c == TPBTF_EMPTY) lfd = tracing(BPF_TRACE_RAW_TP, tp_id);
-            else if (c == FENTRY_EMPTY) lfd = tracing(BPF_TRACE_FENTRY, pw_id);
-            else if (c == FEXIT_PAIR) { lfd = tracing(BPF_TRACE_FENTRY, pw_id); lfd2 = tracing(BPF_TRACE_FEXIT, pw_id); }
+            } else if (refused[c]) {
+                // measured as a block with nothing attached, reported as refused
+            } else if (c == BPF_EMPTY) lfd = attach(pe, 0);
+            else if (c == BPF_RING) lfd = attach(pr, 0);
+            else if (c == BPF_SLOT) lfd = attach(ps, 0);
+            else if (c == TPBTF_EMPTY) lfd = attach(pt, 1);
+            else if (c == FENTRY_EMPTY) lfd = attach(pf, 1);
+            else if (c == FEXIT_PAIR) { lfd = attach(pf, 1); lfd2 = attach(px, 1); }
             pthread_barrier_wait(&start);
             pthread_barrier_wait(&done);
             if (c == TR_REC || c == TR_FILT) put("events/sched/sched_switch/enable", "0");
             if (lfd >= 0) close(lfd);
             if (lfd2 >= 0) close(lfd2);
-            if (lfd == -2 || lfd2 == -2) refused[c] = 1;
             if (k >= 0) t[k * NC + c] = block_ns / n_rt;
         }
     }
