@@ -66,7 +66,8 @@ pub fn role_name(role: &Role) -> &'static str {
     }
 }
 
-/// Runs a network function until `job` says stop and returns its `net.nf` result.
+/// Runs a network function until `job` says stop, or SIGINT/SIGTERM once the caller has
+/// installed [`latlab_sys::signal::install_stop_handler`], and returns its `net.nf` result.
 /// `ready` is called with the local addresses once every thread listens (the command
 /// prints the `ready` line orchestrators wait for there).
 ///
@@ -103,7 +104,10 @@ pub fn nf(
         .duration
         .map(|d| clock.now() + probe::ns_to_raw(&clock, d.get()));
     loop {
-        if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| clock.now() >= d) {
+        if stop.load(Ordering::Relaxed)
+            || latlab_sys::signal::stop_requested()
+            || deadline.is_some_and(|d| clock.now() >= d)
+        {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(20));

@@ -7,8 +7,10 @@
 //! spinning real-time thread (cyclictest users, DPDK-style polling) run with the limit off;
 //! latlab does it only when asked (`--no-rt-throttle`), records it, and restores it. With
 //! the limit off a spinning FIFO thread can keep its CPU's kernel threads from running, so
-//! pin it to a CPU that has nothing else to do. If latlab is killed before it restores the
-//! value, `sysctl -w kernel.sched_rt_runtime_us=950000` does.
+//! pin it to a CPU that has nothing else to do. A thread other than the guard's can put the
+//! value back with the guard's [`Undo`] (the CLI's answer to SIGINT/SIGTERM). If latlab is
+//! killed with SIGKILL before it restores the value, `sysctl -w
+//! kernel.sched_rt_runtime_us=950000` does.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -86,15 +88,52 @@ impl Unthrottled {
         self.restore_inner()
     }
 
+    /// What restoring takes, for another thread that must put the limit back when this
+    /// guard's own thread cannot (a process ending on a signal). `None` when this guard
+    /// changed nothing.
+    pub fn undo(&self) -> Option<Undo> {
+        self.changed.then(|| Undo {
+            path: self.path.clone(),
+            previous: self.previous,
+        })
+    }
+
     fn restore_inner(&mut self) -> io::Result<()> {
         if !self.changed {
             return Ok(());
         }
         self.changed = false;
+        Undo {
+            path: self.path.clone(),
+            previous: self.previous,
+        }
+        .apply()
+    }
+}
+
+/// The previous limit and where to write it back ([`Unthrottled::undo`]).
+#[derive(Clone, Debug)]
+pub struct Undo {
+    path: PathBuf,
+    previous: i64,
+}
+
+impl Undo {
+    /// Writes the previous limit back unless the limit is no longer -1 (restored already,
+    /// or set by somebody else): applying it twice writes once.
+    ///
+    /// # Errors
+    /// The file cannot be read or written.
+    pub fn apply(&self) -> io::Result<()> {
         if read_limit(&self.path)? == -1 {
             std::fs::write(&self.path, format!("{}\n", self.previous))?;
         }
         Ok(())
+    }
+
+    /// The limit it writes back (µs per period).
+    pub fn previous(&self) -> i64 {
+        self.previous
     }
 }
 
@@ -161,6 +200,23 @@ mod tests {
         std::fs::write(&p, "800000").unwrap();
         drop(g);
         assert_eq!(read_limit(&p).unwrap(), 800_000);
+    }
+
+    #[test]
+    fn an_undo_restores_from_elsewhere_and_the_guard_then_writes_nothing() {
+        let (p, _rm) = file("950000");
+        let g = Unthrottled::engage_at(&p).unwrap();
+        let undo = g.undo().expect("the guard changed the limit");
+        assert_eq!(undo.previous(), 950_000);
+        std::thread::spawn(move || undo.apply().unwrap())
+            .join()
+            .unwrap();
+        assert_eq!(read_limit(&p).unwrap(), 950_000);
+        std::fs::write(&p, "800000").unwrap();
+        drop(g);
+        assert_eq!(read_limit(&p).unwrap(), 800_000, "the guard left it alone");
+        let (q, _rm) = file("-1");
+        assert!(Unthrottled::engage_at(&q).unwrap().undo().is_none());
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! And [`interrupt`]: waking one thread out of a blocking system call, so that blocking
 //! receives can wait without a timeout and still be stopped.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 static STOP: AtomicBool = AtomicBool::new(false);
+static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-extern "C" fn on_signal(_: libc::c_int) {
+extern "C" fn on_signal(sig: libc::c_int) {
+    SIGNAL.store(sig, Ordering::SeqCst);
     STOP.store(true, Ordering::SeqCst);
 }
 
@@ -37,6 +39,11 @@ pub fn install_stop_handler() -> std::io::Result<()> {
 /// Whether SIGINT or SIGTERM arrived since the handler was installed.
 pub fn stop_requested() -> bool {
     STOP.load(Ordering::Relaxed)
+}
+
+/// The signal that raised the flag (the last one when several came), if any did.
+pub fn stop_signal() -> Option<libc::c_int> {
+    stop_requested().then(|| SIGNAL.load(Ordering::SeqCst))
 }
 
 /// The flag itself, for loops that take a `&AtomicBool`.

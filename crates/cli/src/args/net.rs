@@ -197,8 +197,8 @@ pub struct NfArgs {
     /// SO_BUSY_POLL in µs for busy mode (0 leaves it unset).
     #[arg(long, default_value_t = 50)]
     pub busy_poll: u32,
-    /// Stop after this long (default: run until interrupted, or until stdin closes with
-    /// --until-stdin-closes).
+    /// Stop after this long (default: run until Ctrl-C or SIGTERM, or until stdin closes
+    /// with --until-stdin-closes); every way writes the result.
     #[arg(long, value_parser = positive_duration_arg)]
     pub duration: Option<Nanos>,
     /// Stop when standard input reaches end of file (for orchestration), then write the

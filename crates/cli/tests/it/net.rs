@@ -454,3 +454,104 @@ fn calibrate_leaves_the_testbed_as_it_found_it() {
         "{names}"
     );
 }
+
+/// A reflector run without `--duration` ends on SIGINT (Ctrl-C) or SIGTERM like at its
+/// deadline: exit 0 with its result written. As root the SIGTERM run also switches
+/// real-time throttling off, which must be back after the signal.
+#[test]
+fn an_nf_stopped_by_a_signal_writes_its_result_and_restores_throttling() {
+    let path = std::path::Path::new(latlab_sys::rt_throttle::RT_RUNTIME_PATH);
+    // rt_runtime_us -1 also switches off deadline admission control (as above).
+    let _turn = system_turn();
+    let before = latlab_sys::rt_throttle::read_limit(path).ok();
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (name, send)) in [
+        (
+            "SIGINT",
+            latlab_sys::process::interrupt as fn(u32) -> std::io::Result<()>,
+        ),
+        ("SIGTERM", latlab_sys::process::terminate),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let unthrottle = is_root() && name == "SIGTERM";
+        let out = dir.path().join(format!("nf-{i}.json"));
+        let mut cmd = std::process::Command::new(latlab_bin());
+        cmd.args("net reflect --bind 127.0.0.1:0 -q".split_whitespace());
+        if unthrottle {
+            cmd.arg("--no-rt-throttle");
+        }
+        let (mut nf, line) = spawn_nf(cmd.arg("-o"), &out);
+        assert_eq!(line.trim(), "ready", "{name}");
+        send(nf.id()).unwrap();
+        let t0 = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = nf.try_wait().unwrap() {
+                break s;
+            }
+            if t0.elapsed() > std::time::Duration::from_secs(30) {
+                nf.kill().ok();
+                panic!("the reflector did not stop within 30 s of {name}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert!(status.success(), "{name}: {status}");
+        let r = ResultFile::load(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(r.kind, latlab_net::nf::NF_RESULT_KIND, "{name}");
+        if unthrottle {
+            assert_eq!(
+                latlab_sys::rt_throttle::read_limit(path).ok(),
+                before,
+                "{name}: throttling restored"
+            );
+        }
+    }
+}
+
+/// A probe cannot end its run early: with `--no-rt-throttle`, SIGTERM mid-run puts the
+/// limit back and ends it (exit 143, one line, no result) instead of leaving real-time
+/// throttling off behind a killed process.
+#[test]
+fn a_probe_ended_by_a_signal_restores_throttling() {
+    let _turn = system_test!("to write kernel.sched_rt_runtime_us");
+    let path = std::path::Path::new(latlab_sys::rt_throttle::RT_RUNTIME_PATH);
+    let before = latlab_sys::rt_throttle::read_limit(path).unwrap();
+    assert_ne!(
+        before, -1,
+        "the test needs throttling on to see it restored"
+    );
+    let sink = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("probe.json");
+    let mut probe = std::process::Command::new(latlab_bin())
+        .args(
+            format!(
+                "net probe --to {} --rate 1kpps --duration 60s --warmup 0s --no-rt-throttle -q -o",
+                sink.local_addr().unwrap()
+            )
+            .split_whitespace(),
+        )
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    while latlab_sys::rt_throttle::read_limit(path).unwrap() != -1 {
+        if let Some(s) = probe.try_wait().unwrap() {
+            panic!("the probe ended ({s}) before switching throttling off");
+        }
+        assert!(t0.elapsed().as_secs() < 30, "throttling never went off");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    latlab_sys::process::terminate(probe.id()).unwrap();
+    let got = probe.wait_with_output().unwrap();
+    let err = text(&got.stderr);
+    assert_eq!(got.status.code(), Some(128 + 15), "{err}");
+    assert!(
+        err.contains("interrupted") && err.contains(&format!("back to {before}")),
+        "{err}"
+    );
+    assert_eq!(latlab_sys::rt_throttle::read_limit(path).unwrap(), before);
+    assert!(!out.exists(), "no result from a run cut short");
+}
