@@ -15,6 +15,7 @@ mod commands;
 mod exit;
 mod idle;
 mod inputs;
+mod interrupt;
 mod output;
 
 use std::process::ExitCode;
@@ -35,7 +36,11 @@ fn main() -> ExitCode {
     };
     // the idle states at the start, for every result's provenance (entries counted from here)
     latlab_sys::idle::mark_start();
-    match commands::run(cli, argv) {
+    let done = commands::run(cli, argv);
+    // a signal's undo steps may be under way (and may be why the run failed): they end
+    // the process, not this
+    interrupt::settle();
+    match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),
     }

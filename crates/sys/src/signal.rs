@@ -46,6 +46,15 @@ pub fn stop_signal() -> Option<libc::c_int> {
     stop_requested().then(|| SIGNAL.load(Ordering::SeqCst))
 }
 
+/// A signal's name for a message: `SIGINT`, `SIGTERM`, else `signal N`.
+pub fn name(sig: libc::c_int) -> String {
+    match sig {
+        libc::SIGINT => "SIGINT".into(),
+        libc::SIGTERM => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
+}
+
 /// The flag itself, for loops that take a `&AtomicBool`.
 pub fn stop_flag() -> &'static AtomicBool {
     &STOP

@@ -157,6 +157,7 @@ request is accounted for: scheduled = sent + unsent, sent = answered + errors + 
 serving a 704-byte page) listening on --target's address (default memcached://127.0.0.1:21211
 or http://127.0.0.1:28080/), pinned to --serve-cpu and inside --serve-netns when given, and
 stops it (SIGTERM, SIGKILL after 10 s) before the result is written; the result records it.
+Ctrl-C or SIGTERM mid-run stops it too and ends with 128 + the signal, writing no result.
 A server program that is not installed exits with 2, naming its Debian package.")]
     Load(super::net_load::LoadArgs),
 }

@@ -69,35 +69,6 @@ fn unthrottle(on: bool, quiet: bool) -> anyhow::Result<Option<Unthrottled>> {
     Ok(Some(g))
 }
 
-/// For a command whose run does not stop early (`net probe`, `net calibrate`): with
-/// throttling off, SIGINT or SIGTERM writes the previous limit back and ends the process
-/// at once (exit 128 + the signal, no result written) instead of killing it with the limit
-/// left off. Without a guard that changed the limit the signals keep their default.
-fn restore_on_signal(g: &Option<Unthrottled>) -> anyhow::Result<()> {
-    let Some(undo) = g.as_ref().and_then(Unthrottled::undo) else {
-        return Ok(());
-    };
-    latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
-    std::thread::Builder::new()
-        .name("latlab-on-signal".into())
-        .spawn(move || loop {
-            std::thread::sleep(std::time::Duration::from_millis(10));
-            if let Some(sig) = latlab_sys::signal::stop_signal() {
-                let back = match undo.apply() {
-                    Ok(()) => format!("kernel.sched_rt_runtime_us back to {}", undo.previous()),
-                    Err(e) => format!(
-                        "kernel.sched_rt_runtime_us NOT restored ({e}): sysctl -w kernel.sched_rt_runtime_us={}",
-                        undo.previous()
-                    ),
-                };
-                eprintln!("latlab: interrupted (signal {sig}), no result written; {back}");
-                std::process::exit(128 + sig);
-            }
-        })
-        .context("starting the signal watcher")?;
-    Ok(())
-}
-
 /// The warning a result carries when `--no-rt-throttle` was given.
 fn unthrottled_note(g: &Option<Unthrottled>) -> Option<String> {
     g.as_ref().map(|g| {
@@ -244,7 +215,7 @@ fn probe_cmd(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
         plot: plot_path,
     } = crate::output::outputs("net-probe", &a.out, a.plot.as_ref())?;
     let rt_guard = unthrottle(a.rt.no_rt_throttle, a.out.quiet)?;
-    restore_on_signal(&rt_guard)?;
+    crate::interrupt::restore_throttling(&rt_guard)?;
     job.warnings.extend(unthrottled_note(&rt_guard));
     let cfg = &job.probe;
     if !a.out.quiet && (cfg.warmup.get() + cfg.duration.get()) > 3_000_000_000 {
@@ -418,7 +389,7 @@ fn calibrate(a: CalibrateArgs, argv: Vec<String>) -> anyhow::Result<()> {
         return Err(testbed_err(testbed::TestbedError::NotRoot));
     }
     let rt_guard = unthrottle(a.no_rt_throttle, a.quiet)?;
-    restore_on_signal(&rt_guard)?;
+    crate::interrupt::restore_throttling(&rt_guard)?;
     let mut r = latlab_net::calibrate::run(
         &cfg,
         &exe,

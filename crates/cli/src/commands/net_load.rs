@@ -89,6 +89,25 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
         }
         None => None,
     };
+    // The load cannot stop early: Ctrl-C or SIGTERM stops the server here and ends the
+    // process, instead of leaving the server running on its port.
+    let server = std::sync::Arc::new(std::sync::Mutex::new(server));
+    if let Some(spec) = &spec {
+        let (held, dir) = (server.clone(), spec.dir.clone());
+        crate::interrupt::on_signal(move || {
+            let taken = held.lock().unwrap_or_else(|e| e.into_inner()).take();
+            let Some(srv) = taken else {
+                return "the server was already being stopped by the run".into();
+            };
+            let name = srv.name();
+            let said = match srv.stop() {
+                Ok(()) => format!("{name} stopped"),
+                Err(e) => e.to_string(),
+            };
+            let _ = std::fs::remove_dir_all(&dir);
+            said
+        })?;
+    }
     let target_text = a.target_text();
     let outcome = std::thread::scope(|s| {
         s.spawn(|| -> anyhow::Result<rpc::LoadOutcome> {
@@ -112,6 +131,9 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .expect("load thread panicked")
     });
     // the server stops before anything else happens, on every path
+    // a load that ended because a signal's undo stopped the server is no result
+    crate::interrupt::settle();
+    let server = server.lock().unwrap_or_else(|e| e.into_inner()).take();
     let served = server.map(|srv| {
         let pid = srv.pid();
         let stop = srv.stop();

@@ -273,6 +273,91 @@ fn served_memcached_and_nginx_count_up_and_are_stopped_after() {
     }
 }
 
+/// Whether process `pid` has a handler for SIGTERM (bit 14 of `SigCgt`): the moment from
+/// which a signal no longer kills it outright.
+fn catches_sigterm(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            let mask = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+            u64::from_str_radix(mask.trim(), 16).ok()
+        })
+        .is_some_and(|m| m & (1 << 14) != 0)
+}
+
+/// `net load --serve` cannot end its load early: SIGTERM mid-run stops the server it
+/// started (nginx with its workers) and ends with 143 and one line, writing no result and
+/// leaving neither the server's port nor its scratch directory.
+#[test]
+fn a_served_load_ended_by_a_signal_stops_its_server() {
+    for (server, scheme, path) in [("memcached", "memcached", ""), ("nginx", "http", "/")] {
+        if !installed(server) {
+            println!("SKIP {server}: not installed (`make deps-demo`)");
+            continue;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("load.json");
+        let port = free_port();
+        let target = format!("{scheme}://127.0.0.1:{port}{path}");
+        let mut run = Command::new(crate::util::latlab_bin())
+            .args(["net", "load", "--target", &target, "--serve", server])
+            .args([
+                "--rate",
+                "200rps",
+                "--duration",
+                "60s",
+                "--warmup",
+                "0s",
+                "-q",
+                "-o",
+            ])
+            .arg(&out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !catches_sigterm(run.id()) {
+            if let Some(s) = run.try_wait().unwrap() {
+                panic!("{server}: the load ended ({s}) before it was running");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{server}: never ready"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        wait_port(port);
+        latlab_sys::process::terminate(run.id()).unwrap();
+        let got = run.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&got.stderr);
+        assert_eq!(got.status.code(), Some(128 + 15), "{server}: {err}");
+        assert!(
+            err.contains("interrupted by SIGTERM") && err.contains(&format!("{server} stopped")),
+            "{server}: {err}"
+        );
+        assert!(!out.exists(), "{server}: no result from a run cut short");
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_err(),
+            "{server}: something still listens on {port}"
+        );
+        let scratch = format!("latlab-serve-{server}-");
+        let left: Vec<_> = std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&scratch))
+            .filter(|e| {
+                std::fs::read_dir(e.path()).is_ok_and(|d| {
+                    d.filter_map(|f| f.ok()).any(|f| {
+                        std::fs::read_to_string(f.path())
+                            .is_ok_and(|c| c.contains(&port.to_string()))
+                    })
+                })
+            })
+            .collect();
+        assert!(left.is_empty(), "{server}: scratch left: {left:?}");
+    }
+}
+
 #[test]
 fn serve_without_its_program_or_with_a_foreign_target_is_one_line_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,84 @@
+//! SIGINT and SIGTERM for commands whose run cannot end early (`net probe`, `net calibrate`,
+//! `net load`): what the command changed on the host — real-time throttling switched off, a
+//! server it started — is put back by the undo steps registered here, then the process
+//! exits with 128 + the signal and one line, writing no result. Without a registered step
+//! the signals keep their default (the process ends; results are written atomically, so
+//! nothing half-written is left either way).
+//!
+//! Commands that can end their run early (`net reflect`/`forward`, `net delay`,
+//! `experiment killer-us`/`where-time`) poll [`latlab_sys::signal::stop_requested`] instead
+//! and write their result.
+
+use anyhow::Context;
+use std::sync::{Mutex, OnceLock};
+
+type Step = Box<dyn FnOnce() -> String + Send>;
+
+/// The undo steps, newest last; the watcher runs them newest first.
+static STEPS: Mutex<Vec<Step>> = Mutex::new(Vec::new());
+static WATCHER: OnceLock<()> = OnceLock::new();
+
+/// Registers `undo` (it returns what it did, for the exit line) and, the first time, the
+/// handler and the thread that watches for the signals.
+pub fn on_signal(undo: impl FnOnce() -> String + Send + 'static) -> anyhow::Result<()> {
+    STEPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(Box::new(undo));
+    if WATCHER.get().is_some() {
+        return Ok(());
+    }
+    latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
+    std::thread::Builder::new()
+        .name("latlab-on-signal".into())
+        .spawn(watch)
+        .context("starting the signal watcher")?;
+    let _ = WATCHER.set(());
+    Ok(())
+}
+
+/// Waits for the watcher to end the process when a signal came and undo steps are
+/// registered; returns at once otherwise. The command's own outcome comes second: undoing
+/// (stopping a server) is what makes a run fail after the signal.
+pub fn settle() {
+    if WATCHER.get().is_some() && latlab_sys::signal::stop_requested() {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
+fn watch() {
+    loop {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        if let Some(sig) = latlab_sys::signal::stop_signal() {
+            let steps = std::mem::take(&mut *STEPS.lock().unwrap_or_else(|e| e.into_inner()));
+            let done: Vec<String> = steps.into_iter().rev().map(|undo| undo()).collect();
+            eprintln!(
+                "latlab: interrupted by {}, no result written; {}",
+                latlab_sys::signal::name(sig),
+                done.join("; ")
+            );
+            std::process::exit(128 + sig);
+        }
+    }
+}
+
+/// Registers putting real-time throttling back, when `g` switched it off.
+pub fn restore_throttling(g: &Option<latlab_sys::rt_throttle::Unthrottled>) -> anyhow::Result<()> {
+    let Some(undo) = g
+        .as_ref()
+        .and_then(latlab_sys::rt_throttle::Unthrottled::undo)
+    else {
+        return Ok(());
+    };
+    on_signal(move || {
+        match undo.apply() {
+        Ok(()) => format!("kernel.sched_rt_runtime_us back to {}", undo.previous()),
+        Err(e) => format!(
+            "kernel.sched_rt_runtime_us NOT restored ({e}): sysctl -w kernel.sched_rt_runtime_us={}",
+            undo.previous()
+        ),
+    }
+    })
+}
