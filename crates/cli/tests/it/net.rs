@@ -536,14 +536,9 @@ fn a_probe_ended_by_a_signal_restores_throttling() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let t0 = std::time::Instant::now();
-    while latlab_sys::rt_throttle::read_limit(path).unwrap() != -1 {
-        if let Some(s) = probe.try_wait().unwrap() {
-            panic!("the probe ended ({s}) before switching throttling off");
-        }
-        assert!(t0.elapsed().as_secs() < 30, "throttling never went off");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::util::wait_while_running(&mut probe, "the probe", "throttling off", || {
+        latlab_sys::rt_throttle::read_limit(path).unwrap() == -1
+    });
     latlab_sys::process::terminate(probe.id()).unwrap();
     let got = probe.wait_with_output().unwrap();
     let err = text(&got.stderr);

@@ -3,7 +3,7 @@
 //! The namespaces go through latlab's janitor (`latlab_sys::janitor`), the XDP programs
 //! with the BPF links the kernel closes with the process.
 
-use crate::util::{latlab, latlab_bin, ok, system_test, text};
+use crate::util::{latlab, latlab_bin, ok, system_test, text, wait_while_running};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -35,27 +35,6 @@ fn xdp_in_nf() -> bool {
         .output()
         .map(|o| text(&o.stdout).contains("xdp"))
         .unwrap_or(false)
-}
-
-/// Polls `appeared` every 50 ms until `what` is there, failing when `run` (the command
-/// `who`) ends first or after 120 s.
-fn wait_while_running(
-    run: &mut std::process::Child,
-    who: &str,
-    what: &str,
-    appeared: impl Fn() -> bool,
-) {
-    let t0 = Instant::now();
-    while !appeared() {
-        if let Some(status) = run.try_wait().unwrap() {
-            panic!("{who} ended ({status}) before its {what} appeared");
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(120),
-            "no {what} after 120 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Processes whose command line mentions `needle`.

@@ -315,17 +315,10 @@ fn a_served_load_ended_by_a_signal_stops_its_server() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let start = Instant::now();
-        while !catches_sigterm(run.id()) {
-            if let Some(s) = run.try_wait().unwrap() {
-                panic!("{server}: the load ended ({s}) before it was running");
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(30),
-                "{server}: never ready"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let pid = run.id();
+        crate::util::wait_while_running(&mut run, server, "SIGTERM handler", || {
+            catches_sigterm(pid)
+        });
         wait_port(port);
         latlab_sys::process::terminate(run.id()).unwrap();
         let got = run.wait_with_output().unwrap();

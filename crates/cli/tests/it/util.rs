@@ -270,3 +270,24 @@ pub fn assert_hog_found(a: &latlab_core::results::Attribution) {
         a.causes
     );
 }
+
+/// Polls `appeared` every 50 ms until `what` is there, failing when `run` (the command
+/// `who`) ends first or after 120 s.
+pub fn wait_while_running(
+    run: &mut std::process::Child,
+    who: &str,
+    what: &str,
+    appeared: impl Fn() -> bool,
+) {
+    let t0 = std::time::Instant::now();
+    while !appeared() {
+        if let Some(status) = run.try_wait().unwrap() {
+            panic!("{who} ended ({status}) before its {what} appeared");
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(120),
+            "no {what} after 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
