@@ -47,7 +47,7 @@ pub enum ExperimentCommand {
     #[command(
         name = "killer-us",
         after_help = "Examples:
-  sudo latlab experiment killer-us --quick          (about 4-5 minutes)
+  sudo latlab experiment killer-us --quick          (2 minutes at 20 kpps; up to ~7 on a busy host)
   sudo latlab experiment killer-us --quick --rate 5kpps   (no rate trials)
   sudo latlab experiment killer-us -o results/killer-us
   latlab experiment killer-us --quick --loopback     (no root: reflector on loopback)
