@@ -55,7 +55,7 @@ fn watch() {
             let steps = std::mem::take(&mut *STEPS.lock().unwrap_or_else(|e| e.into_inner()));
             let done: Vec<String> = steps.into_iter().rev().map(|undo| undo()).collect();
             eprintln!(
-                "latlab: interrupted by {}, no result written; {}",
+                "latlab: interrupted by {} (a run cut short writes no result); {}",
                 latlab_sys::signal::name(sig),
                 done.join("; ")
             );
