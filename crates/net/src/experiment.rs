@@ -372,6 +372,24 @@ pub fn run(
     argv: Vec<String>,
     progress: &mut dyn latlab_core::progress::Progress,
 ) -> Result<Summary, ExperimentError> {
+    // Ctrl-C reaches the children too (one process group): a run that failed because its
+    // probe was interrupted is the interruption, not the probe's (empty) failure.
+    run_inner(cfg, exe, dir, argv, progress).map_err(|e| {
+        if latlab_sys::signal::stop_requested() {
+            ExperimentError::Interrupted
+        } else {
+            e
+        }
+    })
+}
+
+fn run_inner(
+    cfg: &KillerUsConfig,
+    exe: &Path,
+    dir: &Path,
+    argv: Vec<String>,
+    progress: &mut dyn latlab_core::progress::Progress,
+) -> Result<Summary, ExperimentError> {
     let placement = if cfg.loopback {
         Placement::Loopback
     } else {

@@ -201,3 +201,61 @@ fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
     );
     assert!(!out.exists(), "no result from an interrupted run");
 }
+
+/// Ctrl-C in a terminal reaches killer-us and its children alike (one process group):
+/// the experiment ends with the one line that says it was interrupted, not with the
+/// interrupted probe's failure, and puts back real-time throttling and the testbed.
+#[test]
+fn ctrl_c_mid_killer_us_says_interrupted_and_puts_everything_back() {
+    let _turn = system_test!("network namespaces and kernel.sched_rt_runtime_us");
+    ok(&latlab().args(["net", "testbed", "down"]).output().unwrap());
+    let before = rt_runtime_us();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ku");
+    // its own process group, as a shell's foreground job has
+    let mut run = Command::new("setsid")
+        .arg(latlab_bin())
+        .args(["experiment", "killer-us", "--quick", "--rate", "2kpps"])
+        .args(["--duration", "3s", "--no-explain", "-q", "-o"])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // into a run: its NF child and its probe child (`latlab child` with a job file named
+    // after the experiment's pid; setsid execs in place, so that is `run`'s)
+    let jobs = format!("latlab-job-{}-", run.id());
+    wait_while_running(&mut run, "killer-us", "NF and probe children", || {
+        processes_mentioning(&jobs).len() >= 2
+    });
+    ok(&Command::new("kill")
+        .args(["-INT", "--", &format!("-{}", run.id())])
+        .output()
+        .unwrap());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "killer-us did not stop within 30 s of SIGINT"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("killer-us: interrupted"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert_eq!(rt_runtime_us(), before, "real-time throttling put back");
+    assert_eq!(
+        testbed_namespaces(),
+        Vec::<String>::new(),
+        "the testbed the experiment brought up is gone"
+    );
+    assert!(
+        !out.join("killer-us.json").exists(),
+        "no experiment result from an interrupted run"
+    );
+}
