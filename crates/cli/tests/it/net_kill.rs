@@ -116,6 +116,37 @@ fn where_time_namespaces() -> Vec<String> {
     namespaces(|n| n.starts_with("latlab-wt-"))
 }
 
+/// Sends `signal` (`-TERM`, `-INT`) to `target` (a pid, or `-PGID` for a process group)
+/// and waits up to 30 s for `run` (the command `who`) to end: its status and stderr.
+fn signal_and_wait(
+    run: &mut std::process::Child,
+    who: &str,
+    signal: &str,
+    target: &str,
+) -> (std::process::ExitStatus, String) {
+    ok(&Command::new("kill")
+        .args([signal, "--", target])
+        .output()
+        .unwrap());
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "{who} did not stop within 30 s of {signal}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    (status, err)
+}
+
+/// SIGTERM to latlab alone, and SIGINT to its whole process group (Ctrl-C in a terminal,
+/// which interrupts the servers and peers too): either way one line saying it was
+/// interrupted, and throttling, servers, clients and namespaces put back.
 #[test]
 fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
     let _turn = system_test!("network namespaces and kernel.sched_rt_runtime_us");
@@ -131,75 +162,85 @@ fn sigterm_mid_where_time_puts_back_throttling_servers_and_namespaces() {
         }
     }
     let before = rt_runtime_us();
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("wt.json");
-    // --fifo: the run switches real-time throttling off until it ends
-    let mut run = Command::new(latlab_bin())
-        .args(["experiment", "where-time", "--apps", "memcached"])
-        .args(["--delays", "0,200us", "--repeats", "50", "--run-time", "1s"])
-        .args([
-            "--fifo",
-            "50",
-            "--connections",
-            "1",
-            "--open-loop-rate",
-            "peer",
-        ])
-        .args(["--no-explain", "-q", "-o"])
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_while_running(&mut run, "where-time", "testbed", || {
-        !where_time_namespaces().is_empty()
-    });
-    if before != "-1" {
+    for group in [false, true] {
+        let how = if group {
+            "SIGINT to the group"
+        } else {
+            "SIGTERM"
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("wt.json");
+        // its own process group (setsid execs in place) for the Ctrl-C case
+        let mut cmd = if group {
+            let mut c = Command::new("setsid");
+            c.arg(latlab_bin());
+            c
+        } else {
+            Command::new(latlab_bin())
+        };
+        // --fifo: the run switches real-time throttling off until it ends
+        let mut run = cmd
+            .args(["experiment", "where-time", "--apps", "memcached"])
+            .args(["--delays", "0,200us", "--repeats", "50", "--run-time", "1s"])
+            .args([
+                "--fifo",
+                "50",
+                "--connections",
+                "1",
+                "--open-loop-rate",
+                "peer",
+            ])
+            .args(["--no-explain", "-q", "-o"])
+            .arg(&out)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_while_running(&mut run, "where-time", "testbed", || {
+            !where_time_namespaces().is_empty()
+        });
+        if before != "-1" {
+            assert_eq!(
+                rt_runtime_us(),
+                "-1",
+                "throttling is off while the FIFO injector runs"
+            );
+        }
+        // into the runs: servers up, a client running
+        std::thread::sleep(Duration::from_secs(1));
+        let pid = run.id();
+        let (status, err) = if group {
+            signal_and_wait(&mut run, "where-time", "-INT", &format!("-{pid}"))
+        } else {
+            signal_and_wait(&mut run, "where-time", "-TERM", &pid.to_string())
+        };
+        assert_eq!(status.code(), Some(1), "{how}: {err}");
+        assert!(err.contains("where-time: interrupted"), "{how}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{how}: {err}");
         assert_eq!(
             rt_runtime_us(),
-            "-1",
-            "throttling is off while the FIFO injector runs"
+            before,
+            "{how}: real-time throttling put back"
         );
-    }
-    // into the runs: servers up, a client running
-    std::thread::sleep(Duration::from_secs(1));
-    ok(&Command::new("kill")
-        .args(["-TERM", &run.id().to_string()])
-        .output()
-        .unwrap());
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
+        assert_eq!(
+            where_time_namespaces(),
+            Vec::<String>::new(),
+            "{how}: namespaces left"
+        );
+        // memcached listens on the testbed's server address, given on its command line
+        let t0 = Instant::now();
+        while !processes_mentioning("10.198.0.2").is_empty()
+            && t0.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(50));
         }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "where-time did not stop within 30 s of SIGTERM"
+        assert_eq!(
+            processes_mentioning("10.198.0.2"),
+            Vec::<String>::new(),
+            "{how}: a server or client outlived the run"
         );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.code(), Some(1), "{err}");
-    assert!(err.contains("interrupted"), "{err}");
-    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert_eq!(rt_runtime_us(), before, "real-time throttling put back");
-    assert_eq!(
-        where_time_namespaces(),
-        Vec::<String>::new(),
-        "namespaces left"
-    );
-    // memcached listens on the testbed's server address, given on its command line
-    let t0 = Instant::now();
-    while !processes_mentioning("10.198.0.2").is_empty() && t0.elapsed() < Duration::from_secs(10) {
-        std::thread::sleep(Duration::from_millis(50));
+        assert!(!out.exists(), "{how}: no result from an interrupted run");
     }
-    assert_eq!(
-        processes_mentioning("10.198.0.2"),
-        Vec::<String>::new(),
-        "a server or client outlived the run"
-    );
-    assert!(!out.exists(), "no result from an interrupted run");
 }
 
 /// Ctrl-C in a terminal reaches killer-us and its children alike (one process group):
@@ -228,23 +269,8 @@ fn ctrl_c_mid_killer_us_says_interrupted_and_puts_everything_back() {
     wait_while_running(&mut run, "killer-us", "NF and probe children", || {
         processes_mentioning(&jobs).len() >= 2
     });
-    ok(&Command::new("kill")
-        .args(["-INT", "--", &format!("-{}", run.id())])
-        .output()
-        .unwrap());
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "killer-us did not stop within 30 s of SIGINT"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
+    let pgid = format!("-{}", run.id());
+    let (status, err) = signal_and_wait(&mut run, "killer-us", "-INT", &pgid);
     assert_eq!(status.code(), Some(1), "{err}");
     assert!(err.contains("killer-us: interrupted"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");

@@ -536,6 +536,22 @@ fn open_loop_run(
 pub fn run(
     cfg: &WhereTimeConfig,
     clock: &Clock,
+    progress: impl FnMut(&str),
+) -> Result<WhereTimeOutcome, WhereTimeError> {
+    // Ctrl-C reaches the servers and peers too (one process group): a client that failed
+    // because it was interrupted is the interruption, not that client's failure.
+    run_inner(cfg, clock, progress).map_err(|e| {
+        if latlab_sys::signal::stop_requested() {
+            WhereTimeError::Run("interrupted: stopped, nothing left behind".into())
+        } else {
+            e
+        }
+    })
+}
+
+fn run_inner(
+    cfg: &WhereTimeConfig,
+    clock: &Clock,
     mut progress: impl FnMut(&str),
 ) -> Result<WhereTimeOutcome, WhereTimeError> {
     if !cfg.delays_ns.contains(&0) {
