@@ -411,8 +411,15 @@ pub enum RunModeArg {
 /// Options of `latlab experiment dfs`.
 #[derive(Debug, Args)]
 pub struct DfsExperimentArgs {
-    /// Where to write result files, figures and the summary.
-    #[arg(long, default_value = "latlab-results/dfs-experiment")]
+    /// Where to write result files, figures and the summary (`-o` as in the other
+    /// experiments; `--out-dir` still works).
+    #[arg(
+        long = "output",
+        short = 'o',
+        visible_alias = "out-dir",
+        value_name = "DIR",
+        default_value = "latlab-results/dfs-experiment"
+    )]
     pub out_dir: PathBuf,
     /// Simulated node counts (half inputs, half computes).
     #[arg(long, value_delimiter = ',', default_value = "64,128,192,384")]

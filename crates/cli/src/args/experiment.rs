@@ -69,7 +69,7 @@ summary.csv)."
     /// analysis, SCHED_DEADLINE reservations. Writes results, figures and a summary.
     #[command(after_help = "Examples:
   latlab experiment hourglass
-  latlab experiment hourglass --duration 20s --dir latlab-results/hourglass
+  latlab experiment hourglass --duration 20s -o latlab-results/hourglass
   latlab experiment hourglass --duration 1s --quick --only 5.1,5.5")]
     Hourglass(super::sched::HourglassExperimentArgs),
 
@@ -96,10 +96,10 @@ at 20 us are measured and reported.")]
     /// summary table.
     #[command(after_help = "Examples:
   latlab experiment dfs
-  latlab experiment dfs --out-dir results/dfs --nodes 64,128 --no-mpi
+  latlab experiment dfs -o results/dfs --nodes 64,128 --no-mpi
   latlab experiment dfs --intervals 12 --drop-intervals 60
 
-Writes into --out-dir: sim-<nodes>-<mode>.json, sim-drop-*.json, mpi-*.json, fig6..fig9
+Writes into -o/--output: sim-<nodes>-<mode>.json, sim-drop-*.json, mpi-*.json, fig6..fig9
 figures (.svg, or .png with --format png), summary.md and experiment.json (kind dfs.experiment).")]
     Dfs(super::dfs::DfsExperimentArgs),
 }

@@ -168,8 +168,15 @@ pub struct CacheCostArgs {
 /// Options of `latlab experiment hourglass`.
 #[derive(Debug, Args)]
 pub struct HourglassExperimentArgs {
-    /// Directory for results and figures.
-    #[arg(long, default_value = "latlab-results/hourglass")]
+    /// Directory for results and figures (`-o` as in the other experiments; `--dir` still
+    /// works).
+    #[arg(
+        long = "output",
+        short = 'o',
+        visible_alias = "dir",
+        value_name = "DIR",
+        default_value = "latlab-results/hourglass"
+    )]
     pub dir: PathBuf,
     /// Length of each run (the paper used 20 s to 6 min).
     #[arg(long, default_value = "5s", value_parser = positive_duration_arg)]

@@ -153,7 +153,7 @@ fn mpi_run_survives_killing_one_of_two_dde_replicas() {
 fn experiment_writes_results_figures_and_summary() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp");
-    let stdout = run_ok(latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 --sweep-nodes 4 --jobs 2 -q --out-dir").arg(&out));
+    let stdout = run_ok(latlab_line("experiment dfs --no-mpi --nodes 4,8 --intervals 4 --drop-nodes 4 --drop-intervals 40 --sweep-nodes 4 --jobs 2 -q -o").arg(&out));
     for f in [
         "sim-4-best-effort.json",
         "sim-8-flesnet.json",

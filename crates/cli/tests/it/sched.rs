@@ -244,13 +244,13 @@ fn cache_cost_writes_a_result() {
     }
 }
 
-/// Runs `latlab experiment hourglass ARGS --dir DIR`, asserts it succeeded and returns
-/// its standard output.
+/// Runs `latlab experiment hourglass ARGS -o DIR`, asserts it succeeded and returns
+/// its standard output (`sched_report` names the directory with the older `--dir`).
 fn hourglass(dir: &Path, args: &[&str]) -> String {
     let out = latlab()
         .args(["experiment", "hourglass"])
         .args(args)
-        .arg("--dir")
+        .arg("-o")
         .arg(dir)
         .output()
         .unwrap();
