@@ -15,7 +15,7 @@ use latlab_net::orchestrate::{self, NfChild, OrchestrateError, Placement, Prepar
 use latlab_sys::sched;
 use std::net::UdpSocket;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -49,49 +49,103 @@ pub trait RunningLoad {
     fn stop(self: Box<Self>, measured_ns: u64) -> Result<Delivered, Error>;
 }
 
-/// `processes` shell loops each running `grep -r` over `/usr` for a string that is not
-/// there: file-system and page-cache work, and syscalls.
+/// `processes` loops each running `grep -r` over `/usr` for a string that is not there:
+/// file-system and page-cache work, and syscalls. Each loop is a thread of latlab that
+/// starts one `grep` after another ([`FS_LOAD_ARGV`]); stopping kills the running `grep`
+/// at once, and a `grep` dies with its thread however latlab ends
+/// ([`latlab_sys::process::die_with_spawning_thread`]). (A `sh -c 'while :; do grep …;
+/// done'` loop killed at the stop left its current `grep`, ~10 s of scanning `/usr`,
+/// running into the next scenario.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FsLoad {
     /// Processes to run.
     pub processes: usize,
 }
 
-/// The command one [`FsLoad`] process runs.
-pub const FS_LOAD_SCRIPT: &str =
-    "while :; do grep -r latlab-no-such-string /usr >/dev/null 2>&1; done";
+/// The command each [`FsLoad`] loop runs, again and again.
+pub const FS_LOAD_ARGV: [&str; 4] = ["grep", "-r", "latlab-no-such-string", "/usr"];
 
-struct RunningFs(Vec<Child>);
+struct RunningFs {
+    stop: Arc<AtomicBool>,
+    loops: Vec<JoinHandle<Result<(), String>>>,
+}
+
+/// One loop: `grep` after `grep` until `stop`, polling the running one every 20 ms.
+fn fs_loop(stop: &AtomicBool) -> Result<(), String> {
+    while !stop.load(Ordering::Relaxed) {
+        let mut cmd = Command::new(FS_LOAD_ARGV[0]);
+        cmd.args(&FS_LOAD_ARGV[1..])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        latlab_sys::process::die_with_spawning_thread(&mut cmd);
+        let mut grep = cmd.spawn().map_err(|e| e.to_string())?;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                let _ = grep.kill();
+                let _ = grep.wait();
+                return Ok(());
+            }
+            match grep.try_wait() {
+                Ok(Some(_)) => break,
+                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    Ok(())
+}
 
 impl LoadSource for FsLoad {
     fn start(&self) -> Result<Box<dyn RunningLoad>, Error> {
-        let mut running = RunningFs(Vec::new());
+        let mut running = RunningFs {
+            stop: Arc::new(AtomicBool::new(false)),
+            loops: Vec::new(),
+        };
         for _ in 0..self.processes {
-            let child = Command::new("sh")
-                .args(["-c", FS_LOAD_SCRIPT])
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| Error::io("starting the file-system load (sh -c grep)", e))?;
-            running.0.push(child);
+            let stop = Arc::clone(&running.stop);
+            let h = std::thread::Builder::new()
+                .name("latlab-fs-load".into())
+                .spawn(move || fs_loop(&stop))
+                .map_err(|e| Error::io("starting the file-system load (grep -r /usr)", e))?;
+            running.loops.push(h);
         }
         Ok(Box::new(running))
     }
 }
 
+impl RunningFs {
+    /// Stops every loop (killing its `grep`) and waits for them; the first failure.
+    fn halt(&mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut first = Ok(());
+        for h in self.loops.drain(..) {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err("a load thread panicked".into()));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+}
+
 impl RunningLoad for RunningFs {
-    fn stop(self: Box<Self>, _measured_ns: u64) -> Result<Delivered, Error> {
-        drop(self);
+    fn stop(mut self: Box<Self>, _measured_ns: u64) -> Result<Delivered, Error> {
+        self.halt().map_err(|e| {
+            Error::io(
+                "the file-system load (grep -r /usr)",
+                std::io::Error::other(e),
+            )
+        })?;
         Ok(Delivered::default())
     }
 }
 
 impl Drop for RunningFs {
     fn drop(&mut self) {
-        for c in &mut self.0 {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        let _ = self.halt();
     }
 }
 
@@ -290,12 +344,41 @@ mod tests {
         assert_eq!((d.pps, d.lost), (0.0, 0));
     }
 
+    /// The processes running the file-system load's `grep`, whoever's children they are
+    /// (a `grep` orphaned by a killed shell loop counts too).
+    fn load_greps() -> usize {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| {
+                let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+                let argv: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+                argv.len() >= 4
+                    && argv[0].ends_with(b"grep")
+                    && argv[2] == FS_LOAD_ARGV[2].as_bytes()
+            })
+            .count()
+    }
+
     #[test]
     fn a_file_system_load_starts_and_is_taken_down() {
-        let running = FsLoad { processes: 1 }.start().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(load_greps(), 0, "a load grep runs already");
+        let running = FsLoad { processes: 2 }.start().unwrap();
+        let t0 = std::time::Instant::now();
+        while load_greps() < 2 {
+            assert!(t0.elapsed().as_secs() < 10, "no grep started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
         assert_eq!(running.stop(0).unwrap(), Delivered::default());
+        assert_eq!(load_greps(), 0, "a grep outlived the stop");
         // dropped without stop (an error path): the processes are killed too
-        drop(FsLoad { processes: 1 }.start().unwrap());
+        let running = FsLoad { processes: 1 }.start().unwrap();
+        let t0 = std::time::Instant::now();
+        while load_greps() < 1 {
+            assert!(t0.elapsed().as_secs() < 10, "no grep started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        drop(running);
+        assert_eq!(load_greps(), 0, "a grep outlived the drop");
     }
 }

@@ -32,6 +32,36 @@ pub fn interrupt(pid: u32) -> std::io::Result<()> {
     send(pid, libc::SIGINT)
 }
 
+/// Makes the process `cmd` starts die (SIGKILL) when the thread that starts it ends:
+/// `PR_SET_PDEATHSIG`, so a helper load cannot outlive latlab however latlab ends, SIGKILL
+/// included. The kernel ties it to the spawning *thread*, so spawn from a thread that
+/// lives as long as the child should. A parent gone before the child could ask is
+/// `ESRCH` from `spawn`.
+pub fn die_with_spawning_thread(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: between fork and exec the closure calls only `prctl` and `getppid`, both
+    // async-signal-safe, and allocates nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(
+                libc::PR_SET_PDEATHSIG,
+                libc::SIGKILL as libc::c_ulong,
+                0,
+                0,
+                0,
+            ) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
+}
+
 fn send(pid: u32, signal: libc::c_int) -> std::io::Result<()> {
     let pid =
         libc::pid_t::try_from(pid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?;
@@ -164,6 +194,25 @@ mod tests {
         super::interrupt(child.id()).unwrap();
         use std::os::unix::process::ExitStatusExt;
         assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGINT));
+    }
+
+    #[test]
+    fn a_child_dies_with_the_thread_that_started_it() {
+        let mut child = std::thread::spawn(|| {
+            let mut c = std::process::Command::new("sleep");
+            c.arg("30");
+            super::die_with_spawning_thread(&mut c);
+            c.spawn().unwrap()
+        })
+        .join()
+        .unwrap();
+        let t0 = std::time::Instant::now();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert!(
+            t0.elapsed().as_secs() < 25,
+            "killed when its thread ended, not at 30 s"
+        );
     }
 
     #[test]

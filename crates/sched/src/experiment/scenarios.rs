@@ -253,7 +253,7 @@ pub(super) fn s53(c: &Ctx<'_>) -> Result<Scenario, Error> {
     let (_, _, loaded) = c.run("5.3-load", &line, &mut sc)?;
     load.stop(0)?;
     sc.commands
-        .push("(background: 2 x sh -c 'while :; do grep -r … /usr; done' during 5.3-load)".into());
+        .push("(background: 2 loops of grep -r latlab-no-such-string /usr, each grep started as the last ends, during 5.3-load)".into());
     for (name, t) in [("idle", &quiet), ("with load", &loaded)] {
         let (v, k) = late_counts(t, 0);
         sc.findings.push(format!(
