@@ -360,24 +360,25 @@ mod tests {
             .count()
     }
 
+    /// Waits up to 10 s for `n` load greps to run.
+    fn until_greps(n: usize) {
+        let t0 = std::time::Instant::now();
+        while load_greps() < n {
+            assert!(t0.elapsed().as_secs() < 10, "fewer than {n} greps started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     #[test]
     fn a_file_system_load_starts_and_is_taken_down() {
         assert_eq!(load_greps(), 0, "a load grep runs already");
         let running = FsLoad { processes: 2 }.start().unwrap();
-        let t0 = std::time::Instant::now();
-        while load_greps() < 2 {
-            assert!(t0.elapsed().as_secs() < 10, "no grep started");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        until_greps(2);
         assert_eq!(running.stop(0).unwrap(), Delivered::default());
         assert_eq!(load_greps(), 0, "a grep outlived the stop");
         // dropped without stop (an error path): the processes are killed too
         let running = FsLoad { processes: 1 }.start().unwrap();
-        let t0 = std::time::Instant::now();
-        while load_greps() < 1 {
-            assert!(t0.elapsed().as_secs() < 10, "no grep started");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        until_greps(1);
         drop(running);
         assert_eq!(load_greps(), 0, "a grep outlived the drop");
     }

@@ -1,7 +1,7 @@
 //! Options of `latlab net delay`, the latency injector, and their resolution into the
 //! engine's or the testbed check's configuration.
 
-use super::common::{positive_duration_arg, DirectionArg, NetExplainArgs, OutputArgs};
+use super::common::{positive_duration_arg, DirectionArg, IdleArgs, NetExplainArgs, OutputArgs};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -70,9 +70,26 @@ pub struct DelayArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub explain: NetExplainArgs,
+    #[command(flatten)]
+    pub idle: IdleArgs,
+    /// With --testbed: leave the CPUs' idle policy as it is. By default, as root, the check
+    /// holds /dev/cpu_dma_latency at 0 µs, as `net calibrate` does: it checks the
+    /// instrument, and an endpoint that halts while the delay runs adds its wake-up to the
+    /// shift it measures.
+    #[arg(long, requires = "testbed", conflicts_with = "dma_latency")]
+    pub idle_as_is: bool,
 }
 
 impl DelayArgs {
+    /// The `/dev/cpu_dma_latency` target to hold: `--dma-latency`, else 0 µs for a
+    /// `--testbed` check as root unless `--idle-as-is`; none otherwise (an element joining
+    /// real interfaces leaves the system's idle policy alone unless asked).
+    pub fn dma_latency(&self, root: bool) -> Option<u32> {
+        self.idle
+            .dma_latency
+            .or((self.testbed && root && !self.idle_as_is).then_some(0))
+    }
+
     /// `--delay` as a distribution.
     pub fn delay_spec(&self) -> anyhow::Result<DelaySpec> {
         DelaySpec::parse(&self.delay).map_err(|e| usage(format!("--delay: {e}")))

@@ -118,6 +118,7 @@ pub fn run(a: DelayArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let saved = ResultFile::load(&out_path)?;
     if !quiet {
         print_run(&saved)?;
+        crate::output::print_idle(&saved);
         println!("result: {}", out_path.display());
     }
     Ok(())
@@ -310,6 +311,20 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
         }
         for w in &saved.warnings {
             println!("warning: {w}");
+        }
+        crate::output::print_idle(&saved);
+        if let Some(idle) = saved
+            .provenance
+            .idle
+            .as_ref()
+            .filter(|i| i.halting_allowed())
+        {
+            let halts: u64 = idle.halts().iter().map(|(_, n)| n).sum();
+            if halts > 0 && (s.median_shift_ns - delay_ns as i64).abs() > 1_000 {
+                println!(
+                    "hint: idle CPUs halted {halts} times: waiting the added delay longer also means waking from a deeper sleep, which the shift includes; --dma-latency 0 (the default of a check as root, without --idle-as-is) keeps them polling"
+                );
+            }
         }
         println!("result: {}", out_path.display());
     }
