@@ -1,6 +1,8 @@
 //! Options of `latlab host breakdown`, and their resolution into a [`BreakdownConfig`].
 
-use super::common::{duration_arg, pick_names, positive_duration_arg, MlockArgs, OutputArgs};
+use super::common::{
+    duration_arg, pick_names, positive_duration_arg, IdleArgs, MlockArgs, OutputArgs,
+};
 use crate::exit::usage;
 use clap::Args;
 use latlab_core::units::Nanos;
@@ -32,6 +34,8 @@ pub struct BreakdownArgs {
     pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub idle: IdleArgs,
     /// Draw the stacked decomposition of a UDP loopback round trip; FILE defaults to the
     /// result's name with -udp.svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]

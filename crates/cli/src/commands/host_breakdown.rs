@@ -41,6 +41,7 @@ pub fn run(a: BreakdownArgs, argv: Vec<String>) -> anyhow::Result<()> {
         for w in &saved.warnings {
             println!("warning: {w}");
         }
+        crate::output::print_idle(&saved);
         println!("result: {}", out_path.display());
     }
     if let Some(p) = plot_path {

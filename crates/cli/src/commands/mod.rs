@@ -33,6 +33,7 @@ fn dma_latency(c: &Command) -> Option<u32> {
         Command::Net(N::Load(a)) => a.idle,
         Command::Net(N::Delay(a)) => return a.dma_latency(latlab_sys::netns::is_root()),
         Command::Host(HostCommand::Noise(a)) => a.idle,
+        Command::Host(HostCommand::Breakdown(a)) => a.idle,
         Command::Experiment(E::WhereTime(a)) => a.idle,
         Command::Experiment(E::KillerUs(a)) => a.idle,
         _ => return None,

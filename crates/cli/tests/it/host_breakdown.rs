@@ -69,6 +69,25 @@ fn short_breakdown_writes_every_step_with_a_class_and_the_figure() {
     }
 }
 
+/// `--dma-latency 0`: the hold is recorded in the result and said on the terminal (on a
+/// guest whose idle CPUs halt, a cross-core wake-up step is 5–13 µs held against 70–80 µs
+/// not; docs/host.md).
+#[test]
+fn breakdown_holds_the_idle_policy_when_asked() {
+    let _turn = crate::util::system_test!("/dev/cpu_dma_latency");
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("bd.json");
+    let stdout = run_ok(
+        latlab_line(
+            "host breakdown --steps futex_other_core --duration 100ms --warmup 0s --dma-latency 0 -o",
+        )
+        .arg(&result),
+    );
+    assert!(stdout.contains("held at 0 µs"), "{stdout}");
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.provenance.idle.expect("idle recorded").held_us, Some(0));
+}
+
 #[test]
 fn unknown_step_is_a_usage_error() {
     assert_usage_error(
