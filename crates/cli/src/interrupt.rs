@@ -49,36 +49,31 @@ pub fn settle() {
 }
 
 fn watch() {
-    loop {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        if let Some(sig) = latlab_sys::signal::stop_signal() {
-            let steps = std::mem::take(&mut *STEPS.lock().unwrap_or_else(|e| e.into_inner()));
-            let done: Vec<String> = steps.into_iter().rev().map(|undo| undo()).collect();
-            eprintln!(
-                "latlab: interrupted by {} (a run cut short writes no result); {}",
-                latlab_sys::signal::name(sig),
-                done.join("; ")
-            );
-            std::process::exit(128 + sig);
-        }
-    }
+    // asleep until the signal: no timer wakes a measured CPU meanwhile
+    let sig = latlab_sys::signal::wait_for_stop();
+    let steps = std::mem::take(&mut *STEPS.lock().unwrap_or_else(|e| e.into_inner()));
+    let done: Vec<String> = steps.into_iter().rev().map(|undo| undo()).collect();
+    eprintln!(
+        "latlab: interrupted by {} (a run cut short writes no result); {}",
+        latlab_sys::signal::name(sig),
+        done.join("; ")
+    );
+    std::process::exit(128 + sig);
 }
 
 /// Registers putting real-time throttling back, when `g` switched it off.
 pub fn restore_throttling(g: &Option<latlab_sys::rt_throttle::Unthrottled>) -> anyhow::Result<()> {
-    let Some(undo) = g
-        .as_ref()
-        .and_then(latlab_sys::rt_throttle::Unthrottled::undo)
-    else {
+    use latlab_sys::rt_throttle::Unthrottled;
+    let Some(undo) = g.as_ref().and_then(Unthrottled::undo) else {
         return Ok(());
     };
     on_signal(move || {
+        let was = undo.previous();
         match undo.apply() {
-        Ok(()) => format!("kernel.sched_rt_runtime_us back to {}", undo.previous()),
-        Err(e) => format!(
-            "kernel.sched_rt_runtime_us NOT restored ({e}): sysctl -w kernel.sched_rt_runtime_us={}",
-            undo.previous()
-        ),
-    }
+            Ok(()) => format!("kernel.sched_rt_runtime_us back to {was}"),
+            Err(e) => format!(
+                "kernel.sched_rt_runtime_us NOT restored ({e}): sysctl -w kernel.sched_rt_runtime_us={was}"
+            ),
+        }
     })
 }

@@ -130,9 +130,9 @@ pub fn run(a: LoadArgs, argv: Vec<String>) -> anyhow::Result<()> {
         .join()
         .expect("load thread panicked")
     });
-    // the server stops before anything else happens, on every path
     // a load that ended because a signal's undo stopped the server is no result
     crate::interrupt::settle();
+    // the server stops before anything else happens, on every path
     let server = server.lock().unwrap_or_else(|e| e.into_inner()).take();
     let served = server.map(|srv| {
         let pid = srv.pid();
