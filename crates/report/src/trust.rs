@@ -502,7 +502,7 @@ fn idle_warnings(r: &ResultFile, warn: &mut impl Warn) {
                 deep.push(d);
             }
         }
-        let halts: u64 = idle.halts().iter().map(|(_, n)| n).sum();
+        let halts = idle.total_halts();
         warn(
             Severity::Caution,
             None,

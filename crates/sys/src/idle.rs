@@ -382,6 +382,7 @@ mod tests {
             r.summary(),
             "idle: haltpoll, CPUs 0,1 halted 152,331 times during the run; not held"
         );
+        assert_eq!(r.total_halts(), 152 + 331);
         assert!(r.halting_allowed());
         r.held_us = Some(0);
         assert!(r.summary().ends_with("; held at 0 µs"));

@@ -319,7 +319,7 @@ fn run_check(a: &DelayArgs, cfg: &testbed::CheckConfig, argv: Vec<String>) -> an
             .as_ref()
             .filter(|i| i.halting_allowed())
         {
-            let halts: u64 = idle.halts().iter().map(|(_, n)| n).sum();
+            let halts = idle.total_halts();
             if halts > 0 && (s.median_shift_ns - delay_ns as i64).abs() > 1_000 {
                 println!(
                     "hint: idle CPUs halted {halts} times: waiting the added delay longer also means waking from a deeper sleep, which the shift includes; --dma-latency 0 (the default of a check as root, without --idle-as-is) keeps them polling"

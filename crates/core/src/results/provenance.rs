@@ -107,6 +107,11 @@ impl IdleRecord {
         })
     }
 
+    /// The [`halts`](Self::halts) of every CPU together.
+    pub fn total_halts(&self) -> u64 {
+        self.halts().iter().map(|(_, n)| n).sum()
+    }
+
     /// Per CPU, the entries during the run into states with an exit latency above zero
     /// (the ones that halt or sleep, not the polling state).
     pub fn halts(&self) -> Vec<(u32, u64)> {
