@@ -542,11 +542,16 @@ pub fn run(
     // because it was interrupted is the interruption, not that client's failure.
     run_inner(cfg, clock, progress).map_err(|e| {
         if latlab_sys::signal::stop_requested() {
-            WhereTimeError::Run("interrupted: stopped, nothing left behind".into())
+            interrupted()
         } else {
             e
         }
     })
+}
+
+/// The error of a run stopped by SIGINT/SIGTERM (servers and namespaces already put back).
+fn interrupted() -> WhereTimeError {
+    WhereTimeError::Run("interrupted: stopped, nothing left behind".into())
 }
 
 fn run_inner(
@@ -650,9 +655,7 @@ fn run_inner(
                 // SIGINT/SIGTERM (with the handler installed): stop between runs, so that
                 // every server, namespace and setting is put back on the way out.
                 if latlab_sys::signal::stop_requested() {
-                    return Err(WhereTimeError::Run(
-                        "interrupted: stopped between runs, nothing left behind".into(),
-                    ));
+                    return Err(interrupted());
                 }
                 let mut ecfg = EngineConfig::new(
                     testbed::DELAY_IF_CLIENT,
