@@ -67,11 +67,11 @@ pub const FS_LOAD_ARGV: [&str; 4] = ["grep", "-r", "latlab-no-such-string", "/us
 
 struct RunningFs {
     stop: Arc<AtomicBool>,
-    loops: Vec<JoinHandle<Result<(), String>>>,
+    loops: Vec<JoinHandle<std::io::Result<()>>>,
 }
 
 /// One loop: `grep` after `grep` until `stop`, polling the running one every 20 ms.
-fn fs_loop(stop: &AtomicBool) -> Result<(), String> {
+fn fs_loop(stop: &AtomicBool) -> std::io::Result<()> {
     while !stop.load(Ordering::Relaxed) {
         let mut cmd = Command::new(FS_LOAD_ARGV[0]);
         cmd.args(&FS_LOAD_ARGV[1..])
@@ -79,18 +79,17 @@ fn fs_loop(stop: &AtomicBool) -> Result<(), String> {
             .stdout(Stdio::null())
             .stderr(Stdio::null());
         latlab_sys::process::die_with_spawning_thread(&mut cmd);
-        let mut grep = cmd.spawn().map_err(|e| e.to_string())?;
+        let mut grep = cmd.spawn()?;
         loop {
             if stop.load(Ordering::Relaxed) {
                 let _ = grep.kill();
                 let _ = grep.wait();
                 return Ok(());
             }
-            match grep.try_wait() {
-                Ok(Some(_)) => break,
-                Ok(None) => std::thread::sleep(std::time::Duration::from_millis(20)),
-                Err(e) => return Err(e.to_string()),
+            if grep.try_wait()?.is_some() {
+                break;
             }
+            std::thread::sleep(std::time::Duration::from_millis(20));
         }
     }
     Ok(())
@@ -116,13 +115,13 @@ impl LoadSource for FsLoad {
 
 impl RunningFs {
     /// Stops every loop (killing its `grep`) and waits for them; the first failure.
-    fn halt(&mut self) -> Result<(), String> {
+    fn halt(&mut self) -> std::io::Result<()> {
         self.stop.store(true, Ordering::Relaxed);
         let mut first = Ok(());
         for h in self.loops.drain(..) {
             let r = h
                 .join()
-                .unwrap_or_else(|_| Err("a load thread panicked".into()));
+                .unwrap_or_else(|_| Err(std::io::Error::other("a load thread panicked")));
             if first.is_ok() {
                 first = r;
             }
@@ -133,12 +132,8 @@ impl RunningFs {
 
 impl RunningLoad for RunningFs {
     fn stop(mut self: Box<Self>, _measured_ns: u64) -> Result<Delivered, Error> {
-        self.halt().map_err(|e| {
-            Error::io(
-                "the file-system load (grep -r /usr)",
-                std::io::Error::other(e),
-            )
-        })?;
+        self.halt()
+            .map_err(|e| Error::io("the file-system load (grep -r /usr)", e))?;
         Ok(Delivered::default())
     }
 }
