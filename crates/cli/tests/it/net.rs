@@ -3,7 +3,7 @@
 
 use crate::util::{
     assert_usage_error, is_root, latlab, latlab_bin, latlab_line, ok, require_root, run_ok,
-    system_test, system_turn, text,
+    signal_and_wait, system_test, system_turn, text,
 };
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
@@ -465,15 +465,9 @@ fn an_nf_stopped_by_a_signal_writes_its_result_and_restores_throttling() {
     let _turn = system_turn();
     let before = latlab_sys::rt_throttle::read_limit(path).ok();
     let dir = tempfile::tempdir().unwrap();
-    for (i, (name, send)) in [
-        (
-            "SIGINT",
-            latlab_sys::process::interrupt as fn(u32) -> std::io::Result<()>,
-        ),
-        ("SIGTERM", latlab_sys::process::terminate),
-    ]
-    .into_iter()
-    .enumerate()
+    for (i, (name, signal)) in [("SIGINT", "-INT"), ("SIGTERM", "-TERM")]
+        .into_iter()
+        .enumerate()
     {
         let unthrottle = is_root() && name == "SIGTERM";
         let out = dir.path().join(format!("nf-{i}.json"));
@@ -484,18 +478,8 @@ fn an_nf_stopped_by_a_signal_writes_its_result_and_restores_throttling() {
         }
         let (mut nf, line) = spawn_nf(cmd.arg("-o"), &out);
         assert_eq!(line.trim(), "ready", "{name}");
-        send(nf.id()).unwrap();
-        let t0 = std::time::Instant::now();
-        let status = loop {
-            if let Some(s) = nf.try_wait().unwrap() {
-                break s;
-            }
-            if t0.elapsed() > std::time::Duration::from_secs(30) {
-                nf.kill().ok();
-                panic!("the reflector did not stop within 30 s of {name}");
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        };
+        let pid = nf.id().to_string();
+        let (status, _) = signal_and_wait(&mut nf, "the reflector", signal, &pid);
         assert!(status.success(), "{name}: {status}");
         let r = ResultFile::load(&out).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(r.kind, latlab_net::nf::NF_RESULT_KIND, "{name}");
@@ -539,10 +523,9 @@ fn a_probe_ended_by_a_signal_restores_throttling() {
     crate::util::wait_while_running(&mut probe, "the probe", "throttling off", || {
         latlab_sys::rt_throttle::read_limit(path).unwrap() == -1
     });
-    latlab_sys::process::terminate(probe.id()).unwrap();
-    let got = probe.wait_with_output().unwrap();
-    let err = text(&got.stderr);
-    assert_eq!(got.status.code(), Some(128 + 15), "{err}");
+    let pid = probe.id().to_string();
+    let (status, err) = signal_and_wait(&mut probe, "the probe", "-TERM", &pid);
+    assert_eq!(status.code(), Some(128 + 15), "{err}");
     assert!(
         err.contains("interrupted") && err.contains(&format!("back to {before}")),
         "{err}"

@@ -3,7 +3,7 @@
 //! The namespaces go through latlab's janitor (`latlab_sys::janitor`), the XDP programs
 //! with the BPF links the kernel closes with the process.
 
-use crate::util::{latlab, latlab_bin, ok, system_test, text, wait_while_running};
+use crate::util::{latlab, latlab_bin, ok, signal_and_wait, system_test, text, wait_while_running};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -114,34 +114,6 @@ fn rt_runtime_us() -> String {
 /// The where-time testbed's namespaces that exist now.
 fn where_time_namespaces() -> Vec<String> {
     namespaces(|n| n.starts_with("latlab-wt-"))
-}
-
-/// Sends `signal` (`-TERM`, `-INT`) to `target` (a pid, or `-PGID` for a process group)
-/// and waits up to 30 s for `run` (the command `who`) to end: its status and stderr.
-fn signal_and_wait(
-    run: &mut std::process::Child,
-    who: &str,
-    signal: &str,
-    target: &str,
-) -> (std::process::ExitStatus, String) {
-    ok(&Command::new("kill")
-        .args([signal, "--", target])
-        .output()
-        .unwrap());
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = run.try_wait().unwrap() {
-            break s;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(30),
-            "{who} did not stop within 30 s of {signal}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut run.stderr.take().unwrap(), &mut err).unwrap();
-    (status, err)
 }
 
 /// SIGTERM to latlab alone, and SIGINT to its whole process group (Ctrl-C in a terminal,

@@ -320,10 +320,9 @@ fn a_served_load_ended_by_a_signal_stops_its_server() {
             catches_sigterm(pid)
         });
         wait_port(port);
-        latlab_sys::process::terminate(run.id()).unwrap();
-        let got = run.wait_with_output().unwrap();
-        let err = String::from_utf8_lossy(&got.stderr);
-        assert_eq!(got.status.code(), Some(128 + 15), "{server}: {err}");
+        let (status, err) =
+            crate::util::signal_and_wait(&mut run, server, "-TERM", &pid.to_string());
+        assert_eq!(status.code(), Some(128 + 15), "{server}: {err}");
         assert!(
             err.contains("interrupted by SIGTERM") && err.contains(&format!("{server} stopped")),
             "{server}: {err}"

@@ -291,3 +291,34 @@ pub fn wait_while_running(
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
 }
+
+/// Sends `signal` (`-TERM`, `-INT`) to `target` (a pid, or `-PGID` for a process group)
+/// and waits up to 30 s for `run` (the command `who`) to end: its status and its stderr
+/// (empty when it was not piped).
+pub fn signal_and_wait(
+    run: &mut std::process::Child,
+    who: &str,
+    signal: &str,
+    target: &str,
+) -> (std::process::ExitStatus, String) {
+    ok(&std::process::Command::new("kill")
+        .args([signal, "--", target])
+        .output()
+        .unwrap());
+    let t0 = std::time::Instant::now();
+    let status = loop {
+        if let Some(s) = run.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > std::time::Duration::from_secs(30) {
+            let _ = run.kill();
+            panic!("{who} did not stop within 30 s of {signal}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let mut err = String::new();
+    if let Some(mut e) = run.stderr.take() {
+        std::io::Read::read_to_string(&mut e, &mut err).unwrap();
+    }
+    (status, err)
+}
