@@ -26,7 +26,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub use crate::killer_data::{
-    KillerUsConfig, KillerUsData, Step, SummaryRow, TailShare, LADDER, METHODS, RESULT_KIND, STEPS,
+    KillerUsConfig, KillerUsData, Step, SummaryRow, TailShare, GEN_MODES, LADDER, METHODS,
+    RESULT_KIND, STEPS,
 };
 
 /// What the CLI prints.
@@ -133,7 +134,8 @@ struct RunPlan<'a> {
 }
 
 impl RunPlan<'_> {
-    /// Runs the NF of `step` and a probe against it (receive mode `rx_io`) at `milli_pps`
+    /// Runs the NF of `step` and a probe against it (the generator's mode `gen_io`: its
+    /// receive path, and with [`IoMode::Xdp`] its send path too) at `milli_pps`
     /// for `duration` after `warmup`, writing `nf-NAME.json` and `probe-NAME.json` (with
     /// `prefix`); returns the probe's result and both files.
     #[allow(clippy::too_many_arguments)]
@@ -142,7 +144,7 @@ impl RunPlan<'_> {
         step: &Step,
         loopback: bool,
         name: &str,
-        rx_io: IoMode,
+        gen_io: IoMode,
         milli_pps: u64,
         duration: Nanos,
         warmup: Nanos,
@@ -176,11 +178,19 @@ impl RunPlan<'_> {
         probe.milli_pps = milli_pps;
         probe.duration = duration;
         probe.warmup = warmup;
-        probe.rx_io = rx_io;
+        // xdp: whole frames over AF_XDP both ways, one busy loop (user stamps only)
+        probe.rx_io = gen_io;
+        if gen_io == IoMode::Xdp {
+            probe.tx_io = IoMode::Xdp;
+        }
         probe.tx_cpu = Some(self.gen_cpu);
         probe.rx_cpu = Some(self.gen_cpu);
         probe.fifo = self.gen_fifo;
-        probe.sources = sources;
+        probe.sources = if gen_io == IoMode::Xdp {
+            Sources::USER
+        } else {
+            sources
+        };
         // every source this host can give: hardware where the interfaces have it
         probe.hardware_optional = true;
         probe.explain = self.explain;
@@ -228,6 +238,7 @@ fn fit_host(
     dir: &Path,
     placement: Placement,
     files: &mut Vec<PathBuf>,
+    started: std::time::Instant,
 ) -> Result<HostFit, ExperimentError> {
     let say = |m: &str| {
         if !cfg.quiet {
@@ -268,9 +279,13 @@ fn fit_host(
         explain: cfg.explain,
     };
     let mut trials = Vec::new();
+    // a run's fixed cost beyond its warm-up and measured time, the largest the trials saw
+    let mut overhead: Option<Nanos> = None;
+    let trial_warmup = Nanos::from_millis(200);
     let milli_pps = if cfg.fit_rate {
         for rate in fit::candidates(cfg.milli_pps) {
             let name = format!("fit-{}pps", rate / 1000);
+            let t = std::time::Instant::now();
             let (r, paths) = plan.run(
                 &STEPS[0],
                 cfg.loopback,
@@ -278,9 +293,15 @@ fn fit_host(
                 IoMode::Busy,
                 rate,
                 fit::TRIAL,
-                Nanos::from_millis(200),
+                trial_warmup,
                 Sources::USER,
             )?;
+            let wall = Nanos(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            let cost = Nanos(
+                wall.get()
+                    .saturating_sub(fit::TRIAL.get() + trial_warmup.get()),
+            );
+            overhead = Some(overhead.map_or(cost, |o| o.max(cost)));
             files.extend(paths);
             let t = trial_of(rate, &r);
             say(&format!("  trial at {}", t.describe()));
@@ -308,9 +329,38 @@ fn fit_host(
         ));
         cfg.milli_pps
     };
+    // a ladder run costs more than a trial (every timestamp source, a longer warm-up's
+    // attribution, testpmd's start): half as much again (measured 2026-11-29: trials 0.75 s,
+    // runs 0.8-1.0 s, testpmd's 1.6 s)
+    let overhead = overhead.map_or(fit::DEFAULT_RUN_OVERHEAD, |o| Nanos(o.get() / 2 * 3));
+    let runs = planned_runs(cfg.loopback);
     let duration = match cfg.duration_cap {
         Some(cap) => {
-            let d = fit::quick_duration(milli_pps, cfg.duration, cap);
+            let mut d = fit::quick_duration(milli_pps, cfg.duration, cap);
+            if let Some(budget) = cfg.budget {
+                let elapsed =
+                    Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                let share = fit::budget_share(budget, elapsed, runs, cfg.warmup, overhead, d);
+                if share.duration < d {
+                    reasons.push(if share.fits {
+                        format!(
+                            "The {runs} runs share what is left of --quick's {} budget: {} each after a {} warm-up and about {} of starting and ending each run (half as much again as the rate trials took).",
+                            format_ns(budget.get() as f64),
+                            format_ns(share.duration.get() as f64),
+                            format_ns(cfg.warmup.get() as f64),
+                            format_ns(overhead.get() as f64)
+                        )
+                    } else {
+                        format!(
+                            "Even runs of {} cannot fit the {runs} runs in --quick's {} budget on this host (about {} of starting and ending each run); the experiment will take longer.",
+                            format_ns(share.duration.get() as f64),
+                            format_ns(budget.get() as f64),
+                            format_ns(overhead.get() as f64)
+                        )
+                    });
+                }
+                d = share.duration;
+            }
             reasons.push(format!(
                 "Each run lasts {} ({} samples at {} pps{}).",
                 format_ns(d.get() as f64),
@@ -341,8 +391,59 @@ fn fit_host(
         asked_milli_pps: cfg.milli_pps,
         milli_pps,
         duration,
+        run_overhead: overhead,
+        runs,
         reasons,
     })
+}
+
+/// How many runs the ladder will make here: every rung the placement offers (testpmd where
+/// it is installed; AF_XDP on the testbed as root), once per generator mode.
+fn planned_runs(loopback: bool) -> u32 {
+    let root = latlab_sys::netns::is_root();
+    let rungs = STEPS
+        .iter()
+        .filter(|s| rung_unavailable(s, loopback, root).is_none())
+        .count();
+    let modes = GEN_MODES
+        .iter()
+        .filter(|(_, io)| mode_unavailable(*io, loopback, root).is_none())
+        .count();
+    (rungs * modes) as u32
+}
+
+/// Why `step` cannot run here (`None`: it can).
+fn rung_unavailable(step: &Step, loopback: bool, root: bool) -> Option<String> {
+    if step.testpmd {
+        if loopback {
+            return Some(
+                "testpmd forwards between the testbed's veths; this run is on loopback".into(),
+            );
+        }
+        return crate::testpmd::program().err().map(|e| e.to_string());
+    }
+    if step.xdp {
+        if loopback {
+            return Some(
+                "AF_XDP forwards between the testbed's veths; this run is on loopback".into(),
+            );
+        }
+        if !root {
+            return Some("AF_XDP sockets and their XDP program need root".into());
+        }
+    }
+    None
+}
+
+/// Why the generator cannot run in mode `io` here (`None`: it can).
+fn mode_unavailable(io: IoMode, loopback: bool, root: bool) -> Option<&'static str> {
+    match io {
+        IoMode::Xdp if loopback => {
+            Some("AF_XDP needs the testbed's veths; this run is on loopback")
+        }
+        IoMode::Xdp if !root => Some("AF_XDP sockets and their XDP program need root"),
+        _ => None,
+    }
 }
 
 /// The rate trial a probe result at `milli_pps` amounts to.
@@ -395,13 +496,14 @@ fn run_inner(
     } else {
         Placement::Testbed
     };
+    let started = std::time::Instant::now();
     let _testbed = orchestrate::prepare(placement)?;
     std::fs::create_dir_all(dir).map_err(|source| latlab_core::results::ResultError::Write {
         path: dir.to_path_buf(),
         source,
     })?;
     let mut files = Vec::new();
-    let fit = fit_host(cfg, exe, dir, placement, &mut files)?;
+    let fit = fit_host(cfg, exe, dir, placement, &mut files, started)?;
     let plan = RunPlan {
         exe,
         dir,
@@ -421,24 +523,37 @@ fn run_inner(
     let mut behind: Vec<(String, u64)> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
     let mut explain_lost: Vec<(String, u64)> = Vec::new();
+    let mut warnings_modes: Vec<String> = Vec::new();
+    let mut over_budget: Vec<String> = Vec::new();
+    let root = latlab_sys::netns::is_root();
+    let modes: Vec<(&str, IoMode)> = GEN_MODES
+        .iter()
+        .copied()
+        .filter(
+            |(name, io)| match mode_unavailable(*io, cfg.loopback, root) {
+                Some(why) => {
+                    if !cfg.quiet {
+                        eprintln!("killer-us: generator mode {name}: not measured: {why}");
+                    }
+                    warnings_modes.push(format!(
+                        "the generator's {name} mode (method user-{name}) was not measured: {why}"
+                    ));
+                    false
+                }
+                None => true,
+            },
+        )
+        .collect();
+    let mut left = fit.runs;
+    let elapsed = || Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
     for step in STEPS {
         let conf = step.name;
-        if step.testpmd {
-            let why = if cfg.loopback {
-                Some(
-                    "testpmd forwards between the testbed's veths; this run is on loopback"
-                        .to_string(),
-                )
-            } else {
-                crate::testpmd::program().err().map(|e| e.to_string())
-            };
-            if let Some(reason) = why {
-                if !cfg.quiet {
-                    eprintln!("killer-us: NF {conf}: not measured: {reason}");
-                }
-                not_measured.push((conf.to_string(), reason));
-                continue;
+        if let Some(reason) = rung_unavailable(&step, cfg.loopback, root) {
+            if !cfg.quiet {
+                eprintln!("killer-us: NF {conf}: not measured: {reason}");
             }
+            not_measured.push((conf.to_string(), reason));
+            continue;
         }
         let guard = if step.fifo.is_some() {
             match crate::fit::unthrottle_for_fifo("NF") {
@@ -460,16 +575,29 @@ fn run_inner(
         } else {
             None
         };
-        for (rx, rx_io) in [("blocking", IoMode::Blocking), ("busy", IoMode::Busy)] {
+        for &(rx, rx_io) in &modes {
             if latlab_sys::signal::stop_requested() {
                 return Err(ExperimentError::Interrupted);
             }
+            left = left.saturating_sub(1);
             progress.step(
-                &format!("NF {conf}, generator receive {rx}"),
+                &format!("NF {conf}, generator {rx}"),
                 runs.len() as u64,
-                STEPS.len() as u64 * 2,
+                u64::from(fit.runs),
             );
             let name = format!("{}.rx-{rx}", step.file_name());
+            // the AF_XDP generator spins in one SCHED_FIFO loop: throttling would stop it
+            // for 50 ms of every second (a FIFO rung has it off already)
+            let _xdp_unthrottled = match (rx_io, fit.gen_fifo) {
+                (IoMode::Xdp, Some(_)) => match crate::fit::unthrottle_for_fifo("generator") {
+                    Ok((g, _)) => g,
+                    Err(reason) => {
+                        warnings.push(format!("{name}: {reason}"));
+                        None
+                    }
+                },
+                _ => None,
+            };
             // Another tenant's burst (a compile job, someone's real-time thread) can make
             // the generator fall behind for one run: such a run is repeated once, and the
             // repeat kept.
@@ -497,7 +625,20 @@ fn run_inner(
                     }
                     continue;
                 }
-                if fell && attempt < RETRIES && !latlab_sys::signal::stop_requested() {
+                let in_budget = cfg.budget.map_or(true, |b| {
+                    fit::budget_allows(
+                        b,
+                        elapsed(),
+                        left,
+                        fit.duration,
+                        cfg.warmup,
+                        fit.run_overhead,
+                    )
+                });
+                if fell && !in_budget && attempt < RETRIES {
+                    over_budget.push(name.clone());
+                }
+                if fell && in_budget && attempt < RETRIES && !latlab_sys::signal::stop_requested() {
                     attempt += 1;
                     repeated.push(name.clone());
                     if !cfg.quiet {
@@ -564,6 +705,14 @@ fn run_inner(
         ));
     }
     let mut notes = cfg.notes.clone();
+    notes.extend(warnings_modes);
+    if !over_budget.is_empty() {
+        notes.push(format!(
+            "The generator fell behind in {} run(s) that were not repeated, since a repeat would not have fit --quick's budget: {}.",
+            over_budget.len(),
+            over_budget.join(", ")
+        ));
+    }
     if !repeated.is_empty() {
         notes.push(format!(
             "The generator fell behind in {} run(s) and each was run once more, the repeat kept: {}.",
@@ -630,7 +779,9 @@ fn run_inner(
         ));
         let user: Vec<&LatencyHistogram> = per_method
             .iter()
-            .filter(|(m, _, _)| m.starts_with("user-"))
+            // the socket generator's two receive modes; the AF_XDP generator leaves its
+            // own stack out, so it times a shorter span
+            .filter(|(m, _, _)| *m == "user-blocking" || *m == "user-busy")
             .filter_map(|(_, _, c)| c.iter().find(|(k, _)| k == conf).map(|(_, h)| h))
             .collect();
         data.disagreement_same_span.push((
@@ -836,7 +987,7 @@ pub fn disagreement_sentences(d: &KillerUsData) -> Vec<String> {
     let mut out = Vec::new();
     if !d.disagreement_same_span.is_empty() {
         out.push(format!(
-            "The two user-space methods time the same span (user send to user receive), so where they differ by more than 1 µs the receive mode (blocking or busy polling) changed the result: {}.",
+            "The socket generator's two methods (user-blocking, user-busy) time the same span (user send to user receive), so where they differ by more than 1 µs the receive mode (blocking or busy polling) changed the result: {}.",
             say(&d.disagreement_same_span)
         ));
     }
@@ -922,13 +1073,52 @@ mod tests {
                 "pinned-busy",
                 "pinned-busy-fifo",
                 "hog",
-                "testpmd-DPDK-busy"
+                "testpmd-DPDK-busy",
+                "AF-XDP-latlab-busy"
             ]
         );
         assert!(STEPS
             .iter()
             .filter(|s| s.testpmd)
             .all(|s| s.busy && s.pinned));
+        // the AF_XDP rung's NF is latlab's forwarder over AF_XDP, pinned to the NF's CPU
+        let xdp: Vec<&Step> = STEPS.iter().filter(|s| s.xdp).collect();
+        assert_eq!(xdp.len(), 1);
+        let nf = xdp[0].nf_config(Placement::Testbed, 3);
+        assert_eq!(
+            (nf.io, nf.cpus.clone(), nf.fifo),
+            (IoMode::Xdp, vec![3], None)
+        );
+        assert_eq!(xdp[0].describe(false, 3)["io"], "xdp");
+        // every method reads a run the ladder makes
+        for (m, _, run, _) in METHODS {
+            assert!(
+                GEN_MODES.iter().any(|(g, _)| *g == run),
+                "{m} reads run {run}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_kernel_bypass_parts_need_the_testbed_and_root() {
+        let xdp_step = STEPS.iter().find(|s| s.xdp).unwrap();
+        let socket_step = &STEPS[0];
+        for (loopback, root) in [(true, true), (true, false), (false, false)] {
+            assert!(rung_unavailable(xdp_step, loopback, root).is_some());
+            assert!(mode_unavailable(IoMode::Xdp, loopback, root).is_some());
+        }
+        assert_eq!(rung_unavailable(xdp_step, false, true), None);
+        assert_eq!(mode_unavailable(IoMode::Xdp, false, true), None);
+        for (loopback, root) in [(true, true), (true, false), (false, false), (false, true)] {
+            assert_eq!(rung_unavailable(socket_step, loopback, root), None);
+            assert_eq!(mode_unavailable(IoMode::Busy, loopback, root), None);
+            assert_eq!(mode_unavailable(IoMode::Blocking, loopback, root), None);
+        }
+        let why = rung_unavailable(xdp_step, true, true).unwrap();
+        assert!(why.contains("loopback"), "{why}");
+        assert!(mode_unavailable(IoMode::Xdp, false, false)
+            .unwrap()
+            .contains("root"));
     }
 
     #[test]

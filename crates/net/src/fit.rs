@@ -267,6 +267,68 @@ pub fn quick_duration(milli_pps: u64, min: Nanos, max: Nanos) -> Nanos {
     Nanos(ns.get().clamp(min.get(), max.get()))
 }
 
+/// The shortest run a budget shortens a run to: below it the warm-up and the fixed cost
+/// would be most of every run.
+pub const MIN_BUDGET_RUN: Nanos = Nanos(1_000_000_000);
+
+/// Time the budget keeps back for the summary, its figures and the report.
+pub const BUDGET_RESERVE: Nanos = Nanos(3_000_000_000);
+
+/// A run's fixed cost assumed when no trial measured it (starting the NF and the probe,
+/// the attribution, the files).
+pub const DEFAULT_RUN_OVERHEAD: Nanos = Nanos(1_500_000_000);
+
+/// How a time budget shares out among the runs still to come.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BudgetShare {
+    /// The measured duration of each run.
+    pub duration: Nanos,
+    /// Whether `runs` runs of that duration fit in the budget (false: even runs of
+    /// [`MIN_BUDGET_RUN`] pass it).
+    pub fits: bool,
+}
+
+/// The measured duration of each of `runs` runs such that they all end within `budget`
+/// of the start, `elapsed` having passed: what is left after [`BUDGET_RESERVE`], shared
+/// out, less each run's `warmup` and fixed cost `overhead`; at least [`MIN_BUDGET_RUN`],
+/// at most `max`. Pure.
+pub fn budget_share(
+    budget: Nanos,
+    elapsed: Nanos,
+    runs: u32,
+    warmup: Nanos,
+    overhead: Nanos,
+    max: Nanos,
+) -> BudgetShare {
+    let left = budget
+        .get()
+        .saturating_sub(elapsed.get())
+        .saturating_sub(BUDGET_RESERVE.get());
+    let each = left / u64::from(runs.max(1));
+    let d = each
+        .saturating_sub(warmup.get())
+        .saturating_sub(overhead.get());
+    BudgetShare {
+        duration: Nanos(d.clamp(MIN_BUDGET_RUN.get(), max.get().max(MIN_BUDGET_RUN.get()))),
+        fits: d >= MIN_BUDGET_RUN.get(),
+    }
+}
+
+/// Whether one more run (a repeat) of `duration` fits in `budget` with `after` runs
+/// still to come behind it, `elapsed` having passed. Pure.
+pub fn budget_allows(
+    budget: Nanos,
+    elapsed: Nanos,
+    after: u32,
+    duration: Nanos,
+    warmup: Nanos,
+    overhead: Nanos,
+) -> bool {
+    let per_run = duration.get() + warmup.get() + overhead.get();
+    let need = per_run.saturating_mul(u64::from(after) + 1) + BUDGET_RESERVE.get();
+    elapsed.get().saturating_add(need) <= budget.get()
+}
+
 /// What the experiment checked and chose, as its result records it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct HostFit {
@@ -288,6 +350,13 @@ pub struct HostFit {
     pub milli_pps: u64,
     /// The measured duration per run chosen.
     pub duration: Nanos,
+    /// A run's fixed cost beyond its warm-up and measured time, as the trials took it
+    /// (or [`DEFAULT_RUN_OVERHEAD`]): what a `--quick` budget reckons with.
+    #[serde(default)]
+    pub run_overhead: Nanos,
+    /// The runs the ladder planned here (rungs × generator modes).
+    #[serde(default)]
+    pub runs: u32,
     /// Why, in sentences.
     pub reasons: Vec<String>,
 }
@@ -295,6 +364,79 @@ pub struct HostFit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    #[test]
+    fn a_budget_is_shared_out_so_that_every_run_ends_within_it() {
+        // 120 s, 10 s gone: 107 s left after the reserve, 21 runs of 5.095 s each, less a
+        // 0.5 s warm-up and 1 s of fixed cost
+        let share = budget_share(
+            Nanos(120 * S),
+            Nanos(10 * S),
+            21,
+            Nanos(S / 2),
+            Nanos(S),
+            Nanos(20 * S),
+        );
+        assert!(share.fits);
+        let each = share.duration.get() + S / 2 + S;
+        assert!(
+            10 * S + 21 * each + BUDGET_RESERVE.get() <= 120 * S,
+            "{share:?}"
+        );
+        assert!(
+            10 * S + 21 * (each + 1_000_000) + BUDGET_RESERVE.get() > 120 * S,
+            "{share:?}: the whole budget is used"
+        );
+        // a budget roomier than the runs need leaves them at their own length
+        let roomy = budget_share(
+            Nanos(3600 * S),
+            Nanos(0),
+            12,
+            Nanos(S),
+            Nanos(S),
+            Nanos(5 * S),
+        );
+        assert_eq!(
+            roomy,
+            BudgetShare {
+                duration: Nanos(5 * S),
+                fits: true
+            }
+        );
+        // one that cannot hold even the shortest runs says so, and keeps them at the floor
+        let tight = budget_share(
+            Nanos(30 * S),
+            Nanos(10 * S),
+            21,
+            Nanos(S / 2),
+            Nanos(S),
+            Nanos(20 * S),
+        );
+        assert_eq!(
+            tight,
+            BudgetShare {
+                duration: MIN_BUDGET_RUN,
+                fits: false
+            }
+        );
+        // spent already: no underflow
+        let spent = budget_share(Nanos(S), Nanos(5 * S), 3, Nanos(S), Nanos(S), Nanos(5 * S));
+        assert!(!spent.fits);
+    }
+
+    #[test]
+    fn a_repeat_is_allowed_only_when_the_runs_behind_it_still_fit() {
+        let (d, w, o) = (Nanos(3 * S), Nanos(S / 2), Nanos(S));
+        // 4.5 s a run: at 60 s with 10 runs after it, 11 runs end at 109.5 s + 3 s reserve
+        assert!(budget_allows(Nanos(120 * S), Nanos(60 * S), 10, d, w, o));
+        // at 70 s they would end at 122.5 s
+        assert!(!budget_allows(Nanos(120 * S), Nanos(70 * S), 10, d, w, o));
+        // the last run's repeat needs only its own time
+        assert!(budget_allows(Nanos(120 * S), Nanos(112 * S), 0, d, w, o));
+        assert!(!budget_allows(Nanos(120 * S), Nanos(113 * S), 0, d, w, o));
+    }
 
     fn trial(pps: u64, p99_us: u64, late: u64) -> RateTrial {
         RateTrial {

@@ -21,7 +21,13 @@ pub const MONOTONE_RUNGS: [&str; 4] = ["default", "pinned", "pinned+busy", "pinn
 
 /// Methods in the order of preference for the verdict: the one that leaves out the most
 /// of what is not the NF first.
-const REFERENCE_ORDER: [&str; 4] = ["hardware", "kernel", "user-busy", "user-blocking"];
+const REFERENCE_ORDER: [&str; 5] = [
+    "hardware",
+    "kernel",
+    "user-xdp",
+    "user-busy",
+    "user-blocking",
+];
 
 /// One NF configuration's line of the headline table.
 #[derive(Clone, Debug, PartialEq)]

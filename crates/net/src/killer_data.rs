@@ -14,18 +14,23 @@ use serde::{Deserialize, Serialize};
 pub const RESULT_KIND: &str = "net.killer_us";
 
 /// The NF configurations of the ladder.
-pub const LADDER: [&str; 6] = [
+pub const LADDER: [&str; 7] = [
     "default",
     "pinned",
     "pinned+busy",
     "pinned+busy+fifo",
     "hog",
     TESTPMD_RUNG,
+    XDP_RUNG,
 ];
 
 /// The rung where DPDK's testpmd is the NF ([`crate::testpmd`]: AF_PACKET poll-mode
 /// driver, one busy-polling lcore on the NF's CPU), the paper's own NF.
 pub const TESTPMD_RUNG: &str = "testpmd (DPDK, busy)";
+
+/// The rung where latlab's forwarder runs over AF_XDP (busy-polled UMEM rings, pinned to
+/// the NF's CPU, testbed only): kernel bypass inside Linux, beside testpmd's.
+pub const XDP_RUNG: &str = "AF_XDP (latlab, busy)";
 
 /// One NF configuration of the ladder: what it changes from the default NF.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,10 +47,12 @@ pub struct Step {
     pub hog: bool,
     /// DPDK's testpmd instead of latlab's forwarder (testbed only).
     pub testpmd: bool,
+    /// latlab's forwarder over AF_XDP instead of sockets (testbed and root only).
+    pub xdp: bool,
 }
 
 /// The ladder's steps, in [`LADDER`] order.
-pub const STEPS: [Step; 6] = [
+pub const STEPS: [Step; 7] = [
     Step {
         name: "default",
         pinned: false,
@@ -53,6 +60,7 @@ pub const STEPS: [Step; 6] = [
         fifo: None,
         hog: false,
         testpmd: false,
+        xdp: false,
     },
     Step {
         name: "pinned",
@@ -61,6 +69,7 @@ pub const STEPS: [Step; 6] = [
         fifo: None,
         hog: false,
         testpmd: false,
+        xdp: false,
     },
     Step {
         name: "pinned+busy",
@@ -69,6 +78,7 @@ pub const STEPS: [Step; 6] = [
         fifo: None,
         hog: false,
         testpmd: false,
+        xdp: false,
     },
     Step {
         name: "pinned+busy+fifo",
@@ -77,6 +87,7 @@ pub const STEPS: [Step; 6] = [
         fifo: Some(50),
         hog: false,
         testpmd: false,
+        xdp: false,
     },
     Step {
         name: "hog",
@@ -85,6 +96,7 @@ pub const STEPS: [Step; 6] = [
         fifo: None,
         hog: true,
         testpmd: false,
+        xdp: false,
     },
     Step {
         name: TESTPMD_RUNG,
@@ -93,6 +105,16 @@ pub const STEPS: [Step; 6] = [
         fifo: None,
         hog: false,
         testpmd: true,
+        xdp: false,
+    },
+    Step {
+        name: XDP_RUNG,
+        pinned: true,
+        busy: true,
+        fifo: None,
+        hog: false,
+        testpmd: false,
+        xdp: true,
     },
 ];
 
@@ -105,6 +127,9 @@ impl Step {
         }
         if self.busy {
             nf.io = IoMode::Busy;
+        }
+        if self.xdp {
+            nf.io = IoMode::Xdp;
         }
         nf.fifo = self.fifo;
         nf
@@ -131,7 +156,7 @@ impl Step {
         serde_json::json!({
             "config": self.name,
             "role": if loopback { "reflect" } else { "forward" },
-            "io": if self.busy { "busy" } else { "blocking" },
+            "io": if self.xdp { "xdp" } else if self.busy { "busy" } else { "blocking" },
             "cpu": self.pinned.then_some(nf_cpu),
             "fifo": self.fifo,
             "cpu_hog": self.hog,
@@ -140,8 +165,10 @@ impl Step {
     }
 }
 
-/// The methods: (name, description, which run, histogram).
-pub const METHODS: [(&str, &str, &str, &str); 4] = [
+/// The methods: (name, description, which run, histogram). The run is the generator's
+/// receive mode: `blocking` and `busy` send and receive through sockets, `xdp` sends and
+/// receives whole frames over AF_XDP in one busy loop (testbed and root only).
+pub const METHODS: [(&str, &str, &str, &str); 5] = [
     (
         "user-blocking",
         "user TSC, blocking receive (netperf-like)",
@@ -152,6 +179,12 @@ pub const METHODS: [(&str, &str, &str, &str); 4] = [
         "user-busy",
         "user TSC, busy-polling receive (TRex-like)",
         "busy",
+        series::USER_ACTUAL,
+    ),
+    (
+        "user-xdp",
+        "kernel bypass, user TSC: AF_XDP generator (TRex/MoonGen-SW-like)",
+        "xdp",
         series::USER_ACTUAL,
     ),
     (
@@ -185,6 +218,11 @@ pub struct KillerUsConfig {
     /// (`--quick`).
     #[serde(default)]
     pub duration_cap: Option<Nanos>,
+    /// The whole experiment's time (`--quick`: 2 minutes): once the host is fitted, the
+    /// runs are shortened so that all of them fit in what is left, and a run whose
+    /// generator fell behind is repeated only while the budget lasts. `None`: no budget.
+    #[serde(default)]
+    pub budget: Option<Nanos>,
     /// Reflector on loopback instead of the testbed.
     pub loopback: bool,
     /// No progress output.
@@ -196,6 +234,14 @@ pub struct KillerUsConfig {
     #[serde(default)]
     pub explain: crate::explain::ExplainSpec,
 }
+
+/// The generator's modes, one run each per rung: (name, receive and send path). `xdp`
+/// needs the testbed and root.
+pub const GEN_MODES: [(&str, IoMode); 3] = [
+    ("blocking", IoMode::Blocking),
+    ("busy", IoMode::Busy),
+    ("xdp", IoMode::Xdp),
+];
 
 /// One line of the summary table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -321,7 +321,7 @@ impl SectionProvider for KillerUsSections {
                 &[
                     "NF configuration",
                     "all methods",
-                    "user methods only (same span)",
+                    "socket generator's user methods only (same span)",
                 ],
             );
             let verdict = |v: Option<&Option<String>>| match v {

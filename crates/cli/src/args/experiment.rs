@@ -47,15 +47,17 @@ pub enum ExperimentCommand {
     #[command(
         name = "killer-us",
         after_help = "Examples:
-  sudo latlab experiment killer-us --quick          (2 minutes at 20 kpps; up to ~7 on a busy host)
+  sudo latlab experiment killer-us --quick          (within 2 minutes; fewer samples on a busy host)
   sudo latlab experiment killer-us --quick --rate 5kpps   (no rate trials)
   sudo latlab experiment killer-us -o results/killer-us
   latlab experiment killer-us --quick --loopback     (no root: reflector on loopback)
 
 Methods: user TSC with blocking receive (netperf-like), user TSC with busy polling
-(TRex-like), kernel timestamps (driver to driver), hardware where the NIC can. Ladder:
-default (blocking, unpinned), pinned, pinned+busy-poll, pinned+busy-poll+SCHED_FIFO, and
-pinned+busy-poll with a CPU hog beside the NF. First it checks which CPUs are quiet and,
+(TRex-like), kernel bypass with user TSC (an AF_XDP generator, TRex/MoonGen-SW-like;
+testbed, root), kernel timestamps (driver to driver), hardware where the NIC can. Ladder:
+default (blocking, unpinned), pinned, pinned+busy-poll, pinned+busy-poll+SCHED_FIFO,
+pinned+busy-poll with a CPU hog beside the NF, DPDK's testpmd (where installed) and
+latlab's forwarder over AF_XDP (testbed, root). First it checks which CPUs are quiet and,
 without --rate, the highest rate at which the generator keeps its schedule here, and says
 what it chose. The SCHED_FIFO rung runs with real-time throttling off (root; restored
 after, also on Ctrl-C) or is reported as not measurable. Writes every result file, one

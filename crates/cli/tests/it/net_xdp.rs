@@ -243,3 +243,74 @@ fn xdp_without_privilege_is_one_line_exit_3() {
     }
     assert_one_line_error(&out, 3, &["--io xdp", "root"]);
 }
+
+#[test]
+fn killer_us_measures_every_rung_by_the_af_xdp_generator_and_leaves_nothing_behind() {
+    let _turn = system_test!("the namespace testbed, XDP programs and SCHED_FIFO");
+    let throttle = || std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
+    let before = throttle();
+    let netns = || {
+        text(
+            &Command::new("ip")
+                .args(["netns", "list"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+    };
+    let was_up = netns().contains("latlab-nf");
+    let dir = tempfile::tempdir().unwrap();
+    let out = latlab_line("experiment killer-us --quick --rate 2kpps --duration 400ms -q -o")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    ok(&out);
+    let r = ResultFile::load(&dir.path().join("killer-us.json")).unwrap();
+    let d: latlab_net::experiment::KillerUsData = serde_json::from_value(r.data.clone()).unwrap();
+    let skipped: Vec<&str> = d.not_measured.iter().map(|(c, _)| c.as_str()).collect();
+    for conf in latlab_net::experiment::LADDER {
+        if conf == latlab_net::killer_data::TESTPMD_RUNG && skipped.contains(&conf) {
+            continue; // not installed, or its known intermittent bypass (docs/net.md)
+        }
+        assert!(!skipped.contains(&conf), "{conf}: {:?}", d.not_measured);
+        for m in ["user-blocking", "user-busy", "user-xdp", "kernel"] {
+            let h = r.histogram(&format!("{m}/{conf}")).unwrap().unwrap();
+            // 800 probes at 2 kpps in 400 ms; a few may be lost
+            assert!(h.count() >= 700, "{m}/{conf}: {} samples", h.count());
+        }
+        // the AF_XDP generator's runs went over AF_XDP (copy mode on veth), with user
+        // stamps only
+        let file = latlab_net::experiment::STEPS
+            .iter()
+            .find(|s| s.name == conf)
+            .unwrap()
+            .file_name();
+        let probe =
+            ResultFile::load(&dir.path().join(format!("probe-{file}.rx-xdp.json"))).unwrap();
+        let data = latlab_net::result::probe_data(&probe).unwrap();
+        assert!(
+            data.xdp.iter().any(|x| x.contains("copy mode")),
+            "{conf}: {:?}",
+            data.xdp
+        );
+        assert!(
+            probe.histogram(latlab_net::probe::series::KERNEL).is_none(),
+            "{conf}: no kernel stamps over AF_XDP"
+        );
+    }
+    // the AF_XDP rung's NF forwarded over AF_XDP
+    let nf = ResultFile::load(&dir.path().join("nf-AF-XDP-latlab-busy.rx-busy.json")).unwrap();
+    assert!(nf.counters["received"] >= 700, "{:?}", nf.counters);
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| user-xdp |") && summary.contains("AF_XDP (latlab, busy)"),
+        "{summary}"
+    );
+    assert!(dir.path().join("ccdf-user-xdp.svg").exists());
+    // nothing left: the testbed it built is down, throttling is as it was
+    if !was_up {
+        let ns = netns();
+        assert!(!ns.contains("latlab-"), "{ns}");
+    }
+    assert_eq!(throttle(), before);
+}

@@ -389,7 +389,7 @@ fn xdp_endpoints(
     from: std::net::SocketAddrV4,
     to: std::net::SocketAddrV4,
 ) -> Result<crate::wire::frame::Endpoints, NfError> {
-    let path = latlab_sys::xdp::l2_path(*to.ip()).map_err(NfError::XdpPath)?;
+    let path = latlab_sys::xdp::l2_path(*to.ip(), None).map_err(NfError::XdpPath)?;
     Ok(crate::wire::frame::Endpoints {
         src_mac: path.src_mac,
         dst_mac: path.dst_mac,

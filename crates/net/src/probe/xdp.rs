@@ -119,7 +119,13 @@ pub(super) fn open_paths(cfg: &ProbeConfig) -> Result<XdpPaths, ProbeError> {
         return Ok(out);
     }
     let target = v4(cfg.target, "the target")?;
-    let path = l2_path(*target.ip()).map_err(|e| ProbeError::Config(format!("--io xdp: {e}")))?;
+    // from the bound source, where one is given: the testpmd rung steers by it
+    let from = match cfg.tx_bind.ip() {
+        std::net::IpAddr::V4(a) if !a.is_unspecified() => Some(a),
+        _ => None,
+    };
+    let path =
+        l2_path(*target.ip(), from).map_err(|e| ProbeError::Config(format!("--io xdp: {e}")))?;
     let src_port = match cfg.tx_bind.port() {
         0 => XDP_SOURCE_PORT,
         p => p,

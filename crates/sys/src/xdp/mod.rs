@@ -261,13 +261,20 @@ pub struct L2Path {
     pub dst_mac: [u8; 6],
 }
 
-/// Resolves [`L2Path`] for `dst` with `ip route get` and `ip neigh`.
+/// Resolves [`L2Path`] for `dst` with `ip route get` and `ip neigh`; with `from`, for a
+/// packet from that local address (so that a policy rule keyed on the source applies, as
+/// the testpmd rung's steering is).
 ///
 /// # Errors
 /// A line saying which lookup failed.
-pub fn l2_path(dst: Ipv4Addr) -> Result<L2Path, String> {
+pub fn l2_path(dst: Ipv4Addr, from: Option<Ipv4Addr>) -> Result<L2Path, String> {
     let d = dst.to_string();
-    let route = crate::netns::ip(&["-o", "route", "get", &d]).map_err(|e| e.to_string())?;
+    let f = from.map(|a| a.to_string());
+    let mut words = vec!["-o", "route", "get", d.as_str()];
+    if let Some(f) = f.as_deref() {
+        words.extend(["from", f]);
+    }
+    let route = crate::netns::ip(&words).map_err(|e| e.to_string())?;
     let (interface, src, via) =
         parse_route_get(&route).ok_or_else(|| format!("no route to {dst}: {}", route.trim()))?;
     let hop = via.unwrap_or(dst).to_string();
@@ -332,7 +339,8 @@ pub fn parse_route_get(s: &str) -> Option<(String, Ipv4Addr, Option<Ipv4Addr>)> 
             .copied()
     };
     let dev = after("dev")?.to_string();
-    let src = after("src")?.parse().ok()?;
+    // asked with `from`, the answer names the source there instead of as `src`
+    let src = after("src").or_else(|| after("from"))?.parse().ok()?;
     let via = after("via").and_then(|v| v.parse().ok());
     Some((dev, src, via))
 }
@@ -375,6 +383,12 @@ mod tests {
             Some(Ipv4Addr::new(10, 0, 0, 1))
         );
         assert_eq!(parse_route_get("unreachable"), None);
+        // asked `from` an address: no `src`, the source is the `from`
+        let r = "10.201.2.1 from 10.201.1.1 dev latlab-ga table 100 uid 0 \\    cache ";
+        assert_eq!(
+            parse_route_get(r),
+            Some(("latlab-ga".into(), Ipv4Addr::new(10, 201, 1, 1), None))
+        );
         let n = "10.201.2.1 lladdr 6e:1f:00:aa:0b:ff PERMANENT";
         assert_eq!(
             parse_mac_after(n, "lladdr"),
@@ -455,7 +469,7 @@ mod system_tests {
             enter(&nb2).unwrap();
             let mut port = XdpPort::open(&ib2, 0, &[7000], 256).unwrap();
             let info = port.info().clone();
-            let path = l2_path(Ipv4Addr::new(10, 209, 0, 1));
+            let path = l2_path(Ipv4Addr::new(10, 209, 0, 1), None);
             tx_ready.send(()).unwrap();
             let mut got = Vec::new();
             let t0 = Instant::now();
