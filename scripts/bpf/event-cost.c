@@ -224,7 +224,27 @@ enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, BPF_SLOT, TPBTF_EMPTY, FENTRY
 static const char *names[NC] = {"none", "tr_rec", "tr_filt", "bpf_empty", "bpf_ring", "bpf_slot",
                                 "tpbtf_empty", "fentry_empty", "fexit_pair"};
 
+// The hold mode (see the header): prints "held N" once every program is attached.
+static int hold(int n, char **tps) {
+    int *links = calloc(n, sizeof *links);
+    for (int i = 0; i < n; i++) {
+        char ty[128];
+        snprintf(ty, sizeof ty, "btf_trace_%s", tps[i]);
+        links[i] = attach(load_tracing(BPF_TRACE_RAW_TP, btf_id(ty, 8)), 1);
+    }
+    printf("held %d\n", n);
+    fflush(stdout);
+    char buf[64];
+    while (read(0, buf, sizeof buf) > 0) {}
+    for (int i = 0; i < n; i++) close(links[i]);
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "hold")) {
+        if (argc < 3) { fprintf(stderr, "usage: event-cost hold TRACEPOINT...\n"); return 2; }
+        return hold(argc - 2, argv + 2);
+    }
     int cycles = argc > 1 ? atoi(argv[1]) : 40;
     n_rt = argc > 2 ? atol(argv[2]) : 20000;
     cpu = argc > 3 ? atoi(argv[3]) : 1;
