@@ -12,7 +12,9 @@
 #  fwd   1 Mpps offered for 10 s (RATE, FWD_SECS) through latlab's forwarder over AF_XDP
 #        (NF on $NF_CPU), generator --io xdp on $GEN_CPU (RX on $GEN_RX_CPU; the same CPU by
 #        default, where TX and RX run in one loop on one thread): achieved rate,
-#        sent/received/lost, lateness p50/p99/p99.9 and latency, from the result file.
+#        sent/received/lost, lateness p50/p99/p99.9 and latency, from the result file; and
+#        where the CPUs went over 4 s mid-run (/proc/stat), with the kernel's CPU time per
+#        forwarded probe: what 1 Mpps would need in CPUs on this path.
 #  cal   latlab net calibrate --io xdp at 0, 10 and 50 us (forwarder and generator over
 #        AF_XDP, real-time throttling off for the run): the user-stamp medians' shifts,
 #        as the host idles and with /dev/cpu_dma_latency held at 0.
@@ -110,9 +112,16 @@ exec 4> >(ip netns exec latlab-nf "$LATLAB" net forward --testbed --io xdp --dir
     --cpu "$NF_CPU" --until-stdin-closes -q -o "$OUT/fwd-nf.json" >/dev/null)
 sleep 1
 rc=0
+# where the CPUs went: /proc/stat over 4 s in the middle of the measured time, and the
+# forwarder's RX count over the same 4 s (what one forwarded probe costs the host in CPU)
+nfrx() { ip -n latlab-nf -s -j link show dev latlab-na | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])'; }
+( sleep $(( 1 + FWD_SECS / 2 - 2 )); head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-0"; nfrx >"$OUT/fwd-rx-0"
+  sleep 4; head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-1"; nfrx >"$OUT/fwd-rx-1" ) &
+sampler=$!
 $G "$LATLAB" net probe --testbed --io xdp --rate "$RATE" --duration "${FWD_SECS}s" --warmup 1s \
     --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$GEN_RX_CPU" -q -o "$OUT/fwd-probe.json" \
     >"$OUT/fwd-probe.log" 2>&1 || rc=$?
+wait "$sampler" || true
 exec 4>&-
 sleep 1
 [ "$rc" = 0 ] || { echo "probe exited $rc:"; cat "$OUT/fwd-probe.log"; }
@@ -129,6 +138,45 @@ print(f"| {d.get('achieved_pps', 0):,.0f} | {c['sent']} | {c['received_unique']}
       f"{c.get('duplicates', 0)} | {c['sent'] == c['received_unique'] + c['lost']} |")
 print()
 print("forwarder counters:", ", ".join(f"{k} {v}" for k, v in sorted(nf.items())))
+PY
+python3 - "$OUT" <<'PY'
+import os, sys
+out = sys.argv[1]
+def stat(i):
+    rows = {}
+    for line in open(f"{out}/fwd-stat-{i}"):
+        f = line.split()
+        if f[0].startswith("cpu"):
+            rows[f[0]] = [int(x) for x in f[1:9]]
+    return rows
+if os.path.exists(f"{out}/fwd-stat-1"):
+    a, b = stat(0), stat(1)
+    rx = int(open(f"{out}/fwd-rx-1").read()) - int(open(f"{out}/fwd-rx-0").read())
+    names = ["user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal"]
+    print()
+    print(f"CPU time over 4 s mid-run (/proc/stat), {rx / 4:,.0f} probes/s into the forwarder:")
+    print()
+    print("| CPU | user | system | softirq | irq | idle | steal |")
+    print("|---|---|---|---|---|---|---|")
+    kernel_ticks = 0
+    for cpu in sorted(k for k in a if k != "cpu"):
+        d = [y - x for x, y in zip(a[cpu], b[cpu])]
+        tot = sum(d) or 1
+        sh = {n: 100 * v / tot for n, v in zip(names, d)}
+        # system (the AF_XDP kicks: copy mode's TX runs in the sendto) + irq + softirq (veth
+        # NAPI, the XDP redirect's copy into the other socket); the spinning loops' user
+        # time is elastic and left out
+        kernel_ticks += d[2] + d[5] + d[6]
+        print(f"| {cpu} | {sh['user']:.0f} % | {sh['system']:.0f} % | {sh['softirq']:.0f} % | "
+              f"{sh['irq']:.0f} % | {sh['idle']:.0f} % | {sh['steal']:.0f} % |")
+    hz = os.sysconf("SC_CLK_TCK")
+    if rx > 0:
+        per = kernel_ticks / hz / rx
+        print()
+        print(f"- kernel CPU time (system + irq + softirq, both CPUs) per forwarded probe: "
+              f"{per * 1e6:.2f} µs; at that cost 1 Mpps needs {per * 1e6:.1f} CPUs of kernel "
+              f"work alone, before the generator's and the forwarder's own loops; this host "
+              f"has {os.cpu_count()}")
 PY
 echo
 echo '```text'
