@@ -12,6 +12,7 @@
 //               single CPU, no lock)
 //   tpbtf_empty a BTF-typed raw tracepoint program (tp_btf, what the recorder attaches) on
 //               sched_switch that returns at once
+//   tpbtf_ktime the same calling bpf_ktime_get_ns() first (every recorded event's timestamp)
 //   fentry_empty a program on vfs_write's fentry (a BPF trampoline, called directly, no
 //               indirect call through the tracepoint's iterator) that returns at once;
 //               vfs_write runs once per switch here, as sched_switch does
@@ -95,16 +96,17 @@ static unsigned btf_id(const char *name, unsigned kind) {
 // _FEXIT) on BTF type BTF_ID; returns its fd, or -2 where the kernel refuses fentry/fexit
 // programs (EPERM: this guest's kernel, whose ftrace function hooks are locked down, so the
 // recorder cannot use trampolines).
-static int load_tracing(unsigned attach_type, unsigned id) {
-    struct bpf_insn p[2] = {I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0), I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
+static int load_tracing_n(unsigned attach_type, unsigned id, int ktime) {
+    struct bpf_insn p[3] = {I(BPF_JMP | BPF_CALL, 0, 0, 0, BPF_FUNC_ktime_get_ns),
+                            I(BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0), I(BPF_JMP | BPF_EXIT, 0, 0, 0, 0)};
     static char log[4096];
     union bpf_attr a;
     memset(&a, 0, sizeof a);
     a.prog_type = BPF_PROG_TYPE_TRACING;
     a.expected_attach_type = attach_type;
     a.attach_btf_id = id;
-    a.insn_cnt = 2;
-    a.insns = (unsigned long)p;
+    a.insn_cnt = ktime ? 3 : 2;
+    a.insns = (unsigned long)(ktime ? p : p + 1);
     a.license = (unsigned long)"GPL";
     a.log_level = 1; a.log_size = sizeof log; a.log_buf = (unsigned long)log;
     int fd = bpf(BPF_PROG_LOAD, &a);
@@ -171,6 +173,7 @@ static int load(int ring) {
     if (fd < 0) { perror("BPF program"); fputs(log, stderr); exit(3); }
     return fd;
 }
+static int load_tracing(unsigned attach_type, unsigned id) { return load_tracing_n(attach_type, id, 0); }
 // Attaches PROG: a raw tracepoint program to sched_switch, a tracing program (TRACING: 1)
 // to the BTF target it was loaded for. Returns the link's fd (closing it detaches).
 static int attach(int prog, int tracing) {
@@ -220,9 +223,9 @@ static void *pong(void *x) {
     }
 }
 static int cmp(const void *a, const void *b) { double x = *(double *)a, y = *(double *)b; return (x > y) - (x < y); }
-enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, BPF_SLOT, TPBTF_EMPTY, FENTRY_EMPTY, FEXIT_PAIR, NC };
+enum { NONE, TR_REC, TR_FILT, BPF_EMPTY, BPF_RING, BPF_SLOT, TPBTF_EMPTY, TPBTF_KTIME, FENTRY_EMPTY, FEXIT_PAIR, NC };
 static const char *names[NC] = {"none", "tr_rec", "tr_filt", "bpf_empty", "bpf_ring", "bpf_slot",
-                                "tpbtf_empty", "fentry_empty", "fexit_pair"};
+                                "tpbtf_empty", "tpbtf_ktime", "fentry_empty", "fexit_pair"};
 
 // The hold mode (see the header): prints "held N" once every program is attached.
 static int hold(int n, char **tps) {
@@ -256,6 +259,7 @@ int main(int argc, char **argv) {
     put("tracing_on", "1");
     int pe = load(0), pr = load(1), ps = load(2);
     unsigned tp_id = btf_id("btf_trace_sched_switch", 8), pw_id = btf_id("vfs_write", 12);
+    int pk = load_tracing_n(BPF_TRACE_RAW_TP, tp_id, 1);
     int pt = load_tracing(BPF_TRACE_RAW_TP, tp_id), pf = load_tracing(BPF_TRACE_FENTRY, pw_id),
         px = load_tracing(BPF_TRACE_FEXIT, pw_id);
     int refused[NC] = {0};
@@ -278,6 +282,7 @@ int main(int argc, char **argv) {
             else if (c == BPF_RING) lfd = attach(pr, 0);
             else if (c == BPF_SLOT) lfd = attach(ps, 0);
             else if (c == TPBTF_EMPTY) lfd = attach(pt, 1);
+            else if (c == TPBTF_KTIME) lfd = attach(pk, 1);
             else if (c == FENTRY_EMPTY) lfd = attach(pf, 1);
             else if (c == FEXIT_PAIR) { lfd = attach(pf, 1); lfd2 = attach(px, 1); }
             pthread_barrier_wait(&start);
