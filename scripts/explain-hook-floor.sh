@@ -88,34 +88,17 @@ exec 3>&-
 wait "$reflector"
 reflector=""
 
-LATLAB_BIN=$BIN python3 - "$ROUNDS" <<'PY'
-import os, random, statistics, subprocess, sys
-from math import comb
+LATLAB_BIN=$BIN LATLAB_SCRIPTS=$here/scripts python3 - "$ROUNDS" <<'PY'
+import os, statistics, sys
 rounds = int(sys.argv[1])
 BIN = os.environ["LATLAB_BIN"]
 
+sys.path.insert(0, os.environ["LATLAB_SCRIPTS"])
+from pairstats import boot, sign_interval
+from pairstats import quantiles as _quantiles
+
 def quantiles(path):
-    out = subprocess.run([BIN, "show", "-p", "50,99.9", "--csv", "-", path],
-                         capture_output=True, text=True, check=True).stdout
-    q = {}
-    for line in out.splitlines()[1:]:
-        f = line.split(",")
-        if f[0].startswith("user.actual") and f[1] in ("p50", "p99.9"):
-            q[f[1]] = float(f[2]) / 1000
-    return q["p50"], q["p99.9"]
-
-def sign_interval(xs):
-    n, xs, best = len(xs), sorted(xs), None
-    for k in range(1, n // 2 + 1):
-        cover = 1 - 2 * sum(comb(n, i) for i in range(k)) / 2 ** n
-        if cover >= 0.9:
-            best = (xs[k - 1], xs[n - k], cover)
-    return best or (xs[0], xs[-1], 1 - 2 / 2 ** n)
-
-def boot(xs, reps=5000):
-    rnd = random.Random(13)
-    ms = sorted(statistics.median(rnd.choices(xs, k=len(xs))) for _ in range(reps))
-    return ms[int(0.025 * reps)], ms[int(0.975 * reps) - 1]
+    return _quantiles(BIN, path)
 
 print("\n| round | order | median off / hooks / on | hooks − off | on − off | on − hooks |")
 print("|---|---|---|---|---|---|")

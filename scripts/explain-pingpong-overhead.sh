@@ -164,41 +164,19 @@ census
 variant blocking 7471
 variant busy 7472 --io busy
 
-LATLAB_BIN=$BIN python3 - "$PAIRS" "$DUR" <<'PY'
+LATLAB_BIN=$BIN LATLAB_SCRIPTS=$here/scripts python3 - "$PAIRS" "$DUR" <<'PY'
 import json, os, random, statistics, subprocess, sys
 from math import comb
 
 pairs, dur = int(sys.argv[1]), sys.argv[2]
 
-def quantiles(path):
-    # the user-timestamp series' median and p99.9, µs, as `latlab show` computes them
-    out = subprocess.run([BIN, "show", "-p", "50,99.9", "--csv", "-", path],
-                         capture_output=True, text=True, check=True).stdout
-    q = {}
-    for line in out.splitlines()[1:]:
-        f = line.split(",")
-        if f[0].startswith("user.actual") and f[1] in ("p50", "p99.9"):
-            q[f[1]] = float(f[2]) / 1000
-    return q["p50"], q["p99.9"]
-
 BIN = os.environ["LATLAB_BIN"]
+sys.path.insert(0, os.environ["LATLAB_SCRIPTS"])
+from pairstats import boot, sign_interval
+from pairstats import quantiles as _quantiles
 
-def sign_interval(xs):
-    n = len(xs)
-    xs = sorted(xs)
-    best = None
-    for k in range(1, n // 2 + 1):
-        cover = 1 - 2 * sum(comb(n, i) for i in range(k)) / 2 ** n
-        if cover >= 0.9:
-            best = (xs[k - 1], xs[n - k], cover)
-    if best is None:
-        return (xs[0], xs[-1], 1 - 2 / 2 ** n)
-    return best
-
-def boot(xs, reps=5000):
-    rnd = random.Random(13)
-    ms = sorted(statistics.median(rnd.choices(xs, k=len(xs))) for _ in range(reps))
-    return ms[int(0.025 * reps)], ms[int(0.975 * reps) - 1]
+def quantiles(path):
+    return _quantiles(BIN, path)
 
 def census():
     import glob, re

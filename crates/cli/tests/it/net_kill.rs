@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The network namespaces that exist now and that `keep` accepts.
-fn namespaces(keep: impl Fn(&str) -> bool) -> Vec<String> {
+pub(crate) fn namespaces(keep: impl Fn(&str) -> bool) -> Vec<String> {
     text(
         &Command::new("ip")
             .args(["netns", "list"])
@@ -104,7 +104,7 @@ fn sigkill_mid_run_leaves_no_namespace_and_no_xdp_program() {
 }
 
 /// The value of `kernel.sched_rt_runtime_us` now.
-fn rt_runtime_us() -> String {
+pub(crate) fn rt_runtime_us() -> String {
     std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us")
         .unwrap()
         .trim()

@@ -247,18 +247,9 @@ fn xdp_without_privilege_is_one_line_exit_3() {
 #[test]
 fn killer_us_measures_every_rung_by_the_af_xdp_generator_and_leaves_nothing_behind() {
     let _turn = system_test!("the namespace testbed, XDP programs and SCHED_FIFO");
-    let throttle = || std::fs::read_to_string("/proc/sys/kernel/sched_rt_runtime_us").unwrap();
-    let before = throttle();
-    let netns = || {
-        text(
-            &Command::new("ip")
-                .args(["netns", "list"])
-                .output()
-                .unwrap()
-                .stdout,
-        )
-    };
-    let was_up = netns().contains("latlab-nf");
+    use crate::net_kill::{namespaces, rt_runtime_us};
+    let before = rt_runtime_us();
+    let was_up = !namespaces(|n| n == "latlab-nf").is_empty();
     let dir = tempfile::tempdir().unwrap();
     let out = latlab_line("experiment killer-us --quick --rate 2kpps --duration 400ms -q -o")
         .arg(dir.path())
@@ -309,8 +300,8 @@ fn killer_us_measures_every_rung_by_the_af_xdp_generator_and_leaves_nothing_behi
     assert!(dir.path().join("ccdf-user-xdp.svg").exists());
     // nothing left: the testbed it built is down, throttling is as it was
     if !was_up {
-        let ns = netns();
-        assert!(!ns.contains("latlab-"), "{ns}");
+        let left = namespaces(|n| n.starts_with("latlab-"));
+        assert!(left.is_empty(), "{left:?}");
     }
-    assert_eq!(throttle(), before);
+    assert_eq!(rt_runtime_us(), before);
 }
