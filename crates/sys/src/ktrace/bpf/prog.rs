@@ -65,7 +65,13 @@ pub enum Src {
     DerefStr(u8, Member),
     /// `sched_switch`'s `prev_state` as the tracepoint reports it.
     SwitchState,
+    /// The time the running softirq's `softirq_entry` stashed in this CPU's control
+    /// block, when it stashed this vector (else 0); the stash is cleared.
+    Stash,
 }
+
+/// The `softirq_exit` record's field holding its entry's time.
+pub const ENTRY_NS: &str = "entry_ns";
 
 /// The kernel struct members a program reads (their offsets are [`RecorderFields`]').
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -186,7 +192,13 @@ pub const EVENTS: &[EventSpec] = &[
     },
     EventSpec {
         event: "irq/softirq_exit",
-        fields: &[f("vec", "unsigned int", 8, 4, false, Src::Arg(0))],
+        fields: &[
+            f("vec", "unsigned int", 8, 4, false, Src::Arg(0)),
+            // not the tracepoint's: the entry's time, which `softirq_entry` stashed
+            // instead of writing a record of its own ([`softirq_entry`]); the collector
+            // makes the entry event of it and zeroes it in the exit's kind
+            f(ENTRY_NS, "u64", 16, 8, false, Src::Stash),
+        ],
     },
     EventSpec {
         event: "irq_vectors/local_timer_entry",
@@ -437,6 +449,12 @@ pub fn program(
     let mut a = Asm::new();
     let out = a.label();
     a.alu_reg(Alu::Mov, 6, 1);
+    if e.event == SOFTIRQ_ENTRY {
+        softirq_entry(&mut a, o, out);
+        a.bind(out);
+        a.alu_imm(Alu::Mov, 0, 0).exit();
+        return Ok(a.finish()?);
+    }
     let switch_drop = o.drop.as_ref().filter(|_| e.event == "sched/sched_switch");
     if let (Some(d), true) = (switch_drop, o.direct) {
         // first thing, from the tasks themselves: a dropped switch costs a few loads
@@ -513,6 +531,7 @@ pub fn program(
                     .call(FN_PROBE_READ_STR);
             }
             Src::SwitchState => switch_state(&mut a, fields, at(fs.at), o.direct),
+            Src::Stash => take_stash(&mut a, o, at(fs.at)),
         }
     }
     if let (Some(d), false) = (switch_drop, o.direct) {
@@ -544,17 +563,8 @@ fn write_record(a: &mut Asm, o: &ProgOptions, rec: i16, total: usize) {
     use super::rings::{DATA, HEAD, LEN_SHIFT, LOST, TAIL};
     let len = (8 + total) as i32;
     let (lost, doorbell, done) = (a.label(), a.label(), a.label());
-    lookup_this_cpu(a, o.index_fd, done);
-    a.ldx(Size::W, 1, 0, 0)
-        .jmp_imm(Jmp::Eq, 1, 0, done)
-        .alu_imm(Alu::Add, 1, -1)
-        .stx(Size::W, 10, KEY, 1)
-        .ld_map(1, o.rings_fd)
-        .alu_reg(Alu::Mov, 2, 10)
-        .alu_imm(Alu::Add, 2, i32::from(KEY))
-        .call(FN_MAP_LOOKUP)
-        .jmp_imm(Jmp::Eq, 0, 0, done)
-        .alu_reg(Alu::Mov, 8, 0)
+    lookup_element(a, o, done);
+    a.alu_reg(Alu::Mov, 8, 0)
         .ldx(Size::DW, 1, 8, HEAD)
         .ldx(Size::DW, 2, 8, TAIL)
         .alu_reg(Alu::Sub, 1, 2)
@@ -596,6 +606,69 @@ fn write_record(a: &mut Asm, o: &ProgOptions, rec: i16, total: usize) {
     a.bind(lost);
     a.alu_imm(Alu::Mov, 1, 1).atomic_add(8, LOST, 1);
     a.bind(done);
+}
+
+/// `r0 = ` this CPU's element of the rings map (its CPU in r7), or a jump to `none` when
+/// the CPU has no ring.
+fn lookup_element(a: &mut Asm, o: &ProgOptions, none: crate::bpf::asm::Label) {
+    lookup_this_cpu(a, o.index_fd, none);
+    a.ldx(Size::W, 1, 0, 0)
+        .jmp_imm(Jmp::Eq, 1, 0, none)
+        .alu_imm(Alu::Add, 1, -1)
+        .stx(Size::W, 10, KEY, 1)
+        .ld_map(1, o.rings_fd)
+        .alu_reg(Alu::Mov, 2, 10)
+        .alu_imm(Alu::Add, 2, i32::from(KEY))
+        .call(FN_MAP_LOOKUP)
+        .jmp_imm(Jmp::Eq, 0, 0, none);
+}
+
+/// `softirq_entry`'s event name.
+const SOFTIRQ_ENTRY: &str = "irq/softirq_entry";
+/// `softirq_exit`'s.
+const SOFTIRQ_EXIT: &str = "irq/softirq_exit";
+
+/// The `softirq_entry` program writes no record: it stashes the time and the vector in
+/// its CPU's control block ([`super::rings::STASH`]), and `softirq_exit` writes one record
+/// holding both times ([`Src::Stash`]). A send's NET_RX softirq runs in the sender's
+/// system call, before the answer's wake-up: the entry's ring write was on every round
+/// trip's critical path, the exit's is not (the receiver is already woken). Softirqs do
+/// not nest on a CPU, so one stash per CPU holds the running one.
+fn softirq_entry(a: &mut Asm, o: &ProgOptions, out: crate::bpf::asm::Label) {
+    use super::rings::{STASH, STASH_VEC};
+    a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
+    if let Some(mask) = o.cpu_mask {
+        a.jmp_imm(Jmp::Gt, 7, 63, out)
+            .ld_imm64(1, mask)
+            .alu_reg(Alu::Rsh, 1, 7)
+            .alu_imm(Alu::And, 1, 1)
+            .jmp_imm(Jmp::Eq, 1, 0, out);
+    }
+    lookup_element(a, o, out);
+    a.alu_reg(Alu::Mov, 8, 0)
+        .call(FN_KTIME)
+        .stx(Size::DW, 8, STASH, 0)
+        .ldx(Size::DW, 1, 6, 0)
+        .stx(Size::W, 8, STASH_VEC, 1);
+}
+
+/// Into the record at `dst`: the stashed entry time when the stash holds this exit's
+/// vector (argument 0), else nothing (the record's zero); the stash is cleared either way.
+fn take_stash(a: &mut Asm, o: &ProgOptions, dst: i16) {
+    use super::rings::{STASH, STASH_VEC};
+    let (skip, clear) = (a.label(), a.label());
+    // r7: this CPU (the program read it before the fields)
+    lookup_element(a, o, skip);
+    a.ldx(Size::W, 1, 0, STASH_VEC)
+        .ldx(Size::DW, 2, 6, 0)
+        .alu_imm(Alu::Lsh, 2, 32)
+        .alu_imm(Alu::Rsh, 2, 32)
+        .jmp_reg(Jmp::Ne, 1, 2, clear)
+        .ldx(Size::DW, 1, 0, STASH)
+        .stx(Size::DW, 10, dst, 1);
+    a.bind(clear);
+    a.st(Size::DW, 0, STASH, 0);
+    a.bind(skip);
 }
 
 /// The fill, in bytes, at which a program stops reserving: an eighth of the ring is left
@@ -826,24 +899,47 @@ impl Collector {
             let cpu = u32::from(u16::from_le_bytes(p.get(2..4)?.try_into().ok()?));
             let len = event_by_id(id)?.payload_len();
             let at = self.cpus.iter().position(|&c| c == cpu)?;
-            self.scratch.clear();
-            self.scratch.extend_from_slice(p.get(..len)?);
-            self.scratch[2..4].fill(0);
-            let k = match self.index.get(&self.scratch) {
-                Some(&k) => k,
-                None => {
-                    let k = self.kinds.len() as u32;
-                    self.kinds.push(self.scratch.clone());
-                    self.index.insert(self.scratch.clone(), k);
-                    k
+            let mut scratch = std::mem::take(&mut self.scratch);
+            scratch.clear();
+            scratch.extend_from_slice(p.get(..len)?);
+            scratch[2..4].fill(0);
+            if Some(id) == event_id(SOFTIRQ_EXIT) {
+                // one record for the softirq: its entry's time rides in the exit's
+                // payload ([`softirq_entry`]); the entry event is made of it, and the
+                // exit's kind has it zeroed
+                let entry = u64::from_le_bytes(scratch.get(16..24)?.try_into().ok()?);
+                scratch[16..24].fill(0);
+                if entry != 0 {
+                    let entry_id = event_id(SOFTIRQ_ENTRY)?;
+                    let mut e = vec![0u8; event_by_id(entry_id)?.payload_len()];
+                    e[..2].copy_from_slice(&entry_id.to_le_bytes());
+                    e[8..12].copy_from_slice(&scratch[8..12]);
+                    let k = self.kind(&e);
+                    self.per_cpu[at].0.push(entry);
+                    self.per_cpu[at].1.push(k);
                 }
-            };
+            }
+            let k = self.kind(&scratch);
+            self.scratch = scratch;
             self.per_cpu[at].0.push(ns);
             self.per_cpu[at].1.push(k);
             Some(())
         })();
         if ok.is_none() {
             self.malformed += 1;
+        }
+    }
+
+    /// The kind of `payload`, interned.
+    fn kind(&mut self, payload: &[u8]) -> u32 {
+        match self.index.get(payload) {
+            Some(&k) => k,
+            None => {
+                let k = self.kinds.len() as u32;
+                self.kinds.push(payload.to_vec());
+                self.index.insert(payload.to_vec(), k);
+                k
+            }
         }
     }
 
@@ -936,6 +1032,8 @@ mod tests {
         lost: u64,
         /// Doorbell rings.
         rang: u32,
+        /// This CPU's softirq stash after the run (time, vector).
+        stash: (u64, u32),
     }
 
     /// Runs `e`'s program on CPU `cpu` with tracepoint arguments `args` and kernel
@@ -950,6 +1048,19 @@ mod tests {
         mem: Vec<Region>,
         used: u64,
     ) -> Run {
+        run_stashed(e, o, cpu, args, mem, used, (0, 0))
+    }
+
+    /// [`run`] with this CPU's softirq stash holding `stash` (time, vector) before.
+    fn run_stashed(
+        e: &EventSpec,
+        o: &ProgOptions,
+        cpu: u64,
+        args: &[u64],
+        mem: Vec<Region>,
+        used: u64,
+        stash: (u64, u32),
+    ) -> Run {
         let helper = run_one(
             e,
             &ProgOptions {
@@ -960,6 +1071,7 @@ mod tests {
             args,
             mem.clone(),
             used,
+            stash,
         );
         let direct = run_one(
             e,
@@ -971,6 +1083,7 @@ mod tests {
             args,
             mem,
             used,
+            stash,
         );
         assert_eq!(
             helper.records, direct.records,
@@ -979,6 +1092,7 @@ mod tests {
         );
         assert_eq!(helper.lost, direct.lost);
         assert_eq!(helper.rang, direct.rang);
+        assert_eq!(helper.stash, direct.stash);
         direct
     }
 
@@ -989,6 +1103,7 @@ mod tests {
         args: &[u64],
         mut mem: Vec<Region>,
         used: u64,
+        stash: (u64, u32),
     ) -> Run {
         let p = program(e, &fields(), o).unwrap();
         if o.direct {
@@ -1023,10 +1138,14 @@ mod tests {
         let tail = 1000u64;
         let head = tail + used;
         let mut rings = vec![0u8; 2 * elem];
+        use super::super::rings::{STASH, STASH_VEC};
         for k in 0..2 {
             rings[k * elem + HEAD as usize..][..8].copy_from_slice(&head.to_le_bytes());
             rings[k * elem + TAIL as usize..][..8].copy_from_slice(&tail.to_le_bytes());
         }
+        let mine = cpu.min(1) as usize * elem;
+        rings[mine + STASH as usize..][..8].copy_from_slice(&stash.0.to_le_bytes());
+        rings[mine + STASH_VEC as usize..][..4].copy_from_slice(&stash.1.to_le_bytes());
         mem.push(Region {
             base: RINGS,
             bytes: rings,
@@ -1115,10 +1234,12 @@ mod tests {
             );
             records.push(rec);
         }
+        let stash = (word(k, STASH as usize), word(k, STASH_VEC as usize) as u32);
         Run {
             records,
             lost,
             rang,
+            stash,
         }
     }
 
@@ -1270,7 +1391,7 @@ mod tests {
 
     #[test]
     fn a_cpu_outside_the_mask_writes_nothing_and_a_full_ring_counts_a_loss() {
-        let e = spec("irq/softirq_entry");
+        let e = spec("irq_vectors/local_timer_entry");
         let r = run(
             e,
             &ProgOptions {
@@ -1306,7 +1427,7 @@ mod tests {
     /// one: not one that stays below, nor one added to a ring already past half.
     #[test]
     fn the_record_that_passes_half_full_rings_the_doorbell() {
-        let e = spec("irq/softirq_entry");
+        let e = spec("irq_vectors/local_timer_entry");
         let len = (8 + HEADER + e.payload_len()) as u64;
         let half = u64::from(RING / 2);
         for (used, rings) in [
@@ -1399,6 +1520,76 @@ mod tests {
             program(sw, &fields(), &long),
             Err(ProgError::LongPrefix("sixteen-bytes-xx".into()))
         );
+    }
+
+    /// `softirq_entry` writes no record: it stashes its time and vector, and the exit of
+    /// that vector writes one record carrying the entry's time and clears the stash; an
+    /// exit with no (or another vector's) stash carries none. The collector makes the
+    /// two events of it, the exit's kind without the time.
+    #[test]
+    fn a_softirq_is_one_record_written_at_its_exit() {
+        let (entry, exit) = (spec("irq/softirq_entry"), spec("irq/softirq_exit"));
+        let r = run(entry, &opts(), 1, &[3], vec![], ROOM);
+        assert!(r.records.is_empty(), "the entry writes nothing");
+        assert_eq!((r.lost, r.stash), (0, (123_456_789, 3)));
+        let r = run_stashed(exit, &opts(), 1, &[3], vec![], ROOM, (1_000, 3));
+        assert_eq!(r.records.len(), 1);
+        assert_eq!(field(&r.records[0], "vec"), "3");
+        assert_eq!(field(&r.records[0], ENTRY_NS), "1000");
+        assert_eq!(r.stash.0, 0, "the stash is cleared");
+        for stash in [(0, 0), (1_000, 7)] {
+            let r = run_stashed(exit, &opts(), 1, &[3], vec![], ROOM, stash);
+            assert_eq!(field(&r.records[0], ENTRY_NS), "0", "{stash:?}");
+            assert_eq!(r.stash.0, 0);
+        }
+        // outside the traced CPUs the entry stashes nothing
+        let masked = ProgOptions {
+            cpu_mask: Some(0b01),
+            ..opts()
+        };
+        assert_eq!(run(entry, &masked, 1, &[3], vec![], ROOM).stash, (0, 0));
+        // the collector: two softirqs of vector 3 on CPU 1, one exit without its entry
+        let mut c = Collector::new(&[0, 1]);
+        let rec = |entry_ns: u64, ns: u64| {
+            let mut stash_rec = run_stashed(exit, &opts(), 1, &[3], vec![], ROOM, (entry_ns, 3))
+                .records
+                .remove(0);
+            stash_rec[..8].copy_from_slice(&ns.to_le_bytes());
+            stash_rec
+        };
+        c.push(&rec(100, 180));
+        c.push(&rec(300, 350));
+        c.push(&rec(0, 400));
+        let t = c.finish((0, 1_000), &|ns| ns);
+        assert_eq!(t.malformed, 0);
+        assert_eq!(t.cpus[1].tsc, vec![100, 180, 300, 350, 400]);
+        let names: Vec<String> = t.cpus[1]
+            .kind
+            .iter()
+            .map(|&k| {
+                let p = &t.kinds[k as usize];
+                let id = u16::from_le_bytes([p[0], p[1]]);
+                event_by_id(id).unwrap().tracepoint().to_string()
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "softirq_entry",
+                "softirq_exit",
+                "softirq_entry",
+                "softirq_exit",
+                "softirq_exit"
+            ]
+        );
+        assert_eq!(
+            t.kinds.len(),
+            2,
+            "one entry kind, one exit kind: the times are not kinds"
+        );
+        let f = formats();
+        let sf = f.iter().find(|x| x.name == "softirq_entry").unwrap();
+        assert_eq!(sf.int(&t.kinds[t.cpus[1].kind[0] as usize], "vec"), Some(3));
     }
 
     #[test]

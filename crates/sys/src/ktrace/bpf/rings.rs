@@ -40,6 +40,8 @@
 //! 0    u64  head   bytes reserved (the programs' atomic fetch-and-add)
 //! 8    u64  tail   bytes the reader is done with (the reader's)
 //! 16   u64  lost   records not written: the ring was full
+//! 24   u64  the running softirq's entry time (0: none), written by `softirq_entry`
+//! 32   u32  its vector
 //! 64   …    the ring, a power of two bytes, then SLACK bytes
 //! ```
 //!
@@ -55,6 +57,11 @@ pub const HEAD: i16 = 0;
 pub const TAIL: i16 = 8;
 /// Offset of `lost`.
 pub const LOST: i16 = 16;
+/// Offset of the softirq stash: the time `softirq_entry` read (0: none), which
+/// `softirq_exit` writes into its own record ([`super::prog`]).
+pub const STASH: i16 = 24;
+/// Offset of the stashed entry's vector (a `u32`).
+pub const STASH_VEC: i16 = 32;
 /// Offset of the ring (the control block is one cache line, so the ring's first record
 /// does not share it).
 pub const DATA: i16 = 64;
