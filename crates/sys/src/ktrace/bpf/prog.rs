@@ -2,7 +2,9 @@
 //! run by the assembler's interpreter in the tests; loading them is [`super`]'s job).
 //!
 //! One program per raw tracepoint. Each builds a record on its stack and copies it into
-//! its CPU's ring ([`super::rings`], behind the record's sequence word):
+//! its CPU's ring ([`super::rings`], behind the record's sequence word), except
+//! `softirq_entry`'s, which only stashes its time for the exit's record
+//! ([`Src::Stash`]):
 //!
 //! ```text
 //! 0   u64  bpf_ktime_get_ns()          (CLOCK_MONOTONIC, read last; mapped to the TSC)
