@@ -523,7 +523,7 @@ fn run_inner(
     let mut behind: Vec<(String, u64)> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
     let mut explain_lost: Vec<(String, u64)> = Vec::new();
-    let mut warnings_modes: Vec<String> = Vec::new();
+    let mut mode_notes: Vec<String> = Vec::new();
     let mut over_budget: Vec<String> = Vec::new();
     let root = latlab_sys::netns::is_root();
     let modes: Vec<(&str, IoMode)> = GEN_MODES
@@ -535,7 +535,7 @@ fn run_inner(
                     if !cfg.quiet {
                         eprintln!("killer-us: generator mode {name}: not measured: {why}");
                     }
-                    warnings_modes.push(format!(
+                    mode_notes.push(format!(
                         "the generator's {name} mode (method user-{name}) was not measured: {why}"
                     ));
                     false
@@ -705,7 +705,7 @@ fn run_inner(
         ));
     }
     let mut notes = cfg.notes.clone();
-    notes.extend(warnings_modes);
+    notes.extend(mode_notes);
     if !over_budget.is_empty() {
         notes.push(format!(
             "The generator fell behind in {} run(s) that were not repeated, since a repeat would not have fit --quick's budget: {}.",
