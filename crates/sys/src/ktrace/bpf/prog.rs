@@ -462,14 +462,7 @@ pub fn program(
         // first thing, from the tasks themselves: a dropped switch costs a few loads
         drop_idle_switch_direct(&mut a, d, fields, out)?;
     }
-    a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
-    if let Some(mask) = o.cpu_mask {
-        a.jmp_imm(Jmp::Gt, 7, 63, out)
-            .ld_imm64(1, mask)
-            .alu_reg(Alu::Rsh, 1, 7)
-            .alu_imm(Alu::And, 1, 1)
-            .jmp_imm(Jmp::Eq, 1, 0, out);
-    }
+    this_cpu_traced(&mut a, o, out);
     for k in (0..total).step_by(8) {
         a.st(Size::DW, 10, -rec + k as i16, 0);
     }
@@ -625,6 +618,18 @@ fn lookup_element(a: &mut Asm, o: &ProgOptions, none: crate::bpf::asm::Label) {
         .jmp_imm(Jmp::Eq, 0, 0, none);
 }
 
+/// `r7 =` this CPU; a jump to `out` when it is not in the traced set.
+fn this_cpu_traced(a: &mut Asm, o: &ProgOptions, out: crate::bpf::asm::Label) {
+    a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
+    if let Some(mask) = o.cpu_mask {
+        a.jmp_imm(Jmp::Gt, 7, 63, out)
+            .ld_imm64(1, mask)
+            .alu_reg(Alu::Rsh, 1, 7)
+            .alu_imm(Alu::And, 1, 1)
+            .jmp_imm(Jmp::Eq, 1, 0, out);
+    }
+}
+
 /// `softirq_entry`'s event name.
 const SOFTIRQ_ENTRY: &str = "irq/softirq_entry";
 /// `softirq_exit`'s.
@@ -638,14 +643,7 @@ const SOFTIRQ_EXIT: &str = "irq/softirq_exit";
 /// not nest on a CPU, so one stash per CPU holds the running one.
 fn softirq_entry(a: &mut Asm, o: &ProgOptions, out: crate::bpf::asm::Label) {
     use super::rings::{STASH, STASH_VEC};
-    a.call(FN_CPU).alu_reg(Alu::Mov, 7, 0);
-    if let Some(mask) = o.cpu_mask {
-        a.jmp_imm(Jmp::Gt, 7, 63, out)
-            .ld_imm64(1, mask)
-            .alu_reg(Alu::Rsh, 1, 7)
-            .alu_imm(Alu::And, 1, 1)
-            .jmp_imm(Jmp::Eq, 1, 0, out);
-    }
+    this_cpu_traced(a, o, out);
     lookup_element(a, o, out);
     a.alu_reg(Alu::Mov, 8, 0)
         .call(FN_KTIME)
