@@ -203,7 +203,7 @@ impl RunPlan<'_> {
         let nf_res = match nf {
             RungNf::Latlab(nf) => nf.finish().map(|_| ()).map_err(ExperimentError::from),
             RungNf::Testpmd(nf) => nf.stop().map_err(ExperimentError::from).and_then(|run| {
-                let ns = u64::try_from(started.1.elapsed().as_nanos()).unwrap_or(u64::MAX);
+                let ns = Nanos::from(started.1.elapsed()).get();
                 let argv = vec!["dpdk-testpmd".to_string()];
                 let r = crate::testpmd::result(&run, argv, started.0, ns);
                 forwarded = r.counters.get("sent").copied();
@@ -239,6 +239,7 @@ fn fit_host(
     placement: Placement,
     files: &mut Vec<PathBuf>,
     started: std::time::Instant,
+    runs: u32,
 ) -> Result<HostFit, ExperimentError> {
     let say = |m: &str| {
         if !cfg.quiet {
@@ -296,7 +297,7 @@ fn fit_host(
                 trial_warmup,
                 Sources::USER,
             )?;
-            let wall = Nanos(u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX));
+            let wall = Nanos::from(t.elapsed());
             let cost = Nanos(
                 wall.get()
                     .saturating_sub(fit::TRIAL.get() + trial_warmup.get()),
@@ -333,13 +334,11 @@ fn fit_host(
     // attribution, testpmd's start): half as much again (measured 2026-11-29: trials 0.75 s,
     // runs 0.8-1.0 s, testpmd's 1.6 s)
     let overhead = overhead.map_or(fit::DEFAULT_RUN_OVERHEAD, |o| Nanos(o.get() / 2 * 3));
-    let runs = planned_runs(cfg.loopback);
     let duration = match cfg.duration_cap {
         Some(cap) => {
             let mut d = fit::quick_duration(milli_pps, cfg.duration, cap);
             if let Some(budget) = cfg.budget {
-                let elapsed =
-                    Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                let elapsed = Nanos::from(started.elapsed());
                 let share = fit::budget_share(budget, elapsed, runs, cfg.warmup, overhead, d);
                 if share.duration < d {
                     reasons.push(if share.fits {
@@ -397,21 +396,6 @@ fn fit_host(
     })
 }
 
-/// How many runs the ladder will make here: every rung the placement offers (testpmd where
-/// it is installed; AF_XDP on the testbed as root), once per generator mode.
-fn planned_runs(loopback: bool) -> u32 {
-    let root = latlab_sys::netns::is_root();
-    let rungs = STEPS
-        .iter()
-        .filter(|s| rung_unavailable(s, loopback, root).is_none())
-        .count();
-    let modes = GEN_MODES
-        .iter()
-        .filter(|(_, io)| mode_unavailable(*io, loopback, root).is_none())
-        .count();
-    (rungs * modes) as u32
-}
-
 /// Why `step` cannot run here (`None`: it can).
 fn rung_unavailable(step: &Step, loopback: bool, root: bool) -> Option<String> {
     if step.testpmd {
@@ -423,14 +407,7 @@ fn rung_unavailable(step: &Step, loopback: bool, root: bool) -> Option<String> {
         return crate::testpmd::program().err().map(|e| e.to_string());
     }
     if step.xdp {
-        if loopback {
-            return Some(
-                "AF_XDP forwards between the testbed's veths; this run is on loopback".into(),
-            );
-        }
-        if !root {
-            return Some("AF_XDP sockets and their XDP program need root".into());
-        }
+        return mode_unavailable(IoMode::Xdp, loopback, root).map(str::to_string);
     }
     None
 }
@@ -503,7 +480,27 @@ fn run_inner(
         source,
     })?;
     let mut files = Vec::new();
-    let fit = fit_host(cfg, exe, dir, placement, &mut files, started)?;
+    // what this host offers: each rung's and generator mode's reason not to run, if any
+    let root = latlab_sys::netns::is_root();
+    let rung_why: Vec<Option<String>> = STEPS
+        .iter()
+        .map(|s| rung_unavailable(s, cfg.loopback, root))
+        .collect();
+    let mode_why: Vec<Option<&str>> = GEN_MODES
+        .iter()
+        .map(|(_, io)| mode_unavailable(*io, cfg.loopback, root))
+        .collect();
+    let planned = rung_why.iter().filter(|w| w.is_none()).count()
+        * mode_why.iter().filter(|w| w.is_none()).count();
+    let fit = fit_host(
+        cfg,
+        exe,
+        dir,
+        placement,
+        &mut files,
+        started,
+        planned as u32,
+    )?;
     let plan = RunPlan {
         exe,
         dir,
@@ -525,30 +522,28 @@ fn run_inner(
     let mut explain_lost: Vec<(String, u64)> = Vec::new();
     let mut mode_notes: Vec<String> = Vec::new();
     let mut over_budget: Vec<String> = Vec::new();
-    let root = latlab_sys::netns::is_root();
     let modes: Vec<(&str, IoMode)> = GEN_MODES
         .iter()
         .copied()
-        .filter(
-            |(name, io)| match mode_unavailable(*io, cfg.loopback, root) {
-                Some(why) => {
-                    if !cfg.quiet {
-                        eprintln!("killer-us: generator mode {name}: not measured: {why}");
-                    }
-                    mode_notes.push(format!(
-                        "the generator's {name} mode (method user-{name}) was not measured: {why}"
-                    ));
-                    false
+        .zip(&mode_why)
+        .filter_map(|((name, io), why)| match why {
+            Some(why) => {
+                if !cfg.quiet {
+                    eprintln!("killer-us: generator mode {name}: not measured: {why}");
                 }
-                None => true,
-            },
-        )
+                mode_notes.push(format!(
+                    "the generator's {name} mode (method user-{name}) was not measured: {why}"
+                ));
+                None
+            }
+            None => Some((name, io)),
+        })
         .collect();
     let mut left = fit.runs;
-    let elapsed = || Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
-    for step in STEPS {
+    let elapsed = || Nanos::from(started.elapsed());
+    for (step, why) in STEPS.into_iter().zip(rung_why) {
         let conf = step.name;
-        if let Some(reason) = rung_unavailable(&step, cfg.loopback, root) {
+        if let Some(reason) = why {
             if !cfg.quiet {
                 eprintln!("killer-us: NF {conf}: not measured: {reason}");
             }
