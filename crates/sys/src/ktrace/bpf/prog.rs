@@ -470,6 +470,8 @@ pub fn program(
         .alu_imm(Alu::Lsh, 1, 16)
         .alu_imm(Alu::Or, 1, id)
         .stx(Size::DW, 10, at(0), 1);
+    // whether a field's code has already looked up this CPU's element (into r8)
+    let mut element_in_r8 = false;
     for fs in e.fields {
         match fs.src {
             Src::Arg(n) => {
@@ -526,7 +528,10 @@ pub fn program(
                     .call(FN_PROBE_READ_STR);
             }
             Src::SwitchState => switch_state(&mut a, fields, at(fs.at), o.direct),
-            Src::Stash => take_stash(&mut a, o, at(fs.at)),
+            Src::Stash => {
+                take_stash(&mut a, o, at(fs.at), out);
+                element_in_r8 = true;
+            }
         }
     }
     if let (Some(d), false) = (switch_drop, o.direct) {
@@ -534,7 +539,7 @@ pub fn program(
     }
     // the time last, once the record is known to be kept
     a.call(FN_KTIME).stx(Size::DW, 10, -rec, 0);
-    write_record(&mut a, o, rec, total);
+    write_record(&mut a, o, rec, total, element_in_r8);
     a.bind(out);
     a.alu_imm(Alu::Mov, 0, 0).exit();
     Ok(a.finish()?)
@@ -554,13 +559,15 @@ pub fn program(
 /// reservation that still runs past the end (possible only when programs nested in
 /// between took the whole margin), whose bytes stay unwritten for the reader to search
 /// past.
-fn write_record(a: &mut Asm, o: &ProgOptions, rec: i16, total: usize) {
+fn write_record(a: &mut Asm, o: &ProgOptions, rec: i16, total: usize, element_in_r8: bool) {
     use super::rings::{DATA, HEAD, LEN_SHIFT, LOST, TAIL};
     let len = (8 + total) as i32;
     let (lost, doorbell, done) = (a.label(), a.label(), a.label());
-    lookup_element(a, o, done);
-    a.alu_reg(Alu::Mov, 8, 0)
-        .ldx(Size::DW, 1, 8, HEAD)
+    if !element_in_r8 {
+        lookup_element(a, o, done);
+        a.alu_reg(Alu::Mov, 8, 0);
+    }
+    a.ldx(Size::DW, 1, 8, HEAD)
         .ldx(Size::DW, 2, 8, TAIL)
         .alu_reg(Alu::Sub, 1, 2)
         .jmp_imm(Jmp::Ge, 1, stop_at(o.ring) as i32, lost)
@@ -654,12 +661,15 @@ fn softirq_entry(a: &mut Asm, o: &ProgOptions, out: crate::bpf::asm::Label) {
 
 /// Into the record at `dst`: the stashed entry time when the stash holds this exit's
 /// vector (argument 0), else nothing (the record's zero); the stash is cleared either way.
-fn take_stash(a: &mut Asm, o: &ProgOptions, dst: i16) {
+/// Leaves this CPU's element in r8 for [`write_record`]; a CPU without one jumps to `out`
+/// (it would have no ring to write to).
+fn take_stash(a: &mut Asm, o: &ProgOptions, dst: i16, out: crate::bpf::asm::Label) {
     use super::rings::{STASH, STASH_VEC};
-    let (skip, clear) = (a.label(), a.label());
+    let clear = a.label();
     // r7: this CPU (the program read it before the fields)
-    lookup_element(a, o, skip);
-    a.ldx(Size::W, 1, 0, STASH_VEC)
+    lookup_element(a, o, out);
+    a.alu_reg(Alu::Mov, 8, 0)
+        .ldx(Size::W, 1, 0, STASH_VEC)
         .ldx(Size::DW, 2, 6, 0)
         .alu_imm(Alu::Lsh, 2, 32)
         .alu_imm(Alu::Rsh, 2, 32)
@@ -667,8 +677,7 @@ fn take_stash(a: &mut Asm, o: &ProgOptions, dst: i16) {
         .ldx(Size::DW, 1, 0, STASH)
         .stx(Size::DW, 10, dst, 1);
     a.bind(clear);
-    a.st(Size::DW, 0, STASH, 0);
-    a.bind(skip);
+    a.st(Size::DW, 8, STASH, 0);
 }
 
 /// The fill, in bytes, at which a program stops reserving: an eighth of the ring is left
@@ -870,6 +879,8 @@ pub struct Collector {
     kinds: Vec<Vec<u8>>,
     malformed: u64,
     scratch: Vec<u8>,
+    /// The ids of `softirq_entry` and `softirq_exit` (looked up once, not per record).
+    softirq_ids: (u16, u16),
 }
 
 impl Collector {
@@ -882,6 +893,10 @@ impl Collector {
             kinds: Vec::new(),
             malformed: 0,
             scratch: Vec::new(),
+            softirq_ids: (
+                event_id(SOFTIRQ_ENTRY).expect("an event of EVENTS"),
+                event_id(SOFTIRQ_EXIT).expect("an event of EVENTS"),
+            ),
         }
     }
 
@@ -903,14 +918,14 @@ impl Collector {
             scratch.clear();
             scratch.extend_from_slice(p.get(..len)?);
             scratch[2..4].fill(0);
-            if Some(id) == event_id(SOFTIRQ_EXIT) {
+            let (entry_id, exit_id) = self.softirq_ids;
+            if id == exit_id {
                 // one record for the softirq: its entry's time rides in the exit's
                 // payload ([`softirq_entry`]); the entry event is made of it, and the
                 // exit's kind has it zeroed
                 let entry = u64::from_le_bytes(scratch.get(16..24)?.try_into().ok()?);
                 scratch[16..24].fill(0);
                 if entry != 0 {
-                    let entry_id = event_id(SOFTIRQ_ENTRY)?;
                     let mut e = vec![0u8; event_by_id(entry_id)?.payload_len()];
                     e[..2].copy_from_slice(&entry_id.to_le_bytes());
                     e[8..12].copy_from_slice(&scratch[8..12]);
