@@ -114,9 +114,8 @@ sleep 1
 rc=0
 # where the CPUs went: /proc/stat over 4 s in the middle of the measured time, and the
 # forwarder's RX count over the same 4 s (what one forwarded probe costs the host in CPU)
-nfrx() { ip -n latlab-nf -s -j link show dev latlab-na | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["stats64"]["rx"]["packets"])'; }
-( sleep $(( 1 + FWD_SECS / 2 - 2 )); head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-0"; nfrx >"$OUT/fwd-rx-0"
-  sleep 4; head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-1"; nfrx >"$OUT/fwd-rx-1" ) &
+( sleep $(( 1 + FWD_SECS / 2 - 2 )); head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-0"; rx >"$OUT/fwd-rx-0"
+  sleep 4; head -n $(( $(nproc) + 1 )) /proc/stat >"$OUT/fwd-stat-1"; rx >"$OUT/fwd-rx-1" ) &
 sampler=$!
 $G "$LATLAB" net probe --testbed --io xdp --rate "$RATE" --duration "${FWD_SECS}s" --warmup 1s \
     --timestamps user --tx-cpu "$GEN_CPU" --rx-cpu "$GEN_RX_CPU" -q -o "$OUT/fwd-probe.json" \
