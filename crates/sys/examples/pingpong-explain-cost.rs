@@ -125,15 +125,28 @@ struct Block {
 }
 
 fn main() {
+    let fail = |why: &str| -> ! {
+        eprintln!("pingpong-explain-cost: {why}");
+        std::process::exit(2)
+    };
+    let usage = "usage: pingpong-explain-cost [CYCLES ≥ 2] [ROUND_TRIPS ≥ 1000]";
     let args: Vec<usize> = std::env::args()
         .skip(1)
-        .map(|a| a.parse().expect("a number"))
+        .map(|a| a.parse().unwrap_or_else(|_| fail(usage)))
         .collect();
     let (cycles, n) = (
         *args.first().unwrap_or(&60),
         *args.get(1).unwrap_or(&20_000),
     );
-    assert!(cycles >= 2 && n >= 1000, "CYCLES ≥ 2, ROUND_TRIPS ≥ 1000");
+    if cycles < 2 || n < 1000 || args.len() > 2 {
+        fail(usage);
+    }
+    if latlab_sys::sched::online_cpus() < 2 {
+        fail("needs two CPUs (the reflector on CPU 0, the probe on CPU 1)");
+    }
+    if !latlab_sys::netns::is_root() {
+        fail("needs root (BPF, SCHED_FIFO, /dev/cpu_dma_latency)");
+    }
     let _hold = latlab_sys::idle::DmaLatencyHold::new(0).expect("hold /dev/cpu_dma_latency (root)");
     let refl = UdpSocket::bind("127.0.0.1:0").unwrap();
     let to = refl.local_addr().unwrap();
