@@ -4,6 +4,24 @@ use crate::args::host_noise::ExplainArgs;
 use crate::exit::usage;
 use latlab_explain::render;
 
+/// What records an attribution for a result of `kind`, for the error when it has none.
+fn how_to_record(kind: &str) -> &'static str {
+    match kind {
+        "net.probe" => "run `latlab net probe` with --explain",
+        "net.nf" => "run `latlab net reflect` or `latlab net forward` with --explain",
+        "net.delay" => "run `latlab net delay` with --explain",
+        "host.clocks" => "run `latlab host clocks` with --explain",
+        "sched.run" => "run `latlab sched` with --explain",
+        "net.calibrate" | "net.killer_us" | "sched.hourglass_experiment" => {
+            "an experiment's summary: give `latlab explain` the run files written beside it"
+        }
+        _ => {
+            "its command records none: `latlab host noise` does, and `net probe`, \
+             `net reflect`, `net forward`, `net delay`, `sched` and `host clocks` with --explain"
+        }
+    }
+}
+
 pub fn run(a: ExplainArgs) -> anyhow::Result<()> {
     let loaded = crate::inputs::load_results(&a.results)?;
     // Every file is checked before anything is printed.
@@ -11,9 +29,10 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<()> {
     for (path, r) in &loaded {
         let attribution = r.explain.as_ref().ok_or_else(|| {
             usage(format!(
-                "{}: this {} result carries no attribution (record one with `latlab host noise`)",
+                "{}: this {} result carries no attribution ({})",
                 path.display(),
-                r.kind
+                r.kind,
+                how_to_record(&r.kind)
             ))
         })?;
         found.push((path, r, attribution));

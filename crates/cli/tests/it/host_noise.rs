@@ -283,8 +283,34 @@ fn without_kernel_events_the_gap_half_runs_and_says_so() {
 fn explain_refuses_a_result_without_attribution() {
     let f = fixture("host-clocks-a.json");
     let out = latlab().arg("explain").arg(&f).output().unwrap();
-    assert_one_line_error(&out, 2, &["host-clocks-a.json", "no attribution"]);
+    assert_one_line_error(
+        &out,
+        2,
+        &[
+            "host-clocks-a.json",
+            "no attribution",
+            "run `latlab host clocks` with --explain",
+        ],
+    );
     assert!(out.stdout.is_empty());
+    // a kind whose command records none is told which commands do
+    let dir = tempfile::tempdir().unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    v["kind"] = "net.load".into();
+    let load = dir.path().join("load.json");
+    std::fs::write(&load, v.to_string()).unwrap();
+    let out = latlab().arg("explain").arg(&load).output().unwrap();
+    assert_one_line_error(
+        &out,
+        2,
+        &[
+            "load.json",
+            "net.load",
+            "records none",
+            "`latlab host noise` does",
+        ],
+    );
 }
 
 #[test]
