@@ -16,7 +16,7 @@ use latlab_core::stats::{highest_supported, is_supported};
 
 /// Counter-name fragments that mean something was lost: any such counter above zero is a
 /// serious warning (except the [`RATIO_COUNTERS`], judged by their share).
-pub const LOSS_COUNTERS: [&str; 11] = [
+pub const LOSS_COUNTERS: [&str; 14] = [
     "lost",
     "drop",
     "overrun",
@@ -28,7 +28,16 @@ pub const LOSS_COUNTERS: [&str; 11] = [
     "truncated",
     "error",
     "late",
+    "timed_out",
+    "unanswered",
+    "unsent",
 ];
+
+/// Counters whose names read as losses but that count something else in results of one
+/// kind, as `(kind, counter)`: a `net.load` request counted `late` waited for a free
+/// connection and is still measured from its scheduled send (the run's own warning says
+/// how many), and its `misses` are memcached gets answered with no value.
+pub const NOT_LOSSES: [(&str, &str); 2] = [("net.load", "late"), ("net.load", "misses")];
 
 /// Counters judged by their share of another counter: `(counter, of, serious above this
 /// share)`. A generator that leaves a few probes more than one mean gap late lost its CPU
@@ -268,6 +277,9 @@ fn counter_warnings(r: &ResultFile, warn: &mut impl Warn) {
                 format!("counter '{name}' = {value}: kernel events were lost (the trace ring overran), so the attribution of the tail is partial; the latencies themselves are complete"),
                 "for a whole attribution run shorter or at a lower rate, or give the recorder a larger ring (--buffer-kb where the command has it)",
             );
+            continue;
+        }
+        if NOT_LOSSES.contains(&(r.kind.as_str(), name.as_str())) {
             continue;
         }
         if LOSS_COUNTERS.iter().any(|f| lname.contains(f)) {
@@ -704,6 +716,39 @@ mod tests {
         let f = assess_findings(&input(r));
         assert_eq!(f.len(), 1, "{f:#?}");
         assert!(f[0].text.contains("'lost_measured' = 5"));
+    }
+
+    /// A `net.load` request that waited for a connection is late but measured, and a
+    /// memcached miss is an answer: neither is a loss there. One never sent, or never
+    /// answered, is; and `late` stays a loss in other kinds.
+    #[test]
+    fn net_load_late_and_misses_are_not_losses_but_unsent_and_unanswered_are() {
+        let mut r = base();
+        r.kind = "net.load".into();
+        for (k, v) in [
+            ("late", 55),
+            ("misses", 9),
+            ("unsent", 3),
+            ("unanswered", 2),
+            ("timed_out", 1),
+        ] {
+            r.counters.insert(k.into(), v);
+        }
+        let f = assess_findings(&input(r.clone()));
+        let named = |c: &str| f.iter().any(|x| x.text.contains(&format!("'{c}'")));
+        assert!(!named("late") && !named("misses"), "{f:#?}");
+        for c in ["unsent", "unanswered", "timed_out"] {
+            let x = f
+                .iter()
+                .find(|x| x.text.contains(&format!("'{c}'")))
+                .unwrap();
+            assert_eq!(x.severity, Severity::Serious, "{c}");
+        }
+        r.kind = "net.probe".into();
+        let f = assess_findings(&input(r));
+        assert!(f
+            .iter()
+            .any(|x| x.text.contains("'late' = 55") && x.severity == Severity::Serious));
     }
 
     fn haltpoll() -> latlab_core::results::IdleRecord {
