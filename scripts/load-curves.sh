@@ -66,22 +66,8 @@ for p in memcached memcaslap nginx wrk python3; do
 done
 MC_PORT=21311
 NG_PORT=28181
-SERVER_PID=
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-}
-trap cleanup EXIT
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "error: nothing listens on 127.0.0.1:$1" >&2
-    exit 1
-}
-stop_server() { kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=; }
-AS_ROOT=()
-[ "$(id -u)" = 0 ] && AS_ROOT=(-u root)
+# shellcheck source=servers.sh
+. "$(dirname "$0")/servers.sh"
 
 # rates: fractions of the peer's best throughput, plus its one-connection throughput
 sweep() {
@@ -131,9 +117,7 @@ open_loop() {
 
 # ---- memcached ----------------------------------------------------------------------------
 echo "memcached: memaslap at 1, 2, 4, 8 connections (${SECS} s each)…" >&2
-taskset -c "$SCPU" memcached "${AS_ROOT[@]}" -l 127.0.0.1 -p "$MC_PORT" -U 0 -t 1 -m 256 >/dev/null 2>&1 &
-SERVER_PID=$!
-wait_port "$MC_PORT"
+start_memcached "$SCPU" "$MC_PORT"
 for c in 1 2 4 8; do
     taskset -c "$CCPU" memcaslap -s "127.0.0.1:$MC_PORT" -T 1 -c "$c" -t "${SECS}s" -S "${SECS}s" >"$OUT/memaslap-c$c.txt" 2>&1
 done
@@ -147,29 +131,7 @@ MC_RATES=$RATES MC_FIXED=$FIXED_RATE
 
 # ---- nginx --------------------------------------------------------------------------------
 echo "nginx: wrk at 1, 2, 4, 8 connections (${SECS} s each)…" >&2
-NG_DIR="$OUT/nginx"
-mkdir -p "$NG_DIR/www"
-for _ in $(seq 16); do echo "<html><body>latlab where-time</body></html>"; done >"$NG_DIR/www/index.html"
-USER_LINE=
-[ "$(id -u)" = 0 ] && USER_LINE="user root;"
-cat >"$NG_DIR/nginx.conf" <<EOF
-$USER_LINE
-worker_processes 1;
-daemon off;
-pid $NG_DIR/nginx.pid;
-error_log $NG_DIR/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $NG_DIR; proxy_temp_path $NG_DIR; fastcgi_temp_path $NG_DIR;
-  uwsgi_temp_path $NG_DIR; scgi_temp_path $NG_DIR;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$NG_PORT; location / { root $NG_DIR/www; } }
-}
-EOF
-taskset -c "$SCPU" nginx -c "$NG_DIR/nginx.conf" -p "$NG_DIR" >/dev/null 2>&1 &
-SERVER_PID=$!
-wait_port "$NG_PORT"
+start_nginx "$SCPU" "$NG_PORT" "$OUT/nginx"
 for c in 1 2 4 8; do
     taskset -c "$CCPU" wrk -t 1 -c "$c" -d "${SECS}s" --latency "http://127.0.0.1:$NG_PORT/" >"$OUT/wrk-c$c.txt" 2>&1
 done

@@ -58,52 +58,12 @@ OUT=${OUT:-$(mktemp -d /tmp/peer-pairs.XXXXXX)}
 mkdir -p "$OUT"
 MC_PORT=21321
 NG_PORT=28191
-SERVER_PID=
-cleanup() {
-    if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
-}
-trap cleanup EXIT
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.05
-    done
-    echo "error: nothing listens on 127.0.0.1:$1" >&2
-    exit 1
-}
-AS_ROOT=()
-[ "$(id -u)" = 0 ] && AS_ROOT=(-u root)
-
+# shellcheck source=servers.sh
+. "$here/scripts/servers.sh"
 start_server() {
     case $1 in
-        memcached)
-            taskset -c "$SCPU" memcached "${AS_ROOT[@]}" -l 127.0.0.1 -p "$MC_PORT" -U 0 -t 1 -m 256 >/dev/null 2>&1 &
-            SERVER_PID=$!
-            wait_port "$MC_PORT" ;;
-        nginx)
-            local d="$OUT/nginx"
-            mkdir -p "$d/www"
-            for _ in $(seq 16); do echo "<html><body>latlab where-time</body></html>"; done >"$d/www/index.html"
-            local user=
-            [ "$(id -u)" = 0 ] && user="user root;"
-            cat >"$d/nginx.conf" <<EOF
-$user
-worker_processes 1;
-daemon off;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $d; proxy_temp_path $d; fastcgi_temp_path $d;
-  uwsgi_temp_path $d; scgi_temp_path $d;
-  keepalive_requests 1000000;
-  server { listen 127.0.0.1:$NG_PORT; location / { root $d/www; } }
-}
-EOF
-            taskset -c "$SCPU" nginx -c "$d/nginx.conf" -p "$d" >/dev/null 2>&1 &
-            SERVER_PID=$!
-            wait_port "$NG_PORT" ;;
+        memcached) start_memcached "$SCPU" "$MC_PORT" ;;
+        nginx) start_nginx "$SCPU" "$NG_PORT" "$OUT/nginx" ;;
     esac
 }
 
@@ -169,7 +129,7 @@ for app in $APPS; do
         echo "$i $order|$rate $lat $offered" >>"$rows"
         last_rate=$rate
     done
-    kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=
+    stop_server
     python3 - "$OUT" "$app" "$here/scripts" <<'EOF'
 import csv, statistics, sys
 out, app = sys.argv[1], sys.argv[2]
