@@ -45,8 +45,9 @@ impl From<ServeArg> for ServerKind {
 /// `--io`: how the generator waits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum LoadIoArg {
-    /// Sleep in ppoll until an answer or 30 µs before the next send, then poll without
-    /// sleeping up to it (sends on time).
+    /// Sleep in ppoll until an answer or a margin before the next send, then poll without
+    /// sleeping up to it (sends on time; the margin, 30–250 µs, is learnt from how late the
+    /// thread's own timed wake-ups come back).
     Adaptive,
     /// Sleep in ppoll until an answer or the next send, never spin (as memaslap and wrk do:
     /// compare with them in this mode).

@@ -219,6 +219,12 @@ pub fn print_load(r: &ResultFile) -> anyhow::Result<()> {
             "rate: offered {:.0} requests/s, achieved {:.0} requests/s",
             d.configured_rps, d.achieved_rps
         );
+        if let Some(m) = d.wake_margin_max_ns {
+            println!(
+                "waiting: adaptive, polling up to {:.0} µs before each send (learnt from its wake-ups)",
+                m as f64 / 1e3
+            );
+        }
         if let Some(s) = &d.served {
             println!("server: {}", s.describe());
         }

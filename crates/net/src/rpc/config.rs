@@ -129,9 +129,10 @@ impl SizeRange {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LoadIo {
-    /// Sleep in `ppoll` until an answer arrives or 30 µs before the next send, then poll the
-    /// sockets without sleeping up to it: sends leave on time, and an answer that lands near
-    /// a send is seen at once (at high rates the thread never sleeps).
+    /// Sleep in `ppoll` until an answer arrives or a margin before the next send, then poll
+    /// the sockets without sleeping up to it: sends leave on time, and an answer that lands
+    /// near a send is seen at once (at high rates the thread never sleeps). The margin is
+    /// learnt from how late the thread's timed wake-ups come back (`engine::WakeMargin`).
     #[default]
     Adaptive,
     /// Sleep in `ppoll` until an answer arrives or the next send falls due, never spinning:

@@ -21,8 +21,13 @@ use std::time::Duration;
 
 /// How long connecting may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-/// How long before a send the loop stops sleeping in `ppoll` and polls without waiting.
-const SPIN_MARGIN_NS: u64 = 30_000;
+/// The least and the most time before a send at which the adaptive loop stops sleeping
+/// in `ppoll` and polls without waiting ([`WakeMargin`]).
+const MARGIN_MIN_NS: u64 = 30_000;
+/// See [`MARGIN_MIN_NS`].
+const MARGIN_MAX_NS: u64 = 250_000;
+/// Timed wake-ups [`WakeMargin`] remembers.
+const WAKES: usize = 64;
 /// Receive buffer of a connection beyond the largest value.
 const RX_SLACK: usize = 64 * 1024;
 
@@ -126,19 +131,65 @@ impl Conn {
     }
 }
 
+/// How long before a send the adaptive loop stops sleeping and polls instead, learnt from
+/// how late its own timed wake-ups came back: a wake-up from a halted vCPU is tens of µs
+/// late on a guest, a few µs on bare metal. The margin is the p90 of the last [`WAKES`]
+/// overshoots plus 5 µs, within [`MARGIN_MIN_NS`]..=[`MARGIN_MAX_NS`] (a stall of
+/// milliseconds is not worth spinning for). Fixed memory: it lives in the hot loop.
+#[derive(Clone, Debug)]
+pub struct WakeMargin {
+    late: [u32; WAKES],
+    seen: usize,
+    margin: u64,
+    /// The largest margin used, ns.
+    pub max: u64,
+}
+
+impl Default for WakeMargin {
+    /// [`MARGIN_MIN_NS`] until a wake-up has been seen.
+    fn default() -> WakeMargin {
+        WakeMargin {
+            late: [0; WAKES],
+            seen: 0,
+            margin: MARGIN_MIN_NS,
+            max: MARGIN_MIN_NS,
+        }
+    }
+}
+
+impl WakeMargin {
+    /// The margin now, ns.
+    pub fn get(&self) -> u64 {
+        self.margin
+    }
+
+    /// A timed wait meant to end at `due` ended at `woke` (ns on one clock).
+    pub fn observe(&mut self, due: u64, woke: u64) {
+        let over = u32::try_from(woke.saturating_sub(due)).unwrap_or(u32::MAX);
+        self.late[self.seen % WAKES] = over;
+        self.seen += 1;
+        let k = self.seen.min(WAKES);
+        let mut sorted = self.late;
+        sorted[..k].sort_unstable();
+        let p90 = u64::from(sorted[(k * 9).div_ceil(10) - 1]);
+        self.margin = (p90 + 5_000).clamp(MARGIN_MIN_NS, MARGIN_MAX_NS);
+        self.max = self.max.max(self.margin);
+    }
+}
+
 /// How long the loop may sleep in `ppoll` (0: poll without sleeping) at `now`, with the next
 /// send due at `next` (`None`: the schedule is done; the drain ends at `drain_end`).
-/// Adaptive waits for an answer, or until just before the next send and then polls the
-/// sockets without sleeping up to it (a timed wake-up can be tens of µs late); blocking
-/// sleeps up to the send itself; busy never sleeps.
-fn wait_ns(io: LoadIo, next: Option<u64>, now: u64, drain_end: u64) -> u64 {
+/// Adaptive waits for an answer, or until `margin` before the next send and then polls the
+/// sockets without sleeping up to it (a timed wake-up can be tens of µs late: [`WakeMargin`]);
+/// blocking sleeps up to the send itself; busy never sleeps.
+fn wait_ns(io: LoadIo, next: Option<u64>, now: u64, drain_end: u64, margin: u64) -> u64 {
     if io == LoadIo::Busy {
         return 0;
     }
     match next {
         Some(t) if t > now => match io {
             LoadIo::Blocking => t - now,
-            _ => (t - now).saturating_sub(SPIN_MARGIN_NS),
+            _ => (t - now).saturating_sub(margin),
         },
         Some(_) => 1_000_000, // blocked: an answer frees a slot
         None => drain_end.saturating_sub(now).max(1),
@@ -151,6 +202,9 @@ pub struct ThreadOutcome {
     pub rec: Recorder,
     /// Problems worth a warning (first of each kind).
     pub warnings: Vec<String>,
+    /// `--io adaptive`: the largest margin before a send at which it stopped sleeping, ns
+    /// ([`WakeMargin`]).
+    pub wake_margin_max_ns: Option<u64>,
 }
 
 /// The request mix: which operation, which key, how big a value.
@@ -296,6 +350,7 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
     let mut dgram = vec![0u8; 65_536];
     let mut next_timeout_scan = 0u64;
     let ns = |raw: u64| clock.delta_nanos(start, raw).get();
+    let mut margin = WakeMargin::default();
     // timed waits end within a µs or so of their time instead of the default 50 µs slack
     if latlab_sys::rt::set_timer_slack_ns(1).is_err() {
         warn(
@@ -378,17 +433,29 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
         if schedule_done && (outstanding == 0 || now >= end_ns + cfg.drain.get()) {
             break;
         }
-        let wake = wait_ns(cfg.io, pacer.next_ns(), now, end_ns + cfg.drain.get());
+        let wake = wait_ns(
+            cfg.io,
+            pacer.next_ns(),
+            now,
+            end_ns + cfg.drain.get(),
+            margin.get(),
+        );
         let wake = if udp {
             wake.min(cfg.timeout.get())
         } else {
             wake
         };
+        // a sleep up to the margin before a send: how late it ends teaches the margin
+        let timed =
+            cfg.io == LoadIo::Adaptive && wake > 0 && pacer.next_ns().is_some_and(|t| t > now);
         if set
             .wait(wake)
             .map_err(|e| LoadError::Io("waiting for the sockets".into(), e))?
             == 0
         {
+            if timed {
+                margin.observe(now + wake, ns(clock.now()));
+            }
             if udp && now >= next_timeout_scan {
                 expire(&mut conns, &mut rec, ns(clock.now()), cfg.timeout.get());
                 next_timeout_scan = now + cfg.timeout.get() / 4;
@@ -438,7 +505,11 @@ pub fn run_thread(cfg: &LoadConfig, clock: &Clock, start: u64) -> Result<ThreadO
     }
     let unanswered: usize = conns.iter().map(|c| c.inflight.len()).sum();
     rec.finish(pacer.unsent(), unanswered as u64);
-    Ok(ThreadOutcome { rec, warnings })
+    Ok(ThreadOutcome {
+        rec,
+        warnings,
+        wake_margin_max_ns: (cfg.io == LoadIo::Adaptive).then_some(margin.max),
+    })
 }
 
 /// Keeps the first few distinct warnings.
@@ -595,6 +666,42 @@ pub fn preload_keys(cfg: &LoadConfig) -> Result<(), LoadError> {
 mod tests {
     use super::*;
 
+    /// The margin follows the p90 of the recent overshoots, plus 5 µs, within 30–250 µs: a
+    /// rare long stall does not move it, a steady one does, and it forgets.
+    #[test]
+    fn the_wake_margin_learns_the_p90_of_recent_overshoots() {
+        let mut m = WakeMargin::default();
+        assert_eq!(m.get(), MARGIN_MIN_NS);
+        let mut t = 0;
+        let mut wake = |m: &mut WakeMargin, over: u64| {
+            t += 1_000_000;
+            m.observe(t, t + over);
+        };
+        for _ in 0..WAKES {
+            wake(&mut m, 50_000);
+        }
+        assert_eq!(m.get(), 55_000);
+        // one stall of 10 ms in 64: above the p90, ignored
+        wake(&mut m, 10_000_000);
+        assert_eq!(m.get(), 55_000);
+        // small overshoots: the floor
+        for _ in 0..WAKES {
+            wake(&mut m, 2_000);
+        }
+        assert_eq!(m.get(), MARGIN_MIN_NS);
+        // a quarter of the wake-ups a millisecond late: the ceiling, and remembered as the max
+        for i in 0..WAKES {
+            wake(&mut m, if i % 4 == 0 { 1_000_000 } else { 2_000 });
+        }
+        assert_eq!(m.get(), MARGIN_MAX_NS);
+        assert_eq!(m.max, MARGIN_MAX_NS);
+        // a wake-up before its time counts as on time
+        for _ in 0..WAKES {
+            m.observe(5_000, 1_000);
+        }
+        assert_eq!(m.get(), MARGIN_MIN_NS);
+    }
+
     #[test]
     fn each_io_mode_waits_as_documented() {
         let (now, drain_end) = (1_000_000, 9_000_000);
@@ -602,22 +709,39 @@ mod tests {
         let near = Some(now + 10_000);
         // adaptive: sleeps up to the margin before a far send, not at all before a near one
         assert_eq!(
-            wait_ns(LoadIo::Adaptive, far, now, drain_end),
-            100_000 - SPIN_MARGIN_NS
+            wait_ns(LoadIo::Adaptive, far, now, drain_end, MARGIN_MIN_NS),
+            100_000 - MARGIN_MIN_NS
         );
-        assert_eq!(wait_ns(LoadIo::Adaptive, near, now, drain_end), 0);
+        assert_eq!(
+            wait_ns(LoadIo::Adaptive, far, now, drain_end, 60_000),
+            40_000
+        );
+        assert_eq!(
+            wait_ns(LoadIo::Adaptive, near, now, drain_end, MARGIN_MIN_NS),
+            0
+        );
         // blocking: sleeps up to the send itself, however near
-        assert_eq!(wait_ns(LoadIo::Blocking, far, now, drain_end), 100_000);
-        assert_eq!(wait_ns(LoadIo::Blocking, near, now, drain_end), 10_000);
+        assert_eq!(
+            wait_ns(LoadIo::Blocking, far, now, drain_end, MARGIN_MIN_NS),
+            100_000
+        );
+        assert_eq!(
+            wait_ns(LoadIo::Blocking, near, now, drain_end, MARGIN_MIN_NS),
+            10_000
+        );
         // busy: never sleeps, not even while blocked or draining
         for next in [far, near, Some(now), None] {
-            assert_eq!(wait_ns(LoadIo::Busy, next, now, drain_end), 0);
+            assert_eq!(
+                wait_ns(LoadIo::Busy, next, now, drain_end, MARGIN_MIN_NS),
+                0
+            );
         }
         // a send already due but blocked (every connection full) waits for an answer
         for io in [LoadIo::Adaptive, LoadIo::Blocking] {
-            assert_eq!(wait_ns(io, Some(now), now, drain_end), 1_000_000);
-            assert_eq!(wait_ns(io, None, now, drain_end), drain_end - now);
-            assert_eq!(wait_ns(io, None, drain_end + 5, drain_end), 1);
+            let m = MARGIN_MIN_NS;
+            assert_eq!(wait_ns(io, Some(now), now, drain_end, m), 1_000_000);
+            assert_eq!(wait_ns(io, None, now, drain_end, m), drain_end - now);
+            assert_eq!(wait_ns(io, None, drain_end + 5, drain_end, m), 1);
         }
     }
 }

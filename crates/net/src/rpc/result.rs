@@ -32,6 +32,9 @@ pub struct LoadOutcome {
     pub elapsed: Duration,
     /// Warnings.
     pub warnings: Vec<String>,
+    /// `--io adaptive`: the largest margin before a send at which a thread stopped
+    /// sleeping, ns.
+    pub wake_margin_max_ns: Option<u64>,
 }
 
 /// What a `net.load` result keeps beside histograms and counters.
@@ -55,6 +58,12 @@ pub struct LoadData {
     /// someone else runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub served: Option<Served>,
+    /// `--io adaptive`: the largest margin before a send at which the generator stopped
+    /// sleeping and polled instead, ns (learnt from how late its timed wake-ups came back;
+    /// absent for the other modes and in files written before it was learnt, when it was
+    /// 30 µs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wake_margin_max_ns: Option<u64>,
 }
 
 /// A server latlab started for a run and stopped after it (`latlab net load --serve`).
@@ -170,6 +179,7 @@ impl LoadOutcome {
                 counters.unsent
             ));
         }
+        let wake_margin_max_ns = outs.iter().filter_map(|o| o.wake_margin_max_ns).max();
         LoadOutcome {
             histograms,
             counters,
@@ -178,6 +188,7 @@ impl LoadOutcome {
             achieved_rps,
             elapsed,
             warnings,
+            wake_margin_max_ns,
         }
     }
 }
@@ -219,6 +230,7 @@ pub fn load_result(
         balanced: c.balanced(),
         interval_medians_ns: o.interval_medians_ns.clone(),
         served: None,
+        wake_margin_max_ns: o.wake_margin_max_ns,
     };
     r.data = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
     r

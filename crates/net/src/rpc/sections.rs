@@ -272,6 +272,7 @@ mod tests {
             late_fraction: 0.0,
             balanced: true,
             interval_medians_ns: vec![],
+            wake_margin_max_ns: None,
             served: served.then(|| super::super::result::Served {
                 server: "memcached".into(),
                 program: "/usr/bin/memcached".into(),
