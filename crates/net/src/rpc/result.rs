@@ -242,3 +242,38 @@ pub fn load_data(r: &ResultFile) -> Option<LoadData> {
         .then(|| serde_json::from_value(r.data.clone()).ok())
         .flatten()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A file written before the adaptive margin was learnt (or before `served`) reads,
+    /// with neither; a new one keeps both.
+    #[test]
+    fn load_data_of_older_files_reads_without_the_newer_fields() {
+        let old = serde_json::json!({
+            "target": "memcached://127.0.0.1:21211",
+            "protocol": "memcached_tcp",
+            "configured_rps": 1000.0,
+            "achieved_rps": 999.0,
+            "late_fraction": 0.0,
+            "balanced": true,
+            "interval_medians_ns": [50_000]
+        });
+        let d: LoadData = serde_json::from_value(old).expect("reads");
+        assert!(d.served.is_none() && d.wake_margin_max_ns.is_none());
+        let new = LoadData {
+            wake_margin_max_ns: Some(87_000),
+            ..d
+        };
+        let back: LoadData = serde_json::from_value(serde_json::to_value(&new).unwrap()).unwrap();
+        assert_eq!(back.wake_margin_max_ns, Some(87_000));
+        // absent when not adaptive: the file says nothing rather than null
+        let none = serde_json::to_value(LoadData {
+            wake_margin_max_ns: None,
+            ..new
+        })
+        .unwrap();
+        assert!(none.get("wake_margin_max_ns").is_none());
+    }
+}
