@@ -12,6 +12,7 @@ use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::selfcheck::Outcome;
 use latlab_core::stats::{summarize, PercentileEstimate, DEFAULT_CONFIDENCE};
+use latlab_core::units::format_ns;
 
 /// Sections for `net.load` results.
 #[derive(Clone, Copy, Debug, Default)]
@@ -27,6 +28,8 @@ struct Run<'a> {
     data: LoadData,
     /// `request.sched` at [`SHOWN`]; empty when the run has no measured answer.
     estimates: Vec<PercentileEstimate>,
+    /// The median of `generator.lateness`, ns (none without sends).
+    late_p50: Option<u64>,
 }
 
 fn read<'a>(inputs: &[&'a Input]) -> Result<Vec<Run<'a>>, String> {
@@ -43,11 +46,17 @@ fn read<'a>(inputs: &[&'a Input]) -> Result<Vec<Run<'a>>, String> {
                 Ok(_) => Vec::new(),
                 Err(e) => return Err(format!("{}: {}: {e}", path.display(), series::SCHED)),
             };
+            let late_p50 = match run.histogram(series::LATENESS).transpose() {
+                Ok(Some(h)) if h.count() > 0 => Some(h.value_at(Percentile::LADDER[0])),
+                Ok(_) => None,
+                Err(e) => return Err(format!("{}: {}: {e}", path.display(), series::LATENESS)),
+            };
             runs.push(Run {
                 label,
                 run,
                 data,
                 estimates,
+                late_p50,
             });
         }
     }
@@ -59,11 +68,36 @@ fn rate(v: f64) -> String {
     format!("{v:.0}/s")
 }
 
+/// How the run's client waited (`config.io`; files without it waited adaptively), with the
+/// learnt margin when adaptive.
+fn waiting(r: &Run<'_>) -> String {
+    let io = r
+        .run
+        .config
+        .get("io")
+        .and_then(|v| v.as_str())
+        .unwrap_or("adaptive");
+    match (io, r.data.wake_margin_max_ns) {
+        ("adaptive", Some(m)) => format!("adaptive, polls ≤ {} before a send", format_ns(m as f64)),
+        ("adaptive", None) => "adaptive, polls 30µs before a send".into(),
+        (other, _) => other.into(),
+    }
+}
+
 fn load_table(runs: &[Run<'_>]) -> Table {
     let mut t = Table::new(
         "Latency from the scheduled send (request.sched) against the offered load, 95 % confidence intervals",
         &[
-            "input", "target", "offered", "achieved", "p50", "p99", "p99.9", "late / sent",
+            "input",
+            "target",
+            "offered",
+            "achieved",
+            "p50",
+            "p99",
+            "p99.9",
+            "late / sent",
+            "waiting",
+            "send late p50",
         ],
     );
     for r in runs {
@@ -85,6 +119,11 @@ fn load_table(runs: &[Run<'_>]) -> Table {
             row.extend(r.estimates.iter().map(Cell::estimate));
         }
         row.push(Cell::number(format!("{} / {}", c("late"), c("sent"))));
+        row.push(Cell::text(waiting(r)));
+        row.push(match r.late_p50 {
+            Some(ns) => Cell::number(format_ns(ns as f64)),
+            None => Cell::styled("—", CellStyle::Unsupported),
+        });
         t.rows.push(row);
     }
     t
@@ -292,8 +331,17 @@ mod tests {
 
     #[test]
     fn runs_are_sorted_by_offered_load_with_counts_checks_server_and_curve() {
-        let hi = input("hi", result(20_000.0, 900_000, true));
-        let lo = input("lo", result(5_000.0, 60_000, false));
+        // hi waited adaptively with a learnt margin and sent 3 µs late; lo blocked and kept
+        // no lateness
+        let mut hi = result(20_000.0, 900_000, true);
+        let mut late = LatencyHistogram::default();
+        late.record(latlab_core::units::Nanos(3_000));
+        hi.histograms
+            .push(StoredHistogram::new(series::LATENESS, &late));
+        hi.data["wake_margin_max_ns"] = 87_000.into();
+        let mut lo = result(5_000.0, 60_000, false);
+        lo.config = serde_json::json!({"io": "blocking"});
+        let (hi, lo) = (input("hi", hi), input("lo", lo));
         let s = LoadSections.kind_sections(&[&hi, &lo]).unwrap();
         let blocks = &s[0].blocks;
         let tables: Vec<&Table> = blocks
@@ -311,6 +359,18 @@ mod tests {
             "the median has its interval"
         );
         assert_eq!(load.rows[1][7].text, "7 / 2100");
+        assert_eq!(load.rows[0][8].text, "blocking");
+        assert_eq!(load.rows[0][9].text, "—", "no lateness kept");
+        assert!(
+            load.rows[1][8].text.starts_with("adaptive, polls ≤ 87"),
+            "{}",
+            load.rows[1][8].text
+        );
+        assert!(
+            load.rows[1][9].text.starts_with('3'),
+            "{}",
+            load.rows[1][9].text
+        );
         let counts = tables[1];
         assert_eq!(counts.rows[0].last().unwrap().text, "yes");
         let checks = tables[2];
