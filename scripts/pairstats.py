@@ -1,6 +1,6 @@
-"""Shared by the paired-run scripts (explain-pingpong-overhead.sh, explain-hook-floor.sh):
-a result's user-timestamp quantiles as `latlab show` computes them, the sign-test interval
-of a median of paired differences, and a bootstrap interval."""
+"""Shared by the paired-run scripts (explain-pingpong-overhead.sh, explain-hook-floor.sh,
+peer-pairs.sh): a result's user-timestamp quantiles as `latlab show` computes them, the
+sign-test interval of a median of paired differences, and a bootstrap interval."""
 import random
 import statistics
 import subprocess

@@ -926,10 +926,12 @@ impl Collector {
                 let entry = u64::from_le_bytes(scratch.get(16..24)?.try_into().ok()?);
                 scratch[16..24].fill(0);
                 if entry != 0 {
-                    let mut e = vec![0u8; event_by_id(entry_id)?.payload_len()];
+                    // on the stack: this runs for every softirq the reader drains
+                    let mut buf = [0u8; RECORD_MAX];
+                    let e = buf.get_mut(..event_by_id(entry_id)?.payload_len())?;
                     e[..2].copy_from_slice(&entry_id.to_le_bytes());
                     e[8..12].copy_from_slice(&scratch[8..12]);
-                    let k = self.kind(&e);
+                    let k = self.kind(e);
                     self.per_cpu[at].0.push(entry);
                     self.per_cpu[at].1.push(k);
                 }
