@@ -79,7 +79,7 @@ cycles:
 	@for src in crates/*/src; do python3 scripts/module-cycles.py $$src > /dev/null || { python3 scripts/module-cycles.py $$src; exit 1; }; done; echo "module cycles: none"
 
 unit:
-	$(CARGO) test --workspace --locked
+	$(CARGO) test --workspace --locked --no-fail-fast
 
 # Criterion benchmarks of the hot path (figures in docs/benchmarks.md).
 bench:

@@ -346,6 +346,9 @@ impl ReferenceInstance {
     const EVENTS: [&'static str; 2] = ["irq/irq_handler_entry", "sched/sched_switch"];
 
     fn start() -> ReferenceInstance {
+        // A newly booted machine has no tracefs mounted: mount it as latlab itself does
+        // (and, like latlab, leave it mounted: other tests of this binary may be using it).
+        latlab_sys::ktrace::ensure_tracefs().expect("mounting tracefs");
         let dir = std::path::Path::new(latlab_sys::ktrace::TRACEFS)
             .join("instances")
             .join(format!("latlab-ref-{}", std::process::id()));
