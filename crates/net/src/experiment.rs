@@ -517,7 +517,7 @@ fn run_inner(
     let mut tail_shares: Vec<TailShare> = Vec::new();
     let mut not_measured = Vec::new();
     let mut rt_throttle = Vec::new();
-    let mut behind: Vec<(String, u64)> = Vec::new();
+    let mut behind: Vec<crate::killer_data::BehindRun> = Vec::new();
     let mut repeated: Vec<String> = Vec::new();
     let mut explain_lost: Vec<(String, u64)> = Vec::new();
     let mut mode_notes: Vec<String> = Vec::new();
@@ -653,7 +653,11 @@ fn run_inner(
                 break;
             }
             if crate::result::probe_data(&res).is_some_and(|d| d.generator_behind) {
-                behind.push((name.clone(), trial_of(fit.milli_pps, &res).lateness_p99_ns));
+                behind.push(crate::killer_data::BehindRun {
+                    config: conf.to_string(),
+                    run: name.clone(),
+                    lateness_p99_ns: trial_of(fit.milli_pps, &res).lateness_p99_ns,
+                });
             }
             for w in &res.warnings {
                 // the recorder's losses are one finding for the whole ladder (below)
@@ -732,6 +736,7 @@ fn run_inner(
         host_fit: Some(fit.clone()),
         not_measured,
         rt_throttle,
+        behind,
         ..Default::default()
     };
     let mut per_method: Vec<MethodCurves<'_>> = Vec::new();

@@ -5,7 +5,7 @@
 //! measured here and why. Pure: from the result file alone; the report's first section
 //! and the summary's first lines.
 
-use crate::killer_data::{KillerUsData, TailShare, LADDER, METHODS};
+use crate::killer_data::{BehindRun, KillerUsData, TailShare, LADDER, METHODS};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
@@ -42,14 +42,19 @@ pub struct HeadlineRow {
     /// lies above the less tuned rung's beyond the intervals, and most of it was outside
     /// the system under test (then `cells` still hold what was measured).
     pub unrankable: Option<String>,
+    /// Whether a kept run of this configuration had its generator behind schedule (its
+    /// latencies then include the generator's own delay).
+    pub generator_behind: bool,
 }
 
 impl HeadlineRow {
-    /// The configuration's name, marked when this host could not rank it.
+    /// The configuration's name, marked when this host could not rank it or the generator
+    /// fell behind in one of its runs.
     pub fn label(&self) -> String {
-        match &self.unrankable {
-            Some(_) => format!("{} (not measurable on this host, see above)", self.config),
-            None => self.config.clone(),
+        match (&self.unrankable, self.generator_behind) {
+            (Some(_), _) => format!("{} (not measurable on this host, see above)", self.config),
+            (None, true) => format!("{} (generator behind, see above)", self.config),
+            (None, false) => self.config.clone(),
         }
     }
 }
@@ -117,6 +122,7 @@ pub fn headline(r: &ResultFile) -> Option<Headline> {
                 cells,
                 not_measured,
                 unrankable: None,
+                generator_behind: d.behind.iter().any(|b| b.config == conf),
             });
         }
     }
@@ -139,6 +145,9 @@ pub fn headline(r: &ResultFile) -> Option<Headline> {
         if let Some(why) = &row.not_measured {
             sentences.push(format!("{} was not run: {why}.", row.config));
         }
+    }
+    if let Some(said) = behind_sentence(&d.behind) {
+        sentences.push(said);
     }
     for (conf, note) in &d.rt_throttle {
         sentences.push(format!("{conf} {note}."));
@@ -342,6 +351,34 @@ fn verdict(
     (out, unrankable)
 }
 
+/// Which rungs could not be measured cleanly because the generator fell behind in one of
+/// their kept runs (`None` when it kept its schedule in every run).
+fn behind_sentence(behind: &[BehindRun]) -> Option<String> {
+    if behind.is_empty() {
+        return None;
+    }
+    let rungs: Vec<&str> = LADDER
+        .iter()
+        .copied()
+        .filter(|c| behind.iter().any(|b| b.config == *c))
+        .collect();
+    let runs: Vec<String> = behind
+        .iter()
+        .map(|b| {
+            format!(
+                "{} (lateness p99 {})",
+                b.run,
+                format_ns(b.lateness_p99_ns as f64)
+            )
+        })
+        .collect();
+    Some(format!(
+        "Not measured cleanly at this rate: {} — the generator fell behind its schedule in {}, so those latencies include the generator's own delay; rerun on a quieter host or at a lower --rate.",
+        rungs.join(", "),
+        runs.join(", ")
+    ))
+}
+
 /// Why a rung above `below`'s tail is put down to the host.
 fn unrankable_reason(below: &str, s: &TailShare) -> String {
     let pct = |x: u64| x as f64 * 100.0 / s.excess_ns.max(1) as f64;
@@ -447,6 +484,36 @@ mod tests {
             .find(|r| r.config == "pinned+busy+fifo")
             .unwrap();
         assert!(fifo.not_measured.is_some() && fifo.cells.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn rungs_whose_generator_fell_behind_are_named_in_the_result() {
+        let mut r = result(&[("default", 80_000), ("pinned", 40_000)], &[]);
+        let h = headline(&r).unwrap();
+        assert!(h
+            .rows
+            .iter()
+            .all(|r| !r.generator_behind && !r.label().contains("behind")));
+        assert!(!h.sentences.join(" ").contains("fell behind"));
+        let mut d: KillerUsData = serde_json::from_value(r.data.clone()).unwrap();
+        d.behind = vec![BehindRun {
+            config: "pinned".into(),
+            run: "pinned.rx-busy".into(),
+            lateness_p99_ns: 1_500_000,
+        }];
+        r.data = serde_json::to_value(&d).unwrap();
+        let h = headline(&r).unwrap();
+        let text = h.sentences.join(" ");
+        assert!(
+            text.contains("Not measured cleanly at this rate: pinned — the generator fell behind its schedule in pinned.rx-busy (lateness p99 1.50ms)"),
+            "{text}"
+        );
+        let row = |c: &str| h.rows.iter().find(|r| r.config == c).unwrap().clone();
+        assert_eq!(
+            row("pinned").label(),
+            "pinned (generator behind, see above)"
+        );
+        assert_eq!(row("default").label(), "default");
     }
 
     fn with_shares(mut r: ResultFile, shares: &[(&str, u64, u64, u64)]) -> ResultFile {

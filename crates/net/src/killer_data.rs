@@ -348,14 +348,30 @@ pub struct KillerUsData {
     /// What was done about real-time throttling, per NF configuration that needed it.
     #[serde(default)]
     pub rt_throttle: Vec<(String, String)>,
+    /// The kept runs whose generator fell behind its schedule (after any repeat): their
+    /// latencies include the generator's own delay, so the headline says which rungs
+    /// could not be measured cleanly at the chosen rate.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub behind: Vec<BehindRun>,
+}
+
+/// A kept run whose generator fell behind its schedule.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BehindRun {
+    /// Its NF configuration (a rung of [`LADDER`]).
+    pub config: String,
+    /// The run's name (`<step>.rx-<mode>`).
+    pub run: String,
+    /// Its lateness p99, ns.
+    pub lateness_p99_ns: u64,
 }
 
 /// One warning for every run whose generator fell behind (instead of one per run): how
 /// many, which, how late.
-pub fn behind_warning(behind: &[(String, u64)], runs: usize, milli_pps: u64) -> String {
-    let lo = behind.iter().map(|b| b.1).min().unwrap_or(0);
-    let hi = behind.iter().map(|b| b.1).max().unwrap_or(0);
-    let names: Vec<&str> = behind.iter().map(|b| b.0.as_str()).collect();
+pub fn behind_warning(behind: &[BehindRun], runs: usize, milli_pps: u64) -> String {
+    let lo = behind.iter().map(|b| b.lateness_p99_ns).min().unwrap_or(0);
+    let hi = behind.iter().map(|b| b.lateness_p99_ns).max().unwrap_or(0);
+    let names: Vec<&str> = behind.iter().map(|b| b.run.as_str()).collect();
     format!(
         "GENERATOR FELL BEHIND in {} of {runs} runs ({}): lateness p99 {} against a mean gap of {}, although a trial before the ladder kept the schedule at this rate — the host got busier; latencies of these runs include the generator's own delay. Rerun when the host is quieter, or at a lower --rate",
         behind.len(),
