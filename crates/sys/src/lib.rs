@@ -43,6 +43,7 @@
 pub mod bpf;
 pub mod btf;
 pub mod clocks;
+pub mod flock;
 pub mod futex;
 pub mod host;
 pub mod idle;

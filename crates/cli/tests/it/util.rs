@@ -188,11 +188,21 @@ pub fn mpirun(ranks: u32, args: &[&str], out: &Path) -> Output {
 /// In one binary, such a test holds this turn for its whole run, and every process the other
 /// tests start (`latlab`, `mpirun`, Chromium) holds a [`shared_turn`] while it runs, so
 /// nothing else runs beside it, while the light tests still run in parallel with each other.
+///
+/// The turn is also an exclusive `flock` on [`TESTBED_LOCK`], the lock the benchmark scripts
+/// take: two test runs at once (two checkouts, or a script beside `make test`) never build,
+/// remove or push traffic through one testbed together.
 pub fn system_turn() -> SystemTurn {
     let guard = TURN.write().unwrap_or_else(|e| e.into_inner());
+    let lock = latlab_sys::flock::FileLock::exclusive(Path::new(TESTBED_LOCK))
+        .unwrap_or_else(|e| panic!("{TESTBED_LOCK}: {e}"));
     EXCLUSIVE.with(|e| e.set(true));
-    SystemTurn(guard)
+    SystemTurn(guard, lock)
 }
+
+/// The lock file that serialises every process using the namespace testbed or another
+/// system-wide setting (tests and `scripts/`).
+pub const TESTBED_LOCK: &str = "/tmp/latlab-testbed.lock";
 
 /// Starts a test that uses something system-wide: returns from it with a SKIP line
 /// (naming `why`, as for `format!`) unless it runs as root, then takes the exclusive
@@ -231,7 +241,10 @@ thread_local! {
 }
 
 /// The exclusive turn of one test: see [`system_turn`].
-pub struct SystemTurn(#[allow(dead_code)] RwLockWriteGuard<'static, ()>);
+pub struct SystemTurn(
+    #[allow(dead_code)] RwLockWriteGuard<'static, ()>,
+    #[allow(dead_code)] latlab_sys::flock::FileLock,
+);
 
 impl Drop for SystemTurn {
     fn drop(&mut self) {

@@ -22,38 +22,24 @@
 //! yet) and nobody else is touched. Otherwise the recorder keeps `record-cmd` on and says
 //! why.
 
-use std::fs::File;
-use std::os::unix::io::AsRawFd;
+use crate::flock::FileLock;
 use std::path::Path;
 
 /// The lock file every latlab recorder holds while it decides and enables its events.
 pub const LOCK: &str = "/tmp/latlab-ktrace.lock";
 
-/// An exclusive `flock` on [`LOCK`], released when dropped (closing the file releases it).
+/// An exclusive `flock` on [`LOCK`], released when dropped.
 #[derive(Debug)]
 pub(super) struct SetupLock {
-    _file: File,
+    _lock: FileLock,
 }
 
 impl SetupLock {
     /// Blocks until the lock is held.
     pub(super) fn take() -> std::io::Result<SetupLock> {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(LOCK)?;
-        loop {
-            // SAFETY: `f` is an open file for the whole call; `flock` only takes its fd.
-            let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(SetupLock { _file: f });
-            }
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
+        Ok(SetupLock {
+            _lock: FileLock::exclusive(Path::new(LOCK))?,
+        })
     }
 }
 
