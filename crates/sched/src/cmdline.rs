@@ -460,6 +460,122 @@ pub fn validate(spec: &RunSpec) -> Result<(), CmdError> {
     Ok(())
 }
 
+/// Spells `ns` as a duration that [`parse_duration`] reads back exactly: in the largest
+/// unit that leaves a whole part, with decimals only where needed (`900us`, `5.3ms`, `2s`).
+pub fn format_duration(ns: u64) -> String {
+    let (unit, scale) = [("s", 1_000_000_000u64), ("ms", 1_000_000), ("us", 1_000)]
+        .into_iter()
+        .find(|&(_, s)| ns >= s)
+        .unwrap_or(("ns", 1));
+    let (whole, frac) = (ns / scale, ns % scale);
+    if frac == 0 {
+        return format!("{whole}{unit}");
+    }
+    let width = scale.ilog10() as usize;
+    let digits = format!("{frac:0width$}");
+    format!("{whole}.{}{unit}", digits.trim_end_matches('0'))
+}
+
+/// The words after `-w` for `w`, e.g. `PERIODIC 4ms 5ms` (as [`parse_model`] reads them).
+fn model_words(w: &Workload) -> Vec<String> {
+    let d = |ns: u64| format_duration(ns);
+    let mut v = vec![w.name().to_owned()];
+    match *w {
+        Workload::Cpu => {}
+        Workload::CpuScan { kb } => v.push(format!("{kb}KB")),
+        Workload::CpuYield { amount_ns } => v.push(d(amount_ns)),
+        Workload::CpuScanYield { kb, amount_ns } => v.extend([format!("{kb}KB"), d(amount_ns)]),
+        Workload::Periodic {
+            amount_ns,
+            period_ns,
+        }
+        | Workload::CpuPeriodic {
+            amount_ns,
+            period_ns,
+        } => v.extend([d(amount_ns), d(period_ns)]),
+        Workload::Lat { period_ns } => v.push(d(period_ns)),
+    }
+    v
+}
+
+/// The per-thread options of `t`: `-p` (left out for a reservation at the default
+/// priority), `-w` always, and the rest where they differ from the defaults.
+fn thread_words(t: &ThreadSpec) -> Vec<String> {
+    let mut v = Vec::new();
+    if t.reservation.is_none() || t.priority != Priority::Normal {
+        v.extend(["-p".to_owned(), t.priority.name().to_owned()]);
+    }
+    v.push("-w".to_owned());
+    v.extend(model_words(&t.workload));
+    if t.timer != Timer::Native {
+        v.extend(["-i".to_owned(), t.timer.name().to_owned()]);
+    }
+    if t.start_ns != 0 {
+        v.extend(["-s".to_owned(), format_duration(t.start_ns)]);
+    }
+    if let Some(f) = t.finish_ns {
+        v.extend(["-f".to_owned(), format_duration(f)]);
+    }
+    if let Some(r) = t.reservation {
+        let flag = if r.soft { "-rs" } else { "-rh" };
+        v.extend([
+            flag.to_owned(),
+            format_duration(r.amount_ns),
+            format_duration(r.period_ns),
+        ]);
+    }
+    if let Some(c) = t.cpu {
+        v.extend(["--cpu".to_owned(), c.to_string()]);
+    }
+    v
+}
+
+/// Spells `spec` (threads numbered 0..n, at least one) as the Hourglass command line that
+/// [`parse`] reads back into it: the run-wide options, then `-a` and the settings when
+/// every thread has the same ones, else `-t <n>` and its settings for each thread. Output
+/// options are not part of a [`RunSpec`] and are not spelled.
+pub fn render(spec: &RunSpec) -> Vec<String> {
+    let mut v = vec![
+        "-d".to_owned(),
+        format_duration(spec.duration_ns),
+        "-n".to_owned(),
+        spec.threads.len().to_string(),
+    ];
+    if spec.records != RunSpec::DEFAULT_RECORDS {
+        v.extend(["-e".to_owned(), spec.records.to_string()]);
+    }
+    if spec.raw_cycles {
+        v.push("-c".to_owned());
+    }
+    for (flag, ns) in [
+        ("--gap", spec.gap_ns),
+        ("--timer-slack", spec.timer_slack_ns),
+    ] {
+        if let Some(ns) = ns {
+            v.extend([flag.to_owned(), format_duration(ns)]);
+        }
+    }
+    if let Some(us) = spec.dma_latency_us {
+        v.extend(["--dma-latency".to_owned(), us.to_string()]);
+    }
+    let unnumbered = |t: &ThreadSpec| ThreadSpec { id: 0, ..t.clone() };
+    match spec.threads.split_first() {
+        Some((first, rest))
+            if !rest.is_empty() && rest.iter().all(|t| unnumbered(t) == unnumbered(first)) =>
+        {
+            v.push("-a".to_owned());
+            v.extend(thread_words(first));
+        }
+        _ => {
+            for t in &spec.threads {
+                v.extend(["-t".to_owned(), t.id.to_string()]);
+                v.extend(thread_words(t));
+            }
+        }
+    }
+    v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,5 +700,62 @@ mod tests {
         assert!(s.threads.is_empty());
         assert_eq!(o.scenario, Some(PathBuf::from("s.toml")));
         assert_eq!(p("--scenario s.toml -n 2").unwrap_err().flag, "--scenario");
+    }
+
+    #[test]
+    fn durations_are_spelled_so_they_read_back_exactly() {
+        for (ns, word) in [
+            (0, "0ns"),
+            (999, "999ns"),
+            (1_000, "1us"),
+            (900_000, "900us"),
+            (5_300_000, "5.3ms"),
+            (3_100_000, "3.1ms"),
+            (2_000_000_000, "2s"),
+            (1_000_000_001, "1.000000001s"),
+            (360_000_000_000, "360s"),
+        ] {
+            assert_eq!(format_duration(ns), word);
+        }
+        let mut x: u64 = 1;
+        for _ in 0..2000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let ns = x >> (x % 40 + 4);
+            assert_eq!(parse_duration(&format_duration(ns)).unwrap().get(), ns);
+        }
+    }
+
+    fn round_trip(line: &str) -> RunSpec {
+        let (s, _) = p(line).unwrap();
+        let words = render(&s);
+        let (back, out) = parse(&words).unwrap();
+        assert_eq!(back, s, "{line} -> {}", words.join(" "));
+        assert_eq!(out, OutputOptions::default());
+        s
+    }
+
+    #[test]
+    fn a_rendered_spec_parses_back_to_itself() {
+        round_trip("-n 3 -d 5s -t 0 -p LOW -t 1 -p NORMAL -t 2 -p HIGH");
+        round_trip("-n 1 -t 0 -p IDLE -w CPU_SCAN_YIELD 1MB 1020ms -i TIMERFD -s 1s -f 2s");
+        round_trip(
+            "-n 3 -d 3s -e 1000 -c --gap 100ns --timer-slack 0ns --dma-latency 0 \
+             -a -w CPU_PERIODIC 1.5ms 10ms -i BUSY -t 2 -w CPU_SCAN 64KB -p HIGHEST",
+        );
+        round_trip("-n 2 -t 0 -w PERIODIC 3ms 8ms -rh 3.1ms 8ms -t 1 -p RTLOW -rs 17ms 33ms");
+        // the same settings on every thread are spelled once, with -a
+        let s = round_trip("-d 2s -n 10 -e 1000000 -a -p NORMAL -w CPU_YIELD 0.9ms --cpu 3");
+        assert_eq!(
+            render(&s).join(" "),
+            "-d 2s -n 10 -e 1000000 -a -p NORMAL -w CPU_YIELD 900us --cpu 3"
+        );
+        // one thread is numbered, and priority is left out for a reservation
+        let s = round_trip("-n 1 -t 0 -w LAT 5.3ms -rh 1ms 8ms");
+        assert_eq!(
+            render(&s).join(" "),
+            "-d 10s -n 1 -t 0 -w LAT 5.3ms -rh 1ms 8ms"
+        );
     }
 }

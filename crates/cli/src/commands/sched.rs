@@ -108,14 +108,19 @@ fn analyze(a: AnalyzeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
-    let cfg = CacheCostConfig {
+/// The sweep that `latlab sched cache-cost` options ask for.
+fn cache_cost_config(a: &CacheCostArgs) -> CacheCostConfig {
+    CacheCostConfig {
         sizes_kb: a.sizes.clone(),
         trials: a.trials,
         duration_ns: a.duration.get(),
         threads: a.threads,
         cpu: a.cpu,
-    };
+    }
+}
+
+fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
+    let cfg = cache_cost_config(&a);
     if let Some(p) = &a.plot {
         latlab_report::ImageFormat::from_path(p).map_err(|e| usage(format!("--plot: {e}")))?;
     }
@@ -148,4 +153,27 @@ fn cache_cost(a: CacheCostArgs, argv: Vec<String>) -> anyhow::Result<()> {
     print!("{}", cache_cost_table(&rows));
     println!("written: {}", out.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command};
+    use clap::Parser;
+
+    #[test]
+    fn the_hourglass_cache_cost_step_is_what_its_command_line_asks_for() {
+        for (quick, d) in [(true, 300_000_000), (false, 2_500_000_000)] {
+            let step = latlab_sched::experiment::cache_cost_step(quick, d, 1);
+            let cli = Cli::try_parse_from(step.argv()).unwrap();
+            let Command::Sched(SchedArgs {
+                command: Some(SchedCommand::CacheCost(a)),
+                ..
+            }) = cli.command
+            else {
+                panic!("{:?} is not a cache-cost command line", step.argv())
+            };
+            assert_eq!(cache_cost_config(&a), step);
+        }
+    }
 }

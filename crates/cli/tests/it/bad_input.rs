@@ -1,4 +1,4 @@
-//! Bad input found by trying it (issue 17, item 6): each case is rejected up front with
+//! Bad input found by trying it: each case is rejected up front with
 //! one line and exit 2 and writes nothing, or is handled honestly.
 
 use crate::util::{

@@ -1,4 +1,4 @@
-//! Figures a browser opens fast (issue 17, item 3): a long sched run's timeline is drawn
+//! Figures a browser opens fast: a long sched run's timeline is drawn
 //! at pixel resolution, and a report stays under [`REPORT_MAX_BYTES`] (docs/report.md).
 //! The run is a recorded trace made up here — 10 s of three threads, 150,000 blocks — in
 //! the result file and sidecar format a real run writes, so `sched render` and `report`

@@ -1,7 +1,7 @@
 //! Golden reports: `latlab report` over the committed result fixtures in
 //! `tests/fixtures/report/` must render exactly what is committed in
 //! `tests/fixtures/report/golden/`. The goldens were rendered by the code before the
-//! report-rendering restructuring (issue 12), so a branch that moves the document model or
+//! report-rendering restructuring, so a branch that moves the document model or
 //! the figure drawing can show that its reports are unchanged.
 //!
 //! Per case (one report per kind, or per group of kinds that belong together):

@@ -9,6 +9,7 @@
 
 mod util;
 
+mod architecture;
 mod bad_input;
 mod browser;
 mod cli;

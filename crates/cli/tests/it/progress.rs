@@ -1,4 +1,4 @@
-//! Progress on long work (issue 17, item 4): the bar goes to a terminal's stderr only. Here
+//! Progress on long work: the bar goes to a terminal's stderr only. Here
 //! stdout and stderr are pipes, as in a script or CI, so a long-ish simulation must leave
 //! no trace of a bar in either, and its result file none either. (On a terminal the bar
 //! shows the step and an ETA; that is checked by hand, see docs/cli.md.)

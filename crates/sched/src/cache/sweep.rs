@@ -54,6 +54,28 @@ impl CacheCostConfig {
         Ok(())
     }
 
+    /// The `latlab sched cache-cost` command line that runs this sweep.
+    pub fn argv(&self) -> Vec<String> {
+        let sizes: Vec<String> = self.sizes_kb.iter().map(u64::to_string).collect();
+        [
+            "latlab",
+            "sched",
+            "cache-cost",
+            "--sizes",
+            &sizes.join(","),
+            "--trials",
+            &self.trials.to_string(),
+            "--duration",
+            &crate::cmdline::format_duration(self.duration_ns),
+            "--threads",
+            &self.threads.to_string(),
+            "--cpu",
+            &self.cpu.to_string(),
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
     /// Trials in all (sizes × trials).
     pub fn steps(&self) -> u64 {
         self.sizes_kb.len() as u64 * u64::from(self.trials)

@@ -8,10 +8,12 @@
 //! ([`ExperimentSummary`], kind [`KIND`]) and `summary.txt` into its directory; the
 //! report provider of the summary is [`ExperimentSections`].
 
+mod runs;
 mod scenarios;
 mod sections;
 mod summary;
 
+pub use runs::s52 as cache_cost_step;
 pub use sections::{experiment_sections, ExperimentSections};
 pub use summary::{summary_text, ExperimentSummary, ScenarioSummary, KIND};
 
@@ -19,7 +21,6 @@ use crate::clock::tsc_clock;
 use crate::error::Error;
 use crate::figures::Draw;
 use latlab_core::results::{write_atomically, ResultFile};
-use latlab_core::units::format_ns;
 use latlab_sys::{host, sched};
 use std::path::PathBuf;
 
@@ -129,13 +130,11 @@ pub fn run(
 ) -> Result<Outcome, Error> {
     std::fs::create_dir_all(&cfg.dir)
         .map_err(|e| Error::io(format!("creating {}", cfg.dir.display()), e))?;
-    let (_clock, tb, hz) = tsc_clock()?;
+    let (_clock, tb, _hz) = tsc_clock()?;
     let (cpu, placement) = place(cfg);
     let ctx = scenarios::Ctx {
         dir: cfg.dir.clone(),
-        d: format_ns(cfg.duration_ns as f64)
-            .replace(".00", "")
-            .replace(".0", ""),
+        duration_ns: cfg.duration_ns,
         cpu,
         draw,
         explain: cfg.explain,
@@ -153,13 +152,7 @@ pub fn run(
     }
     if cfg.wants("5.2") {
         steps.next("scenario 5.2");
-        done.push(scenarios::s52(
-            &ctx,
-            cfg.quick,
-            cfg.duration_ns,
-            hz,
-            tb.clone(),
-        )?);
+        done.push(scenarios::s52(&ctx, cfg.quick)?);
     }
     if cfg.wants("5.3") {
         steps.next("scenario 5.3");
@@ -167,7 +160,7 @@ pub fn run(
     }
     if cfg.wants("5.4") {
         steps.next("scenario 5.4");
-        done.push(scenarios::s54(&ctx, cfg.duration_ns, &cfg.exe)?);
+        done.push(scenarios::s54(&ctx, &cfg.exe)?);
     }
     if cfg.wants("5.5") {
         steps.next("scenario 5.5");

@@ -1,26 +1,28 @@
 //! The six scenarios of the paper's Section 5, each one or more `latlab sched` runs, and
 //! what each found.
 
+use super::runs;
 use super::summary::ScenarioSummary as Scenario;
 use crate::analyze::{analyze, stats, switch_gaps, Stats, MERGE_GAP_NS};
+use crate::cmdline::{format_duration, render, validate};
 use crate::error::Error;
 use crate::explain::ExplainAsk;
 use crate::figures::Draw;
 use crate::load::{Delivered, FsLoad, LoadSource, TestbedTraffic, UdpFlood};
 use crate::result::SchedRunData;
 use crate::session::{run_and_save, Saved};
+use crate::spec::RunSpec;
 use crate::text::{rta_bound, rta_observed, stats_line, StatsLine};
 use crate::trace::Trace;
-use latlab_core::results::{ResultFile, Timebase};
+use latlab_core::results::ResultFile;
 use latlab_core::units::format_ns;
-use latlab_sys::host;
 use std::path::{Path, PathBuf};
 
-/// What every scenario needs: where its files go, the run length as the command lines
-/// spell it, the CPU standing in for the uniprocessor, and who draws the figures.
+/// What every scenario needs: where its files go, the run length, the CPU standing in for
+/// the uniprocessor, and who draws the figures.
 pub(super) struct Ctx<'a> {
     pub(super) dir: PathBuf,
-    pub(super) d: String,
+    pub(super) duration_ns: u64,
     pub(super) cpu: u32,
     pub(super) draw: &'a dyn Draw,
     /// Attribute every run's tail to kernel events (`--explain` on each run).
@@ -28,15 +30,17 @@ pub(super) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Runs one latlab sched command line; returns the data, trace and result name.
+    /// Runs one `latlab sched` run, recording the command line that repeats it; returns
+    /// the result, data and trace.
     fn run(
         &self,
         name: &str,
-        line: &str,
+        spec: &RunSpec,
         sc: &mut Scenario,
     ) -> Result<(ResultFile, SchedRunData, Trace), Error> {
-        let words: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-        let (spec, _) = crate::cmdline::parse(&words)?;
+        validate(spec)?;
+        let words = render(spec);
+        let line = words.join(" ");
         let mut argv = vec!["latlab".to_owned(), "sched".to_owned()];
         argv.extend(words);
         let path = self.dir.join(format!("{name}.json"));
@@ -47,7 +51,7 @@ impl Ctx<'_> {
             trace: t,
             ..
         } = run_and_save(
-            &spec,
+            spec,
             argv,
             &path,
             None,
@@ -98,22 +102,9 @@ pub(super) fn s51(c: &Ctx<'_>) -> Result<Scenario, Error> {
          2.4's 60 ms quanta; CPU_YIELD's sched_yield is only a hint to EEVDF. On a VM the \
          gaps also contain hypervisor exits.",
     );
-    let (_, _, t_cpu) = c.run(
-        "5.1-cpu",
-        &format!(
-            "-d {} -n 10 -e 1000000 -a -p NORMAL -w CPU --cpu {}",
-            c.d, c.cpu
-        ),
-        &mut sc,
-    )?;
-    let (_, _, t_yield) = c.run(
-        "5.1-yield",
-        &format!(
-            "-d {} -n 10 -e 1000000 -a -p NORMAL -w CPU_YIELD 0.9ms --cpu {}",
-            c.d, c.cpu
-        ),
-        &mut sc,
-    )?;
+    let [(cpu_name, cpu_run), (yield_name, yield_run)] = runs::s51(c.duration_ns, c.cpu);
+    let (_, _, t_cpu) = c.run(cpu_name, &cpu_run, &mut sc)?;
+    let (_, _, t_yield) = c.run(yield_name, &yield_run, &mut sc)?;
     let (_, invol) = switch_gaps(&t_cpu);
     let (vol, invol_y) = switch_gaps(&t_yield);
     sc.findings
@@ -143,13 +134,7 @@ pub(super) fn s51(c: &Ctx<'_>) -> Result<Scenario, Error> {
     Ok(sc)
 }
 
-pub(super) fn s52(
-    c: &Ctx<'_>,
-    quick: bool,
-    duration_ns: u64,
-    hz: u64,
-    timebase: Timebase,
-) -> Result<Scenario, Error> {
+pub(super) fn s52(c: &Ctx<'_>, quick: bool) -> Result<Scenario, Error> {
     let mut sc = Scenario::new(
         "5.2",
         "Indirect cost of context switches versus working set",
@@ -158,53 +143,15 @@ pub(super) fn s52(
          are far larger than the Pentium III's 256 KB L2, so the knee moves to MBs; a VM's \
          neighbours add noise, hence the intervals.",
     );
-    let sizes: Vec<u64> = if quick {
-        vec![4, 256, 4096]
-    } else {
-        vec![4, 16, 64, 256, 1024, 4096]
-    };
-    let trials = if quick { 2 } else { 3 };
-    let per = (duration_ns / 5).max(100_000_000);
-    let t = crate::cache::sweep(&sizes, trials, per, 10, c.cpu, hz, &|| {})?;
-    let rows = crate::cache::summarize(&t);
-    let mut r = ResultFile::new(
-        crate::cache::KIND,
-        vec![
-            "latlab".into(),
-            "sched".into(),
-            "cache-cost".into(),
-            "--sizes".into(),
-            sizes
-                .iter()
-                .map(|s| s.to_string())
-                .collect::<Vec<_>>()
-                .join(","),
-            "--trials".into(),
-            trials.to_string(),
-            "--duration".into(),
-            format_ns(per as f64).replace(".00", ""),
-            "--cpu".into(),
-            c.cpu.to_string(),
-        ],
-        serde_json::json!({"sizes_kb": sizes, "trials": trials, "duration_ns": per, "threads": 10, "cpu": c.cpu}),
-        host::provenance(timebase, vec![], true, host::utc_now_rfc3339()),
-    );
-    r.data = serde_json::to_value(crate::cache::CacheCostData {
-        cpu: c.cpu,
-        threads: 10,
-        trials: t,
-        rows: rows.clone(),
-    })?;
+    let cfg = runs::s52(quick, c.duration_ns, c.cpu);
+    cfg.validate()?;
+    let argv = cfg.argv();
+    let (r, rows) = crate::cache::measure(&cfg, argv.clone(), &|| {})?;
     r.save(&c.dir.join("5.2-cache-cost.json"))?;
-    sc.commands.push(format!(
-        "latlab sched cache-cost --sizes {} --trials {trials} --duration {}ms --threads 10 --cpu {}",
-        sizes.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(","),
-        per / 1_000_000,
-        c.cpu
-    ));
+    sc.commands.push(argv.join(" "));
     sc.results.push("5.2-cache-cost.json".into());
     c.draw
-        .cache_cost(&rows, 10, &c.dir.join("5.2-cache-cost.svg"))
+        .cache_cost(&rows, cfg.threads, &c.dir.join("5.2-cache-cost.svg"))
         .map_err(Error::Draw)?;
     sc.figures.push("5.2-cache-cost.svg".into());
     for row in rows {
@@ -241,16 +188,13 @@ pub(super) fn s53(c: &Ctx<'_>) -> Result<Scenario, Error> {
          of greps over NFS. A PREEMPT_DYNAMIC kernel in a VM: latencies include vCPU \
          scheduling by the host.",
     );
-    let line = format!(
-        "-d {} -n 1 -t 0 -p RTHIGH -w LAT 5.3ms -i HR --cpu {}",
-        c.d, c.cpu
-    );
-    let (_, _, quiet) = c.run("5.3-idle", &line, &mut sc)?;
+    let spec = runs::s53(c.duration_ns, c.cpu);
+    let (_, _, quiet) = c.run("5.3-idle", &spec, &mut sc)?;
     let load = FsLoad {
         processes: FS_LOAD_PROCESSES,
     }
     .start()?;
-    let (_, _, loaded) = c.run("5.3-load", &line, &mut sc)?;
+    let (_, _, loaded) = c.run("5.3-load", &spec, &mut sc)?;
     load.stop(0)?;
     sc.commands
         .push("(background: 2 loops of grep -r latlab-no-such-string /usr, each grep started as the last ends, during 5.3-load)".into());
@@ -309,7 +253,8 @@ fn traffic(c: &Ctx<'_>, testbed: bool, ns: u64, exe: &Path, tag: &str) -> Box<dy
     })
 }
 
-pub(super) fn s54(c: &Ctx<'_>, duration_ns: u64, exe: &Path) -> Result<Scenario, Error> {
+pub(super) fn s54(c: &Ctx<'_>, exe: &Path) -> Result<Scenario, Error> {
+    let duration_ns = c.duration_ns;
     let testbed = latlab_sys::netns::is_root();
     let mut sc = Scenario::new(
         "5.4",
@@ -333,11 +278,8 @@ pub(super) fn s54(c: &Ctx<'_>, duration_ns: u64, exe: &Path) -> Result<Scenario,
              from the fair deadline server or from the hypervisor, not from the network."
         },
     );
-    let line = format!(
-        "-d {} -n 1 -t 0 -p RTHIGH -w PERIODIC 4ms 5ms -i HR --cpu {}",
-        c.d, c.cpu
-    );
-    let (r1, d1, t1) = c.run("5.4-control-rt", &line, &mut sc)?;
+    let spec = runs::s54(duration_ns, c.cpu);
+    let (r1, d1, t1) = c.run("5.4-control-rt", &spec, &mut sc)?;
     let f = traffic(c, testbed, duration_ns, exe, "5.4-control-traffic").start()?;
     let what = if testbed {
         "testbed traffic"
@@ -349,18 +291,18 @@ pub(super) fn s54(c: &Ctx<'_>, duration_ns: u64, exe: &Path) -> Result<Scenario,
     }
     let alone = f.stop(duration_ns)?;
     let f = traffic(c, testbed, duration_ns, exe, "5.4-traffic").start()?;
-    let (r2, d2, t2) = c.run("5.4-flood", &line, &mut sc)?;
+    let (r2, d2, t2) = c.run("5.4-flood", &spec, &mut sc)?;
     let with_rt = f.stop(duration_ns)?;
     if testbed {
         let gen_cpu = traffic_gen_cpu(c.cpu);
         sc.commands.push(format!(
             "(control 2 and during 5.4-flood: sudo latlab net testbed up; ip netns exec latlab-nf latlab net forward --testbed --io blocking --cpu {} --direction a-to-b …; latlab net probe --testbed --rate 100kpps --tx-cpu {gen_cpu} --rx-cpu {gen_cpu} --duration {} …; results 5.4-control-traffic-*.json and 5.4-traffic-*.json)",
-            c.cpu, c.d
+            c.cpu, format_duration(duration_ns)
         ));
     } else {
         sc.commands.push(format!(
             "(control 2: UDP flood over loopback alone for {}; then during 5.4-flood)",
-            c.d
+            format_duration(duration_ns)
         ));
     }
     // the paper's Figure 6: 25 ms of each trace, one second in
@@ -438,6 +380,19 @@ pub(super) fn s54(c: &Ctx<'_>, duration_ns: u64, exe: &Path) -> Result<Scenario,
     Ok(sc)
 }
 
+/// Runs each of `runs` and adds its deadline and response-time findings.
+fn rta_runs<const N: usize>(
+    c: &Ctx<'_>,
+    sc: &mut Scenario,
+    runs: [(&str, RunSpec); N],
+) -> Result<(), Error> {
+    for (name, spec) in runs {
+        let (_, d, t) = c.run(name, &spec, sc)?;
+        rta_findings(sc, name, &d, &t);
+    }
+    Ok(())
+}
+
 fn rta_findings(sc: &mut Scenario, name: &str, d: &SchedRunData, t: &Trace) {
     let a = analyze(d, t, MERGE_GAP_NS, false);
     for n in a
@@ -482,19 +437,7 @@ pub(super) fn s55(c: &Ctx<'_>) -> Result<Scenario, Error> {
          threads: on a CPU shared with other work the RT threads lose ~50 ms once a second, \
          which no fixed-priority analysis of the two tasks predicts.",
     );
-    for (name, t1) in [
-        ("5.5-native", "-w PERIODIC 17ms 33ms -i NATIVE"),
-        ("5.5-hr", "-w PERIODIC 17ms 33ms -i HR"),
-        ("5.5-12ms", "-w PERIODIC 12ms 33ms -i NATIVE"),
-    ] {
-        let line = format!(
-            "-d {} -n 2 -t 0 -p RTMED -w PERIODIC 3ms 8ms -i HR --cpu {cpu} -t 1 -p RTLOW {t1} --cpu {cpu}",
-            c.d,
-            cpu = c.cpu
-        );
-        let (_, d, t) = c.run(name, &line, &mut sc)?;
-        rta_findings(&mut sc, name, &d, &t);
-    }
+    rta_runs(c, &mut sc, runs::s55(c.duration_ns, c.cpu))?;
     Ok(sc)
 }
 
@@ -508,16 +451,6 @@ pub(super) fn s56(c: &Ctx<'_>) -> Result<Scenario, Error> {
          work leaves nothing for the thread's own wakeup and bookkeeping, so the server \
          throttles it before the job is done.",
     );
-    for (name, a0, a1) in [
-        ("5.6-exact", "3ms", "17ms"),
-        ("5.6-slack", "3.1ms", "17.1ms"),
-    ] {
-        let line = format!(
-            "-d {} -n 2 -t 0 -w PERIODIC 3ms 8ms -rh {a0} 8ms -t 1 -w PERIODIC 17ms 33ms -rh {a1} 33ms",
-            c.d
-        );
-        let (_, d, t) = c.run(name, &line, &mut sc)?;
-        rta_findings(&mut sc, name, &d, &t);
-    }
+    rta_runs(c, &mut sc, runs::s56(c.duration_ns))?;
     Ok(sc)
 }
