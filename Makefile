@@ -92,7 +92,7 @@ bench-pps: build
 	@scripts/ensure-packages.sh $(PEER_PACKAGES)
 	scripts/pps-peers.sh
 
-# issue 14's AF_XDP figures: generator ceiling (busy, xdp, trafgen), 1 Mpps x 10 s through
+# AF_XDP figures: generator ceiling (busy, xdp, trafgen), 1 Mpps x 10 s through
 # the AF_XDP forwarder, calibrate --io xdp (about 2-3 minutes; trafgen is netsniff-ng's)
 bench-xdp: build
 	@scripts/ensure-packages.sh netsniff-ng
