@@ -103,6 +103,7 @@ pub fn probe_result(
             _ if elapsed_ns > 0.0 => sent_measured as f64 * 1e9 / elapsed_ns,
             _ => 0.0,
         },
+        unsent: o.tx.counters.unsent,
         configured_pps: cfg.milli_pps as f64 / 1000.0,
         generator_behind: behind,
         segment_medians_ns: Default::default(),
@@ -130,6 +131,19 @@ pub fn probe_result(
                 latlab_core::units::format_ns(p99 as f64),
                 latlab_core::units::format_ns(mean_gap_ns),
                 o.tx.counters.late_over_gap
+            ),
+        );
+    }
+    if o.tx.counters.unsent > 0 {
+        r.warnings.insert(
+            0,
+            format!(
+                "STOPPED AT ITS DURATION: {} of {} scheduled probes were not sent; the generator reached {:.0} of {:.0} pps, and the run ended at its warm-up + duration (+{}) instead of sending the rest late",
+                o.tx.counters.unsent,
+                c["scheduled"],
+                data.achieved_pps,
+                data.configured_pps,
+                latlab_core::units::format_ns(crate::probe::SEND_GRACE.get() as f64)
             ),
         );
     }
