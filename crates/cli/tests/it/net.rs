@@ -547,20 +547,22 @@ fn a_probe_ended_by_a_signal_restores_throttling() {
 fn a_probe_beyond_its_generator_ends_at_its_duration_and_counts_the_unsent() {
     let _turn = system_turn();
     let dir = tempfile::tempdir().unwrap();
-    let (nf, _) = spawn_nf(
+    let (mut nf, _) = spawn_nf(
         std::process::Command::new(latlab_bin()).args(
             "net reflect --bind 127.0.0.1:7307 --until-stdin-closes -q -o".split_whitespace(),
         ),
         &dir.path().join("nf.json"),
     );
     let p = dir.path().join("fast.json");
-    let t0 = std::time::Instant::now();
-    let (out, _) = probe_beside(
-        nf,
+    let mut probe = latlab_line(
         "net probe --to 127.0.0.1:7307 --rate 20Mpps -d 1s --warmup 200ms --drain 200ms --timestamps user -o",
-        &p,
     );
+    probe.arg(&p);
+    let t0 = std::time::Instant::now();
+    let out = probe.output().unwrap();
     let wall = t0.elapsed();
+    drop(nf.stdin.take());
+    assert!(nf.wait().unwrap().success());
     let stdout = ok(&out);
     // 1 s + 200 ms warm-up + 200 ms drain + 1 s
     assert!(
