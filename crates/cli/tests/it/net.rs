@@ -94,7 +94,13 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
     let checks: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
     assert_eq!(
         checks,
-        ["throughput", "arrivals", "independence", "stationarity"]
+        [
+            "throughput",
+            "schedule",
+            "arrivals",
+            "independence",
+            "stationarity"
+        ]
     );
     // veth has no hardware timestamps: `all` went on without them and said so
     assert!(
