@@ -62,8 +62,11 @@ pub fn probe_result(
     } else {
         0.0
     };
-    let behind = cfg.mode == crate::probe::Mode::OpenLoop
+    let late = cfg.mode == crate::probe::Mode::OpenLoop
         && fell_behind(&o.tx.lateness, o.tx.counters.late_over_gap, mean_gap_ns);
+    // a run that stopped at its deadline with probes unsent fell behind too, even when it
+    // never reached its measured phase (no lateness recorded)
+    let behind = late || o.tx.counters.unsent > 0;
     // the TX thread's own elapsed time: a generator that fell behind took longer than
     // planned, and its achieved rate says so
     let tx_elapsed = o.tx_elapsed_ns as f64;
@@ -120,7 +123,7 @@ pub fn probe_result(
             data.segment_medians_ns.insert(n.clone(), h.value_at(p50));
         }
     }
-    if behind {
+    if late {
         let p99 =
             o.tx.lateness
                 .value_at(Percentile::from_fraction(99, 100).expect("valid"));

@@ -583,6 +583,10 @@ fn a_probe_beyond_its_generator_ends_at_its_duration_and_counts_the_unsent() {
     assert!(c("unsent") > 0 && c("sent") > 0, "{:?}", r.counters);
     let d = latlab_net::result::probe_data(&r).unwrap();
     assert_eq!(d.unsent, c("unsent"));
+    assert!(
+        d.generator_behind,
+        "a generator that left probes unsent fell behind"
+    );
     // the achieved rate is the sends over the time the run took: well below 20 Mpps
     let elapsed_s = 1.2;
     assert!(

@@ -248,6 +248,8 @@ pub(super) fn open_loop(
     let mut iv: usize = 0;
     let mut iv_end = start + iv_raw;
     let mut k: u64 = 0;
+    // set when the deadline stopped the loop: probe `k` and the rest are unsent
+    let mut stopped_at_deadline = false;
     loop {
         let offset_ns = schedule.next_offset_ns();
         if offset_ns >= total {
@@ -310,8 +312,7 @@ pub(super) fn open_loop(
             }
         };
         if past_deadline {
-            // this probe and the rest of the schedule, up to the run's bound
-            s.counters.unsent = 1 + schedule.count_before(total, max - k - 1);
+            stopped_at_deadline = true;
             break;
         }
         let seq = k as u32;
@@ -361,6 +362,11 @@ pub(super) fn open_loop(
     let drain_end = end + ns_to_raw(&clock, cfg.drain.get());
     s.shared.rx_deadline.store(drain_end, Ordering::Release);
     s.shared.tx_done.store(true, Ordering::Release);
+    if stopped_at_deadline {
+        // probe k and the rest of the schedule, up to the run's bound: stepped while the
+        // RX side drains
+        s.counters.unsent = 1 + schedule.count_before(total, max - k - 1);
+    }
     // one loop: it has taken every answer (or waited out the drain) already
     let inline = rx.is_some();
     if let Some(r) = rx {
