@@ -96,7 +96,7 @@ than they had; everything else is counted by reason (malformed_* counters).")]
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
 probe is split into segment.* histograms that add up to segment.end_to_end.
-A run ends at --warmup + --duration (+10 ms) whatever the rate, then waits --drain for the
+A run ends at --warmup + --duration (+100 ms) whatever the rate, then waits --drain for the
 last answers: a generator slower than --rate stops there and counts the rest of its
 schedule as unsent (scheduled = sent + send_errors + unsent).
 Self-checks (throughput, schedule, arrivals, independence, stationarity, and the --ci-width rule)
@@ -154,7 +154,7 @@ with fewer than --pipeline requests outstanding. A request that falls due while 
 connection is full is sent as soon as one frees and counted as late; its latency is still
 taken from its scheduled time (request.sched; request.actual starts at the send). Every
 request is accounted for: scheduled = sent + unsent, sent = answered + errors + timed_out
-+ lost + unanswered. The run ends at --warmup + --duration (+10 ms) whatever the rate, then
++ lost + unanswered. The run ends at --warmup + --duration (+100 ms) whatever the rate, then
 waits up to --drain for the answers still outstanding: what the schedule held and no
 connection could take by then is unsent. A target that refuses the connection exits with 2.
 

@@ -171,7 +171,7 @@ pub struct ProbeData {
     /// stopped at its deadline with probes unsent, every send over the run's elapsed time.
     pub achieved_pps: f64,
     /// Probes the schedule held that the generator had not sent when the run reached its
-    /// end (`warm-up + duration` + 10 ms): it fell so far behind that it stopped there.
+    /// end (`warm-up + duration` + 100 ms): it fell so far behind that it stopped there.
     #[serde(default)]
     pub unsent: u64,
     /// The configured rate, packets/s (open loop).

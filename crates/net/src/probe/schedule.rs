@@ -6,10 +6,11 @@ use latlab_core::units::Nanos;
 use latlab_sys::tsc::{Clock, Timesource};
 
 /// How late a scheduled send may still go out after its schedule has ended: an open-loop
-/// run stops sending this long after `warm-up + duration` (10 ms), whatever its rate, and
+/// run stops sending this long after `warm-up + duration` (100 ms), whatever its rate, and
 /// counts what the schedule still held as unsent. A generator that keeps up never needs it;
-/// it keeps a last send delayed by a scheduler hiccup from being dropped.
-pub const SEND_GRACE: Nanos = Nanos::from_millis(10);
+/// it is longer than a real-time throttling window (50 ms) or a stall on a loaded host, so
+/// that the last sends of a generator held up by one are sent late, not dropped.
+pub const SEND_GRACE: Nanos = Nanos::from_millis(100);
 
 /// Converts ns to raw clock units.
 pub(crate) fn ns_to_raw(clock: &Clock, ns: u64) -> u64 {

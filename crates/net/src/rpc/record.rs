@@ -446,9 +446,10 @@ mod tests {
     /// out after the deadline, and the rest of the schedule is counted unsent.
     #[test]
     fn a_schedule_closes_at_its_deadline_and_counts_the_rest_unsent() {
-        // one request every 10 µs for 20 ms (2 000), each served in 100 µs: 200 fit
-        let (gap, service, end) = (10_000, 100_000, 20_000_000);
-        let rec = simulate_until(gap, service, end, end + 100_000_000);
+        // one request every 10 µs for 20 ms (2 000), each served in 1 ms: 20 fit in the
+        // schedule, a hundred more before the deadline
+        let (gap, service, end) = (10_000, 1_000_000, 20_000_000);
+        let rec = simulate_until(gap, service, end, end + 4 * SEND_GRACE.get());
         let c = &rec.counters;
         assert!(c.balanced(), "{c:?}");
         assert_eq!(c.scheduled, 2_000);
