@@ -374,4 +374,30 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("--idle-as-is"), "{e}");
     }
+
+    fn probe(args: &[&str]) -> net::ProbeArgs {
+        let cli = Cli::try_parse_from(["latlab", "net", "probe"].iter().chain(args)).unwrap();
+        let Command::Net(net::NetCommand::Probe(a)) = cli.command else {
+            panic!()
+        };
+        a
+    }
+
+    /// Without --flows: one flow, or one per agent; a --flows given is kept as given (the
+    /// agents' split refuses one fewer than the agents).
+    #[test]
+    fn flows_default_to_one_per_agent_and_a_given_one_is_kept() {
+        let to = ["--to", "127.0.0.1:7000"];
+        let flows = |extra: &[&str], agents| {
+            let args: Vec<&str> = to.iter().chain(extra).copied().collect();
+            probe(&args).job(agents).unwrap().probe.flows
+        };
+        assert_eq!(flows(&[], None), 1);
+        assert_eq!(flows(&[], Some(3)), 3);
+        assert_eq!(flows(&["--flows", "1"], Some(3)), 1);
+        assert_eq!(flows(&["--flows", "4"], None), 4);
+        assert_eq!(flows(&["--flows", "4"], Some(2)), 4);
+        let job = latlab_net::run::ProbeJob::try_from(&probe(&to)).unwrap();
+        assert_eq!(job.probe.flows, 1);
+    }
 }

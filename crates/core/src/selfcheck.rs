@@ -225,6 +225,40 @@ pub fn throughput(achieved: f64, target: f64, what: &str) -> Verdict {
     )
 }
 
+/// Whether a run sent what its schedule held: the fraction of the `scheduled` sends left
+/// `unsent` when the run reached its deadline, which passes only at 0 (`what` names them:
+/// `probes`, `requests`). A generator slower than its rate stops at the end of the run
+/// rather than sending the rest late, so an achieved rate below the target shows here as
+/// what was not offered. Inconclusive when nothing was scheduled.
+pub fn schedule_sent(scheduled: u64, unsent: u64, what: &str) -> Verdict {
+    const STAT: &str = "unsent / scheduled";
+    if scheduled == 0 {
+        return Verdict::inconclusive(
+            "schedule",
+            STAT,
+            0.0,
+            PassWhen::AtMost,
+            format!("no {what} were scheduled"),
+        );
+    }
+    let frac = unsent as f64 / scheduled as f64;
+    Verdict::judged(
+        "schedule",
+        STAT,
+        frac,
+        0.0,
+        PassWhen::AtMost,
+        if unsent == 0 {
+            format!("all {scheduled} scheduled {what} were sent by the end of the run")
+        } else {
+            format!(
+                "{unsent} of {scheduled} scheduled {what} ({:.1} %) were not sent: the generator could not keep the rate and the run stopped at its duration; lower the rate or add senders",
+                frac * 100.0
+            )
+        },
+    )
+}
+
 /// The Anderson–Darling statistic of `sample` against the exponential distribution with
 /// its mean estimated from the sample, modified for that estimate: A²·(1 + 0.6/n)
 /// (Stephens 1974). `None` for fewer than two values or a mean that is not positive.

@@ -62,8 +62,11 @@ pub fn probe_result(
     } else {
         0.0
     };
-    let behind = cfg.mode == crate::probe::Mode::OpenLoop
+    let late = cfg.mode == crate::probe::Mode::OpenLoop
         && fell_behind(&o.tx.lateness, o.tx.counters.late_over_gap, mean_gap_ns);
+    // a run that stopped at its deadline with probes unsent fell behind too, even when it
+    // never reached its measured phase (no lateness recorded)
+    let behind = late || o.tx.counters.unsent > 0;
     // the TX thread's own elapsed time: a generator that fell behind took longer than
     // planned, and its achieved rate says so
     let tx_elapsed = o.tx_elapsed_ns as f64;
@@ -103,6 +106,7 @@ pub fn probe_result(
             _ if elapsed_ns > 0.0 => sent_measured as f64 * 1e9 / elapsed_ns,
             _ => 0.0,
         },
+        unsent: o.tx.counters.unsent,
         configured_pps: cfg.milli_pps as f64 / 1000.0,
         generator_behind: behind,
         segment_medians_ns: Default::default(),
@@ -119,7 +123,7 @@ pub fn probe_result(
             data.segment_medians_ns.insert(n.clone(), h.value_at(p50));
         }
     }
-    if behind {
+    if late {
         let p99 =
             o.tx.lateness
                 .value_at(Percentile::from_fraction(99, 100).expect("valid"));
@@ -130,6 +134,19 @@ pub fn probe_result(
                 latlab_core::units::format_ns(p99 as f64),
                 latlab_core::units::format_ns(mean_gap_ns),
                 o.tx.counters.late_over_gap
+            ),
+        );
+    }
+    if o.tx.counters.unsent > 0 {
+        r.warnings.insert(
+            0,
+            format!(
+                "STOPPED AT ITS DURATION: {} of {} scheduled probes were not sent; the generator reached {:.0} of {:.0} pps, and the run ended at its warm-up + duration (+{}) instead of sending the rest late",
+                o.tx.counters.unsent,
+                c["scheduled"],
+                data.achieved_pps,
+                data.configured_pps,
+                latlab_core::units::format_ns(crate::probe::SEND_GRACE.get() as f64)
             ),
         );
     }

@@ -77,7 +77,12 @@ impl SectionProvider for ProbeSections {
                         "{:.0} / {:.0} pps",
                         d.achieved_pps, d.configured_pps
                     )),
-                    if d.generator_behind {
+                    if d.unsent > 0 {
+                        Cell::styled(
+                            format!("stopped at its duration, {} unsent", d.unsent),
+                            CellStyle::Bad,
+                        )
+                    } else if d.generator_behind {
                         Cell::styled("fell behind its schedule", CellStyle::Bad)
                     } else {
                         Cell::styled("kept its schedule", CellStyle::Good)

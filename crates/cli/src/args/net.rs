@@ -90,13 +90,16 @@ than they had; everything else is counted by reason (malformed_* counters).")]
   latlab net probe --to 127.0.0.1:7000 --ci-width p99:5us --duration 60s --interval 500ms
   latlab net probe --testbed --rate 20kpps --explain            (why the samples above p99 were slow)
   latlab net probe --to 127.0.0.1:7000 --explain-above 50us
-  mpirun -n 3 latlab net probe --agents --testbed --rate 20kpps --flows 2 --arrivals poisson
+  mpirun -n 3 latlab net probe --agents --testbed --rate 20kpps --arrivals poisson
                                   (rank 0 coordinates; ranks 1 and 2 generate from latlab-gen, latlab-gen1)
 
 Latency from the scheduled send time (user.sched) includes the generator's own lateness
 (generator.lateness); user.actual starts at the send call. With kernel timestamps each
 probe is split into segment.* histograms that add up to segment.end_to_end.
-Self-checks (throughput, arrivals, independence, stationarity, and the --ci-width rule)
+A run ends at --warmup + --duration (+100 ms) whatever the rate, then waits --drain for the
+last answers: a generator slower than --rate stops there and counts the rest of its
+schedule as unsent (scheduled = sent + send_errors + unsent).
+Self-checks (throughput, schedule, arrivals, independence, stationarity, and the --ci-width rule)
 are judged after the run and stored in the result; a failed one says which and why.")]
     Probe(ProbeArgs),
     /// Build, remove or inspect the namespace testbed (generator ⇄ NF over veth pairs).
@@ -151,7 +154,9 @@ with fewer than --pipeline requests outstanding. A request that falls due while 
 connection is full is sent as soon as one frees and counted as late; its latency is still
 taken from its scheduled time (request.sched; request.actual starts at the send). Every
 request is accounted for: scheduled = sent + unsent, sent = answered + errors + timed_out
-+ lost + unanswered. A target that refuses the connection exits with 2.
++ lost + unanswered. The run ends at --warmup + --duration (+100 ms) whatever the rate, then
+waits up to --drain for the answers still outstanding: what the schedule held and no
+connection could take by then is unsent. A target that refuses the connection exits with 2.
 
 --serve starts the server itself (memcached with one thread, or nginx with one worker
 serving a 704-byte page) listening on --target's address (default memcached://127.0.0.1:21211
@@ -351,9 +356,10 @@ pub struct ProbeArgs {
     /// Arrival process (open loop).
     #[arg(long, value_enum, default_value_t = ArrivalsArg::Constant)]
     pub arrivals: ArrivalsArg,
-    /// Number of flows (probes go round-robin over them; per-flow histograms).
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub flows: u16,
+    /// Number of flows (probes go round-robin over them; per-flow histograms). Default: 1,
+    /// with --agents one per agent (an explicit --flows must be at least the agents).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub flows: Option<u16>,
     /// Ethernet frame size in bytes, without FCS (64..=1514).
     #[arg(long, default_value_t = 64)]
     pub size: usize,
@@ -605,10 +611,21 @@ impl TryFrom<&ForwardArgs> for Role {
 impl TryFrom<&ProbeArgs> for ProbeJob {
     type Error = anyhow::Error;
 
-    /// Resolves the options into the probe's configuration and checks it with
-    /// [`ProbeConfig::validate`] (the library's one set of checks), so that a bad value is
-    /// a usage error before anything runs.
+    /// [`ProbeArgs::job`] of a run from one generator.
     fn try_from(a: &ProbeArgs) -> anyhow::Result<ProbeJob> {
+        a.job(None)
+    }
+}
+
+impl ProbeArgs {
+    /// Resolves the options into the probe's configuration, for a run from one generator
+    /// (`agents` `None`) or from that many agents, and checks it with
+    /// [`ProbeConfig::validate`] (the library's one set of checks), so that a bad value is
+    /// a usage error before anything runs. Without --flows a run has one flow per agent
+    /// (one flow from one generator); a --flows given is kept as it is, for the split to
+    /// refuse when it is fewer than the agents.
+    pub fn job(&self, agents: Option<usize>) -> anyhow::Result<ProbeJob> {
+        let a = self;
         let mut cfg = if a.testbed {
             latlab_net::testbed::probe_config()
         } else {
@@ -628,7 +645,10 @@ impl TryFrom<&ProbeArgs> for ProbeJob {
         };
         cfg.milli_pps = milli_pps(&a.rate, a.size as u64 + 4)?;
         cfg.arrivals = a.arrivals.into();
-        cfg.flows = a.flows;
+        cfg.flows = match a.flows {
+            Some(f) => f,
+            None => u16::try_from(agents.unwrap_or(1).max(1)).unwrap_or(u16::MAX),
+        };
         cfg.frame = a.size;
         cfg.duration = a.duration;
         cfg.warmup = a.warmup;

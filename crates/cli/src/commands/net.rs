@@ -303,8 +303,16 @@ pub fn print_probe(r: &ResultFile) -> anyhow::Result<()> {
     if let Some(d) = latlab_net::result::probe_data(r) {
         if d.mode == "open_loop" {
             println!(
-                "rate: configured {:.0} pps, achieved {:.0} pps",
-                d.configured_pps, d.achieved_pps
+                "rate: configured {:.0} pps, achieved {:.0} pps; scheduled {}, unsent {}{}",
+                d.configured_pps,
+                d.achieved_pps,
+                c.get("scheduled").copied().unwrap_or(d.sent),
+                d.unsent,
+                if d.unsent > 0 {
+                    " (the run stopped at its duration)"
+                } else {
+                    ""
+                }
             );
         }
         if !d.segment_medians_ns.is_empty() {

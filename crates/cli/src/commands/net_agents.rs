@@ -12,7 +12,6 @@ pub fn run(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
     use anyhow::Context as _;
     use latlab_core::results::ResultFile;
     use latlab_net::agents;
-    use latlab_net::run::ProbeJob;
     let started_utc = latlab_sys::host::utc_now_rfc3339();
     let resolve = |ranks: usize| -> Result<agents::AgentsPlan, String> {
         if a.testbed {
@@ -25,9 +24,10 @@ pub fn run(a: ProbeArgs, argv: Vec<String>) -> anyhow::Result<()> {
                 ));
             }
         }
-        let job = ProbeJob::try_from(&a).map_err(|e| e.to_string())?;
-        let mut plan =
-            agents::plan(&job, ranks.saturating_sub(1), a.testbed).map_err(|e| e.to_string())?;
+        let agents_n = ranks.saturating_sub(1);
+        // without --flows, one flow per agent
+        let job = a.job(Some(agents_n)).map_err(|e| e.to_string())?;
+        let mut plan = agents::plan(&job, agents_n, a.testbed).map_err(|e| e.to_string())?;
         // the clock test hook: resolved here, sent to every rank in the plan
         if let Ok(v) = std::env::var(agents::CLOCK_HOOK) {
             let hook = agents::clock::ClockHook::parse(&v)

@@ -94,7 +94,13 @@ fn testbed_up_probe_through_the_busy_forwarder_down() {
     let checks: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
     assert_eq!(
         checks,
-        ["throughput", "arrivals", "independence", "stationarity"]
+        [
+            "throughput",
+            "schedule",
+            "arrivals",
+            "independence",
+            "stationarity"
+        ]
     );
     // veth has no hardware timestamps: `all` went on without them and said so
     assert!(
@@ -267,12 +273,18 @@ fn probe_results_carry_self_checks_and_the_ci_width_rule_says_what_ended_the_run
         names,
         [
             "throughput",
+            "schedule",
             "arrivals",
             "independence",
             "stationarity",
             "ci_width"
         ]
     );
+    // 2 kpps is a rate any generator keeps: its whole schedule went out
+    assert_eq!(r.counters["unsent"], 0, "{:?}", r.counters);
+    assert_eq!(r.counters["scheduled"], r.counters["sent"]);
+    assert_eq!(latlab_net::result::probe_data(&r).unwrap().unsent, 0);
+    assert!(r.self_checks[1].passed(), "{}", r.self_checks[1].line());
     for v in &r.self_checks {
         assert!(
             summary.contains(&format!("self-check {}: ", v.check)),
@@ -532,4 +544,77 @@ fn a_probe_ended_by_a_signal_restores_throttling() {
     );
     assert_eq!(latlab_sys::rt_throttle::read_limit(path).unwrap(), before);
     assert!(!out.exists(), "no result from a run cut short");
+}
+
+/// A rate far beyond what the generator reaches (20 Mpps; a few hundred kpps here): the
+/// run still ends at its warm-up + duration + drain (+ 1 s for setup), and its result
+/// counts the probes its schedule held and it did not send.
+#[test]
+fn a_probe_beyond_its_generator_ends_at_its_duration_and_counts_the_unsent() {
+    let _turn = system_turn();
+    let dir = tempfile::tempdir().unwrap();
+    let (mut nf, _) = spawn_nf(
+        std::process::Command::new(latlab_bin()).args(
+            "net reflect --bind 127.0.0.1:7307 --until-stdin-closes -q -o".split_whitespace(),
+        ),
+        &dir.path().join("nf.json"),
+    );
+    let p = dir.path().join("fast.json");
+    let mut probe = latlab_line(
+        "net probe --to 127.0.0.1:7307 --rate 20Mpps -d 1s --warmup 200ms --drain 200ms --timestamps user -o",
+    );
+    probe.arg(&p);
+    let t0 = std::time::Instant::now();
+    let out = probe.output().unwrap();
+    let wall = t0.elapsed();
+    drop(nf.stdin.take());
+    assert!(nf.wait().unwrap().success());
+    let stdout = ok(&out);
+    // 1 s + 200 ms warm-up + 200 ms drain + 1 s
+    assert!(
+        wall < std::time::Duration::from_millis(2_400),
+        "took {wall:?}"
+    );
+    let r = ResultFile::load(&p).unwrap();
+    let c = |k: &str| r.counters[k];
+    // constant arrivals at 50 ns for 1.2 s: 24 000 000 probes scheduled, k · 50 ns < 1.2 s
+    assert_eq!(c("scheduled"), 24_000_000, "{:?}", r.counters);
+    assert_eq!(c("sent") + c("send_errors") + c("unsent"), c("scheduled"));
+    assert!(c("unsent") > 0 && c("sent") > 0, "{:?}", r.counters);
+    let d = latlab_net::result::probe_data(&r).unwrap();
+    assert_eq!(d.unsent, c("unsent"));
+    assert!(
+        d.generator_behind,
+        "a generator that left probes unsent fell behind"
+    );
+    // the achieved rate is the sends over the time the run took: well below 20 Mpps
+    let elapsed_s = 1.2;
+    assert!(
+        d.achieved_pps > 0.0 && d.achieved_pps < 2.0 * c("sent") as f64 / elapsed_s,
+        "{} pps for {} sends",
+        d.achieved_pps,
+        c("sent")
+    );
+    let v = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == "schedule")
+        .unwrap();
+    assert!(!v.passed(), "{}", v.line());
+    assert!(
+        r.warnings[0].starts_with("STOPPED AT ITS DURATION"),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        stdout.contains(&format!(
+            "unsent {} (the run stopped at its duration)",
+            c("unsent")
+        )),
+        "{stdout}"
+    );
+    eprintln!(
+        "net probe --rate 20Mpps -d 1s: {wall:?} wall, {:?}",
+        r.counters
+    );
 }

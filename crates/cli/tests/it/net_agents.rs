@@ -219,6 +219,48 @@ fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_
     assert!(!out.exists());
 }
 
+/// Without `--flows`, an `--agents` run has one flow per agent (and an explicit `--flows`
+/// fewer than the agents is refused: `a_rank_that_cannot_start_stops_every_rank_with_one_line`).
+#[test]
+fn agents_without_flows_get_one_flow_each() {
+    let _turn = system_test!("the namespace testbed");
+    require_mpi!();
+    let (_down, dir) = two_generators();
+    let nfs: Vec<Child> = (0..2)
+        .map(|j| forwarder(j, &dir.path().join(format!("nf{j}.json"))))
+        .collect();
+    let out = dir.path().join("agents.json");
+    let o = agents(
+        3,
+        "net probe --agents --testbed --rate 2kpps --duration 1s --warmup 200ms -q",
+        &[],
+        &out,
+    );
+    for mut nf in nfs {
+        drop(nf.stdin.take());
+        assert!(nf.wait().unwrap().success());
+    }
+    ok(&o);
+    let merged = ResultFile::load(&out).unwrap();
+    assert_eq!(merged.config["flows"], 2, "{}", merged.config);
+    let d = latlab_net::agents::agents_data(&merged).unwrap();
+    let flows: Vec<u16> = d.agents.iter().map(|a| a.flows).collect();
+    assert_eq!(flows, [1, 1]);
+    assert!(merged.counters["sent"] > 0);
+    // 1 kpps each: both agents sent their whole schedule, and the merged check says so
+    assert_eq!(merged.counters["unsent"], 0, "{:?}", merged.counters);
+    let whole = merged
+        .self_checks
+        .iter()
+        .rfind(|v| v.check == "schedule")
+        .unwrap();
+    assert!(whole.passed(), "{}", whole.line());
+    assert_eq!(
+        merged.counters["scheduled"],
+        merged.counters["sent"] + merged.counters["send_errors"]
+    );
+}
+
 /// One `--agents` run of 2 agents on the testbed (already up), with the clock hook set to
 /// `hook`: its merged result's one-way figures.
 fn one_way_run(dir: &Path, name: &str, hook: &str) -> latlab_net::agents::oneway::OneWayData {

@@ -118,8 +118,17 @@ fn assert_counts_add_up(r: &ResultFile) {
     let names: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
     assert_eq!(
         names,
-        ["throughput", "arrivals", "independence", "stationarity"]
+        [
+            "throughput",
+            "schedule",
+            "arrivals",
+            "independence",
+            "stationarity"
+        ]
     );
+    // 500 requests/s is a load any server here keeps: the whole schedule went out
+    assert_eq!(c("unsent"), 0, "{:?}", r.counters);
+    assert!(r.self_checks[1].passed(), "{}", r.self_checks[1].line());
 }
 
 /// Answers to warm-up requests: sent in the warm-up and answered (errors none here).
@@ -162,6 +171,60 @@ fn memcached_over_tcp_and_udp_counts_add_up() {
     assert_counts_add_up(&udp);
     assert_eq!(udp.config["io"], "blocking");
     assert_eq!(udp.counters["misses"], 0, "the keys were preloaded");
+}
+
+/// A rate far beyond what memcached and the generator reach here (2 M requests/s): the run
+/// still ends at its warm-up + duration + drain (+ 1 s for setup), and the requests its
+/// schedule held and it did not send are counted.
+#[test]
+fn a_load_beyond_its_server_ends_at_its_duration_and_counts_the_unsent() {
+    if !installed("memcached") {
+        skip!("memcached not installed (Debian package memcached; `make deps-demo`)");
+    }
+    let port = free_port();
+    let _server = memcached(port);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fast.json");
+    let target = format!("memcached://127.0.0.1:{port}");
+    // the shared turn is taken before the clock starts: waiting for it is no part of the run
+    let mut load = latlab();
+    load.args(["net", "load", "--target", &target, "--rate", "2Mrps"])
+        .args(["-d", "1s", "--warmup", "200ms", "--drain", "200ms"])
+        .args(["-c", "2", "--keys", "100", "-o"])
+        .arg(&out);
+    let t0 = Instant::now();
+    let run = load.output().unwrap();
+    let wall = t0.elapsed();
+    let stdout = ok(&run);
+    // 1 s + 200 ms warm-up + 200 ms drain + 1 s
+    assert!(wall < Duration::from_millis(2_400), "took {wall:?}");
+    let r = ResultFile::load(&out).unwrap();
+    let c = |k: &str| r.counters[k];
+    // 2 M requests/s for 1.2 s: 2 400 000 scheduled (k · 500 ns < 1.2 s)
+    assert_eq!(c("scheduled"), 2_400_000, "{:?}", r.counters);
+    assert_eq!(c("sent") + c("unsent"), c("scheduled"));
+    assert!(c("unsent") > 0 && c("answered") > 0, "{:?}", r.counters);
+    let v = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == "schedule")
+        .unwrap();
+    assert!(!v.passed(), "{}", v.line());
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("STOPPED AT ITS DURATION")),
+        "{:?}",
+        r.warnings
+    );
+    assert!(
+        stdout.contains(&format!("unsent {}", c("unsent"))),
+        "{stdout}"
+    );
+    eprintln!(
+        "net load --rate 2Mrps -d 1s: {wall:?} wall, {:?}",
+        r.counters
+    );
 }
 
 #[test]

@@ -78,7 +78,10 @@ fn xdp_probes_through_xdp_and_socket_forwarders_are_all_counted() {
     for (nf_io, cpus) in [("xdp", ""), ("busy", ""), ("xdp", two)] {
         let (r, nf) = probe_through(nf_io, cpus);
         let c = &r.counters;
-        assert_eq!(c["sent"], 2500, "{nf_io}: {c:?}");
+        // 5 kpps for 500 ms; a generator held up for longer than the send grace at the end
+        // of the run (a loaded host) leaves the last ones unsent, and counts them
+        assert_eq!(c["scheduled"], 2500, "{nf_io}: {c:?}");
+        assert_eq!(c["sent"] + c["unsent"], 2500, "{nf_io}: {c:?}");
         assert_eq!(
             c["received_unique"] + c["lost"],
             c["sent"],

@@ -59,6 +59,28 @@ fn ar1(seed: u64, n: usize, phi: f64) -> Vec<u64> {
 }
 
 #[test]
+fn a_schedule_passes_only_when_every_scheduled_send_went_out() {
+    let all = schedule_sent(3_000, 0, "probes");
+    assert_eq!(all.outcome, Outcome::Pass, "{}", all.line());
+    assert_eq!(all.value, Some(0.0));
+    let some = schedule_sent(2_000_000, 1_500_000, "requests");
+    assert_eq!(some.outcome, Outcome::Fail, "{}", some.line());
+    assert!((some.value.unwrap() - 0.75).abs() < 1e-12);
+    assert!(
+        some.detail
+            .contains("1500000 of 2000000 scheduled requests (75.0 %)"),
+        "{}",
+        some.detail
+    );
+    // one unsent send is one too many
+    assert_eq!(
+        schedule_sent(10_000_000, 1, "probes").outcome,
+        Outcome::Fail
+    );
+    assert_eq!(schedule_sent(0, 0, "probes").outcome, Outcome::Inconclusive);
+}
+
+#[test]
 fn throughput_within_two_percent_passes_and_an_under_achieved_rate_fails() {
     let ok = throughput(9_990.0, 10_000.0, "pps");
     assert_eq!(ok.outcome, Outcome::Pass, "{}", ok.line());

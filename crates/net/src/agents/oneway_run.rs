@@ -9,6 +9,7 @@
 
 use super::clock::SkewedClock;
 use super::oneway::{send_time, Stamps, StreamSpec, ONE_WAY_FLOW};
+use crate::probe::SEND_GRACE;
 use crate::wire::{Probe, ProbeRepr, FLAG_WARMUP, HEADER_LEN};
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -71,8 +72,14 @@ pub(super) fn start_sender(
             let mut buf = [0u8; HEADER_LEN];
             let mut measured = 0u64;
             let mut k = 0u64;
+            // the stream ends with the run: a sender held up past the end sends no more
+            let deadline = start + warmup_ns + duration_ns + SEND_GRACE.get() as i64;
             while let Some(at) = send_time(start, spec.pps, warmup_ns + duration_ns, k) {
-                let wait = at - skew.local(mono());
+                let now = skew.local(mono());
+                if now >= deadline {
+                    break;
+                }
+                let wait = at - now;
                 if wait > 0 {
                     std::thread::sleep(Duration::from_nanos(wait as u64));
                 }

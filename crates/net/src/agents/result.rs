@@ -118,6 +118,7 @@ pub fn assemble(
     data.sent_measured = datas.iter().map(|d| d.sent_measured).sum();
     data.received_measured = datas.iter().map(|d| d.received_measured).sum();
     data.lost_measured = datas.iter().map(|d| d.lost_measured).sum();
+    data.unsent = datas.iter().map(|d| d.unsent).sum();
     data.achieved_pps = achieved;
     data.configured_pps = configured;
     data.generator_behind = datas.iter().any(|d| d.generator_behind);
@@ -143,6 +144,12 @@ pub fn assemble(
     merged
         .self_checks
         .push(selfcheck::throughput(achieved, configured, "pps"));
+    // the agents' counters are summed: the whole run's schedule against what went out
+    let count = |k: &str| merged.counters.get(k).copied().unwrap_or(0);
+    let (scheduled, unsent) = (count("scheduled"), count("unsent"));
+    merged
+        .self_checks
+        .push(selfcheck::schedule_sent(scheduled, unsent, "probes"));
     Ok(merged)
 }
 

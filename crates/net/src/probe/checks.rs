@@ -338,8 +338,14 @@ impl CheckData {
 pub struct CheckData {
     /// Sampled gaps between measured sends, ns.
     pub gaps_ns: Vec<f64>,
-    /// Achieved rate of the measured sends (open loop).
+    /// Achieved rate of the measured sends (open loop); of every send over the run's
+    /// elapsed time when probes were left unsent.
     pub achieved_pps: Option<f64>,
+    /// Probes the schedule held up to its end (or the stop rule's): sent, failed to send
+    /// or unsent.
+    pub scheduled: u64,
+    /// Of them, still unsent when the run reached its deadline.
+    pub unsent: u64,
     /// Latency windows (see [`LatencySample`]).
     pub latencies: Vec<u64>,
     /// Measured time, ns (shorter than configured when the stop rule ended the run).
@@ -350,7 +356,8 @@ pub struct CheckData {
     pub monitor: MonitorOutcome,
 }
 
-/// The verdicts of a run: throughput and arrivals (open loop), independence,
+/// The verdicts of a run: throughput, schedule (every scheduled probe sent) and arrivals
+/// (open loop), independence,
 /// stationarity of the interval medians of `user.sched` (`intervals`), and the stop rule's
 /// interval width on `sched` (the run's `user.sched` histogram) when one was set.
 pub fn verdicts(
@@ -366,6 +373,7 @@ pub fn verdicts(
             Some(a) => selfcheck::throughput(a, target_pps, "pps"),
             None => selfcheck::throughput(f64::NAN, target_pps, "pps"),
         });
+        v.push(selfcheck::schedule_sent(d.scheduled, d.unsent, "probes"));
         v.push(match cfg.arrivals {
             Arrivals::Poisson => selfcheck::poisson_arrivals(&d.gaps_ns),
             Arrivals::Constant => selfcheck::constant_arrivals(&d.gaps_ns, 1e9 / target_pps),

@@ -4,7 +4,10 @@
 //! The TX thread sends probe `k` at `start + offset(k)` on the run's clock, where
 //! `offset(k)` is `k / rate` (constant) or a sum of exponential gaps (Poisson), all
 //! precomputed from a seed. It spins until the scheduled time and sends at once when
-//! late: nothing is skipped, and the lateness (actual − scheduled send) is histogrammed.
+//! late: nothing is skipped while the run lasts, and the lateness (actual − scheduled
+//! send) is histogrammed. The run lasts `warm-up + duration` plus
+//! [`SEND_GRACE`]: a generator slower than its rate stops there rather than sending the
+//! rest late, and counts the probes its schedule still held as `unsent`.
 //! Latency is recorded twice: from the **scheduled** send time (what a user of an
 //! open-loop system sees, free of coordinated omission) and from the **actual** send.
 //!
@@ -55,7 +58,7 @@ pub use self::pingpong::PINGPONG_TIMEOUT;
 pub use self::ring::RING;
 pub use self::rx::{RxCounters, PENDING_MAX};
 pub(crate) use self::schedule::ns_to_raw;
-pub use self::schedule::Schedule;
+pub use self::schedule::{Schedule, SEND_GRACE};
 pub use self::tx::{TxCounters, TxOutcome};
 pub use self::xdp::XDP_SOURCE_PORT;
 

@@ -94,9 +94,19 @@ pub(super) fn finish(
     let raw_iv = r.interval_raw;
     let clock = r.clock;
     let mean_gap_ns = 1e12 / cfg.milli_pps.max(1) as f64;
+    let tx_elapsed_ns = clock.delta_nanos(tx.start, tx.end).get();
+    let c = &tx.counters;
     let checks = CheckData {
         gaps_ns: tx.sends.gaps_ns(&clock),
-        achieved_pps: tx.sends.achieved_pps(&clock, mean_gap_ns),
+        // a run that stopped at its deadline: every send over the time the run took (its
+        // measured phase also carried warm-up probes sent late)
+        achieved_pps: if c.unsent > 0 {
+            (tx_elapsed_ns > 0).then(|| c.sent as f64 * 1e9 / tx_elapsed_ns as f64)
+        } else {
+            tx.sends.achieved_pps(&clock, mean_gap_ns)
+        },
+        scheduled: c.sent + c.send_errors + c.unsent,
+        unsent: c.unsent,
         latencies: r.latencies.values().to_vec(),
         measured_ns: tx
             .sends
@@ -105,7 +115,6 @@ pub(super) fn finish(
         stopped_early: tx.sends.stopped_at_ns().is_some(),
         monitor: Default::default(),
     };
-    let tx_elapsed_ns = clock.delta_nanos(tx.start, tx.end).get();
     let last_used = h
         .intervals
         .iter()
@@ -158,8 +167,13 @@ pub struct ProbeData {
     pub received_measured: u64,
     /// Measured probes lost (`sent_measured − received_measured`).
     pub lost_measured: u64,
-    /// The achieved send rate during the measured phase, packets/s.
+    /// The achieved send rate during the measured phase, packets/s; for a run that
+    /// stopped at its deadline with probes unsent, every send over the run's elapsed time.
     pub achieved_pps: f64,
+    /// Probes the schedule held that the generator had not sent when the run reached its
+    /// end (`warm-up + duration` + 100 ms): it fell so far behind that it stopped there.
+    #[serde(default)]
+    pub unsent: u64,
     /// The configured rate, packets/s (open loop).
     pub configured_pps: f64,
     /// Whether the generator fell behind its schedule.
@@ -220,6 +234,8 @@ impl ProbeOutcome {
             ("recv_errors", r.recv_errors),
             ("late_over_mean_gap", t.late_over_gap),
             ("schedule_truncated", t.schedule_truncated),
+            ("scheduled", t.sent + t.send_errors + t.unsent),
+            ("unsent", t.unsent),
             ("tx_timestamps", t.tx_timestamps),
             ("tx_timestamps_unmatched", t.tx_timestamps_unmatched),
             ("errqueue_errors", t.errqueue_errors),

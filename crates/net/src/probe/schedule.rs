@@ -5,6 +5,13 @@ use crate::rng::Rng;
 use latlab_core::units::Nanos;
 use latlab_sys::tsc::{Clock, Timesource};
 
+/// How late a scheduled send may still go out after its schedule has ended: an open-loop
+/// run stops sending this long after `warm-up + duration` (100 ms), whatever its rate, and
+/// counts what the schedule still held as unsent. A generator that keeps up never needs it;
+/// it is longer than a real-time throttling window (50 ms) or a stall on a loaded host, so
+/// that the last sends of a generator held up by one are sent late, not dropped.
+pub const SEND_GRACE: Nanos = Nanos::from_millis(100);
+
 /// Converts ns to raw clock units.
 pub(crate) fn ns_to_raw(clock: &Clock, ns: u64) -> u64 {
     match clock.timesource() {
@@ -79,6 +86,17 @@ impl Schedule {
             }
         }
     }
+
+    /// Steps over the rest of the schedule without sending: how many of its next offsets
+    /// fall before `end_ns`, counting at most `max` (a run's bound on its sends). What a
+    /// run that stopped at its deadline still had to send.
+    pub fn count_before(&mut self, end_ns: u64, max: u64) -> u64 {
+        let mut n = 0;
+        while n < max && self.next_offset_ns() < end_ns {
+            n += 1;
+        }
+        n
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +115,35 @@ mod tests {
                 prop_assert_eq!(s.next_offset_ns(), Rate::offset_of(milli_pps, k).get());
             }
         }
+    }
+
+    /// What a run stopped after `k` sends still had: the schedule's count before the end,
+    /// less `k`, for either arrival process; and never more than the bound it is given.
+    #[test]
+    fn the_rest_of_a_schedule_is_counted_without_sending() {
+        // 20 Mpps for 2 s: 40 000 000 offsets before the end
+        let end = 2_000_000_000;
+        let mut whole = Schedule::of(Arrivals::Constant, 20_000_000_000, 1);
+        assert_eq!(whole.count_before(end, u64::MAX), 40_000_000);
+        for k in [0u64, 1, 834_567, 39_999_999, 40_000_000] {
+            let mut s = Schedule::of(Arrivals::Constant, 20_000_000_000, 1);
+            for _ in 0..k {
+                s.next_offset_ns();
+            }
+            assert_eq!(s.count_before(end, u64::MAX), 40_000_000 - k, "{k}");
+        }
+        let mut s = Schedule::of(Arrivals::Constant, 20_000_000_000, 1);
+        assert_eq!(s.count_before(end, 1_000), 1_000, "bounded");
+        // Poisson at 1 Mpps: the sends before the stop and the rest add up to the schedule
+        let n = Schedule::of(Arrivals::Poisson, 1_000_000_000, 7).count_before(end, u64::MAX);
+        assert!((1_990_000..2_010_000).contains(&n), "{n}");
+        let mut s = Schedule::of(Arrivals::Poisson, 1_000_000_000, 7);
+        let mut sent = 0;
+        while s.next_offset_ns() < 300_000_000 {
+            sent += 1;
+        }
+        // the offset that ended the loop was scheduled and not sent
+        assert_eq!(sent + 1 + s.count_before(end, u64::MAX), n);
     }
 
     #[test]

@@ -326,9 +326,19 @@ fn a_run_records_what_its_self_checks_need_and_judges_each() {
     let names: Vec<&str> = v.iter().map(|v| v.check.as_str()).collect();
     assert_eq!(
         names,
-        ["throughput", "arrivals", "independence", "stationarity"]
+        [
+            "throughput",
+            "schedule",
+            "arrivals",
+            "independence",
+            "stationarity"
+        ]
     );
-    assert!(v[1].statistic.contains("Anderson-Darling"), "{v:?}");
+    assert!(v[2].statistic.contains("Anderson-Darling"), "{v:?}");
+    // 2 kpps is within any generator's reach: the whole schedule went out by its end
+    assert_eq!(out.tx.counters.unsent, 0);
+    assert_eq!(out.checks.scheduled, out.tx.counters.sent);
+    assert!(v[1].passed(), "{:?}", v[1]);
     // no outcome is asserted: on a loaded machine any of them may rightly fail
     assert!(v.iter().all(|v| !v.detail.is_empty()));
 }

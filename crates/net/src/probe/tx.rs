@@ -4,7 +4,7 @@
 use super::checks::SendSample;
 use super::config::ProbeConfig;
 use super::ring::{Shared, K_HW, K_SCHED, K_SND, RING};
-use super::schedule::{ns_to_raw, Schedule};
+use super::schedule::{ns_to_raw, Schedule, SEND_GRACE};
 use crate::wire::{ProbeRepr, FLAG_WARMUP};
 use latlab_core::hist::LatencyHistogram;
 use latlab_explain::{Gap, GapRecorder};
@@ -56,6 +56,11 @@ pub struct TxCounters {
     /// 1 when the schedule held more probes than the run's preallocated bound (the rest
     /// were not sent; only a Poisson schedule far above its mean can do this).
     pub schedule_truncated: u64,
+    /// Probes the schedule held that were still unsent when the run reached its end
+    /// (`warm-up + duration` + [`SEND_GRACE`]): a generator slower than its rate stops
+    /// there and counts the rest here instead of sending it late.
+    #[serde(default)]
+    pub unsent: u64,
 }
 
 impl Sender {
@@ -189,6 +194,10 @@ pub(super) fn fifo_max_margin_ns(fifo: bool, mean_gap_ns: f64) -> u64 {
     }
 }
 
+/// The loop ends with its schedule, or at its deadline (`warm-up + duration` +
+/// [`SEND_GRACE`] after the start): a probe whose wait finds the deadline passed is not
+/// sent, and it and the rest of the schedule (stepped, not sent) are counted unsent.
+///
 /// With `rx` (`--io xdp`, TX and RX on one CPU) the loop also receives: it polls the RX
 /// ring while it waits for the next send (spinning, never sleeping or yielding: an answer
 /// is stamped when the poll finds it) and every [`RX_POLL_EVERY`] sends when it is behind,
@@ -206,6 +215,8 @@ pub(super) fn open_loop(
     let gap_raw = ns_to_raw(&clock, mean_gap_ns as u64);
     let mut schedule = Schedule::new(cfg);
     let max = cfg.max_probes();
+    // checked where the wait reads the clock: no extra reading per probe
+    let deadline = start + ns_to_raw(&clock, total + SEND_GRACE.get());
     let drain_slack = ns_to_raw(&clock, 5_000);
     // Far from the next send, sleep instead of spinning: a spinning SCHED_FIFO thread is
     // throttled by sched_rt_runtime_us (stopped ~50 ms per second). Wake-ups come early
@@ -237,6 +248,8 @@ pub(super) fn open_loop(
     let mut iv: usize = 0;
     let mut iv_end = start + iv_raw;
     let mut k: u64 = 0;
+    // set when the deadline stopped the loop: probe `k` and the rest are unsent
+    let mut stopped_at_deadline = false;
     loop {
         let offset_ns = schedule.next_offset_ns();
         if offset_ns >= total {
@@ -254,14 +267,14 @@ pub(super) fn open_loop(
         let warm = offset_ns < cfg.warmup.get();
         // wait for the scheduled time; drain the error queue while there is slack
         let mut spun_at: Option<u64> = None;
-        loop {
+        let past_deadline = loop {
             let now = clock.now();
             // a spin step that took long: the thread lost its CPU (--explain)
             if let Some(p) = spun_at.take() {
                 s.stalls.record(p, now);
             }
             if now >= sched_at {
-                break;
+                break now >= deadline;
             }
             // --io xdp: probes queued while they were due go out before any wait
             if let Some(x) = s.xdp.as_mut() {
@@ -297,6 +310,10 @@ pub(super) fn open_loop(
                 std::hint::spin_loop();
                 spun_at = Some(now);
             }
+        };
+        if past_deadline {
+            stopped_at_deadline = true;
+            break;
         }
         let seq = k as u32;
         let this_flow = flow as u16;
@@ -345,6 +362,11 @@ pub(super) fn open_loop(
     let drain_end = end + ns_to_raw(&clock, cfg.drain.get());
     s.shared.rx_deadline.store(drain_end, Ordering::Release);
     s.shared.tx_done.store(true, Ordering::Release);
+    if stopped_at_deadline {
+        // probe k and the rest of the schedule, up to the run's bound: stepped while the
+        // RX side drains
+        s.counters.unsent = 1 + schedule.count_before(total, max - k - 1);
+    }
     // one loop: it has taken every answer (or waited out the drain) already
     let inline = rx.is_some();
     if let Some(r) = rx {

@@ -5,7 +5,7 @@
 //! allocated in the constructors; recording is stores and histogram increments.
 
 use crate::probe::checks::{GAP_CAP, MIN_INTERVAL_SAMPLES, WINDOW, WINDOWS};
-use crate::probe::Schedule;
+use crate::probe::{Schedule, SEND_GRACE};
 use latlab_core::hist::{HistConfig, LatencyHistogram};
 use latlab_core::parse::Percentile;
 use latlab_core::units::Nanos;
@@ -15,10 +15,17 @@ use serde::{Deserialize, Serialize};
 /// come; when no connection can take it, it waits (the cursor stays) and it and every
 /// request that falls due before the backlog is cleared are *late*: sent as soon as a
 /// connection frees, their latency still measured from their scheduled time.
+///
+/// The schedule closes at its deadline, [`SEND_GRACE`] after its end: a generator that fell
+/// behind (a server slower than the rate, or a rate beyond the generator) sends nothing
+/// after it, and what the schedule still held is counted unsent ([`Pacer::unsent`]), so the
+/// run ends at its duration plus the drain whatever the rate.
 pub struct Pacer {
     schedule: Schedule,
     next_ns: u64,
     end_ns: u64,
+    deadline_ns: u64,
+    closed: bool,
     blocked: bool,
 }
 
@@ -30,17 +37,23 @@ impl Pacer {
             schedule,
             next_ns,
             end_ns,
+            deadline_ns: end_ns.saturating_add(SEND_GRACE.get()),
+            closed: false,
             blocked: false,
         }
     }
 
-    /// The scheduled time of the next request, unless the schedule has ended.
+    /// The scheduled time of the next request, unless the schedule has ended or closed.
     pub fn next_ns(&self) -> Option<u64> {
-        (self.next_ns < self.end_ns).then_some(self.next_ns)
+        (!self.closed && self.next_ns < self.end_ns).then_some(self.next_ns)
     }
 
-    /// The scheduled time of the next request if it is due at `now`.
-    pub fn due(&self, now: u64) -> Option<u64> {
+    /// The scheduled time of the next request if it is due at `now`; from the deadline on,
+    /// none (the schedule closes).
+    pub fn due(&mut self, now: u64) -> Option<u64> {
+        if now >= self.deadline_ns {
+            self.closed = true;
+        }
         self.next_ns().filter(|&t| t <= now)
     }
 
@@ -61,12 +74,11 @@ impl Pacer {
 
     /// Counts (and passes) the requests scheduled before the end that were never sent.
     pub fn unsent(&mut self) -> u64 {
-        let mut n = 0;
-        while self.next_ns < self.end_ns {
-            n += 1;
-            self.next_ns = self.schedule.next_offset_ns();
+        if self.next_ns >= self.end_ns {
+            return 0;
         }
-        n
+        self.next_ns = self.end_ns;
+        1 + self.schedule.count_before(self.end_ns, u64::MAX)
     }
 }
 
@@ -209,6 +221,8 @@ pub struct Recorder {
     measured_sent: u64,
     first_sched: u64,
     last_sent: u64,
+    /// The send time of the last request, warm-up or measured.
+    last_any_sent: u64,
 }
 
 const IDX_SCHED: usize = 0;
@@ -240,6 +254,7 @@ impl Recorder {
             measured_sent: 0,
             first_sched: 0,
             last_sent: 0,
+            last_any_sent: 0,
         }
     }
 
@@ -252,6 +267,7 @@ impl Recorder {
         self.hists[IDX_LATENESS]
             .1
             .record(Nanos(sent.saturating_sub(sched)));
+        self.last_any_sent = sent;
         if sched < self.warmup_ns {
             c.sent_warmup += 1;
             return;
@@ -334,6 +350,11 @@ impl Recorder {
     pub fn send_span(&self) -> (u64, u64, u64) {
         (self.measured_sent, self.first_sched, self.last_sent)
     }
+
+    /// When the last request of any phase went out, ns since the start.
+    pub fn last_send_ns(&self) -> u64 {
+        self.last_any_sent
+    }
 }
 
 #[cfg(test)]
@@ -353,12 +374,17 @@ mod tests {
     /// One connection that takes one request at a time and a server that answers each
     /// after `service` ns: a simulated run on made-up times.
     fn simulate(gap: u64, service: u64, end: u64) -> Recorder {
+        simulate_until(gap, service, end, end + 10 * service)
+    }
+
+    /// [`simulate`], the loop running until `until` (ns).
+    fn simulate_until(gap: u64, service: u64, end: u64, until: u64) -> Recorder {
         let milli = 1_000_000_000_000 / gap;
         let mut pacer = Pacer::new(Schedule::of(Arrivals::Constant, milli, 1), end);
         let mut rec = Recorder::new(hist(), Nanos(0), Nanos(1_000_000), end / gap);
         let mut busy: Option<(Req, u64)> = None;
         let mut now = 0;
-        while now < end + 10 * service {
+        while now < until {
             if let Some((r, done)) = busy {
                 if done <= now {
                     rec.answered(&r, now, Answer::OK);
@@ -414,6 +440,32 @@ mod tests {
             "from the actual send there is no queue: {}",
             actual.max()
         );
+    }
+
+    /// A server ten times slower than the rate, simulated long past the end: nothing goes
+    /// out after the deadline, and the rest of the schedule is counted unsent.
+    #[test]
+    fn a_schedule_closes_at_its_deadline_and_counts_the_rest_unsent() {
+        // one request every 10 µs for 20 ms (2 000), each served in 1 ms: 20 fit in the
+        // schedule, a hundred more before the deadline
+        let (gap, service, end) = (10_000, 1_000_000, 20_000_000);
+        let rec = simulate_until(gap, service, end, end + 4 * SEND_GRACE.get());
+        let c = &rec.counters;
+        assert!(c.balanced(), "{c:?}");
+        assert_eq!(c.scheduled, 2_000);
+        let deadline = end + SEND_GRACE.get();
+        let (_, _, last_sent) = rec.send_span();
+        assert!(last_sent < deadline, "{last_sent}");
+        // one send per service time until the deadline, the rest unsent
+        assert_eq!(c.sent, deadline / service, "{c:?}");
+        assert_eq!(c.unsent, 2_000 - c.sent);
+        // a closed schedule has no next request and nothing more to count
+        let mut p = Pacer::new(Schedule::of(Arrivals::Constant, 100_000_000, 1), end);
+        assert_eq!(p.due(deadline - 1), Some(0));
+        assert_eq!(p.due(deadline), None);
+        assert_eq!(p.next_ns(), None);
+        assert_eq!(p.unsent(), 2_000);
+        assert_eq!(p.unsent(), 0);
     }
 
     #[test]

@@ -142,7 +142,12 @@ impl LoadOutcome {
             }
         }
         let mean_gap = 1e9 / cfg.rps();
-        let achieved_rps = if sends > 1 {
+        // a run that stopped at its deadline: every send over the time it sent for (its
+        // measured phase also carried warm-up requests sent late)
+        let sending_ns = outs.iter().map(|o| o.rec.last_send_ns()).max().unwrap_or(0);
+        let achieved_rps = if counters.unsent > 0 && sending_ns > 0 {
+            counters.sent as f64 * 1e9 / sending_ns as f64
+        } else if sends > 1 {
             sends as f64 * 1e9 / (span + mean_gap)
         } else {
             0.0
@@ -152,6 +157,7 @@ impl LoadOutcome {
         let thread_gap = mean_gap * f64::from(cfg.threads.max(1));
         let mut checks = vec![
             selfcheck::throughput(achieved_rps, cfg.rps(), "requests/s"),
+            selfcheck::schedule_sent(counters.scheduled, counters.unsent, "requests"),
             match cfg.arrivals {
                 Arrivals::Poisson => selfcheck::poisson_arrivals(&gaps),
                 Arrivals::Constant => selfcheck::constant_arrivals(&gaps, thread_gap),
@@ -175,8 +181,10 @@ impl LoadOutcome {
         }
         if counters.unsent > 0 {
             warnings.push(format!(
-                "{} scheduled requests were never sent: the server could not keep up with the offered load",
-                counters.unsent
+                "STOPPED AT ITS DURATION: {} of {} scheduled requests were never sent: the server (or the generator) could not keep up with the offered load, and the run ended at its warm-up + duration (+{}) instead of sending the rest late",
+                counters.unsent,
+                counters.scheduled,
+                latlab_core::units::format_ns(crate::probe::SEND_GRACE.get() as f64)
             ));
         }
         let wake_margin_max_ns = outs.iter().filter_map(|o| o.wake_margin_max_ns).max();
