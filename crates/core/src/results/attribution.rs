@@ -165,6 +165,13 @@ pub struct CpuSteal {
     pub cpu: u32,
     /// Steal time, ns (the kernel counts it in USER_HZ ticks, 10 ms here).
     pub ns: u64,
+    /// The time the kernel events show this CPU not running while a task ran there
+    /// (*outside the kernel (vCPU not running)*: silent past its tick) over the whole
+    /// run, ns; the figure to hold against `ns`. 0 where none was found, where the
+    /// recording could not show it (one watched thread, events lost or filtered), and in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub silent_ns: u64,
 }
 
 impl CpuSteal {
@@ -177,6 +184,7 @@ impl CpuSteal {
                 Some(CpuSteal {
                     cpu,
                     ns: a.saturating_sub(b),
+                    silent_ns: 0,
                 })
             })
             .collect()
