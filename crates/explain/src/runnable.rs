@@ -6,7 +6,8 @@
 //!   stopped by the kernel's real-time bandwidth limit (`kernel.sched_rt_runtime_us`) or,
 //!   since Linux 6.12, by the fair deadline server that lends `SCHED_OTHER` tasks 50 ms a
 //!   second: nothing else takes a CPU from a runnable real-time task. Every stretch until
-//!   it is switched back in in which such a task (or idle) runs is *rt throttling*.
+//!   it is switched back in in which such a task (or idle) runs is *rt throttling*, one
+//!   cause whoever ran (the limit, not the task, kept the thread off its CPU).
 //! - **own thread on the same CPU** (a measurement of several threads): a watched thread
 //!   switched out while runnable for another watched thread waits for it until it is
 //!   switched back in (or idle runs); and a watched thread that preempts another one
@@ -104,8 +105,9 @@ impl Switches {
         let mut out = SwitchCauses::default();
         let ran = |next: &Task, throttled: bool| -> Named {
             if throttled && !is_rt(next) {
-                let name = if next.pid == 0 { "" } else { &next.comm };
-                (Class::RtThrottling, name.to_string())
+                // one cause whoever ran: without the limit the thread would have kept its
+                // CPU from idle and `SCHED_OTHER` tasks alike
+                (Class::RtThrottling, String::new())
             } else {
                 (Class::Preempted, next.comm.clone())
             }
@@ -358,7 +360,7 @@ mod tests {
             cpu(&t, 1),
             vec![
                 (1_000, 1_040, "rt throttling".to_string()),
-                (1_040, 1_050, "rt throttling (bash ran)".to_string()),
+                (1_040, 1_050, "rt throttling".to_string()),
                 (2_000, 2_010, "preempted by task (migration/1)".to_string()),
                 (3_000, 3_100, "preempted by task (swapper/1)".to_string()),
             ]
@@ -383,14 +385,7 @@ mod tests {
             sw(0, 700, &idle, "R", &spin),
         ];
         let t = build_watching(&evs, &opts(10_000, None, true), &latlab());
-        assert_eq!(
-            cpu(&t, 0),
-            vec![
-                (500, 600, "rt throttling".to_string()),
-                (600, 650, "rt throttling (latlab-probe-rx ran)".to_string()),
-                (650, 700, "rt throttling".to_string()),
-            ]
-        );
+        assert_eq!(cpu(&t, 0), vec![(500, 700, "rt throttling".to_string()),]);
     }
 
     #[test]

@@ -40,8 +40,7 @@ pub enum Class {
     Unexplained,
     /// A real-time thread was switched out while runnable and the idle task or a
     /// `SCHED_OTHER` task ran until it came back: the kernel's real-time bandwidth limit
-    /// (`kernel.sched_rt_runtime_us`) or the fair deadline server (name: the task that
-    /// ran, empty for the idle task).
+    /// (`kernel.sched_rt_runtime_us`) or the fair deadline server (no name).
     RtThrottling,
     /// A watched thread was switched out while runnable for another watched thread of the
     /// measurement on the same CPU (name: the one that ran).
@@ -82,8 +81,7 @@ pub fn label(class: &str, name: &str) -> String {
         ("outside_kernel", "") => "outside the kernel".to_string(),
         ("outside_kernel", n) => format!("outside the kernel ({n})"),
         ("unexplained", _) => "unexplained".to_string(),
-        ("rt_throttling", "") => "rt throttling".to_string(),
-        ("rt_throttling", n) => format!("rt throttling ({n} ran)"),
+        ("rt_throttling", _) => "rt throttling".to_string(),
         ("own_thread", n) => format!("own thread ({n}) on the same CPU"),
         ("softirq_deferred", n) => format!("softirq deferred to ksoftirqd (behind {n})"),
         (class, "") => class.to_string(),

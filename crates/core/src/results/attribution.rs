@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CauseTime {
     /// The class: `irq`, `softirq`, `timer`, `ipi`, `preempted`, `workqueue`, `nmi`,
-    /// `outside_kernel` or `unexplained`.
+    /// `rt_throttling`, `own_thread`, `softirq_deferred`, `outside_kernel` or
+    /// `unexplained`.
     pub class: String,
     /// Within the class: the IRQ's name, the softirq vector, the hrtimer function, the
     /// IPI kind, the preempting task's comm, the work function; empty where the class has
