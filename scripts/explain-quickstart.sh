@@ -34,6 +34,7 @@ trap cleanup EXIT
     --direction a-to-b -q >"$DIR/nf.log" 2>&1) &
 nf=$!
 sleep 2
+kill -0 "$nf" 2>/dev/null || { echo "the NF did not start: $(cat "$DIR/nf.log")" >&2; exit 1; }
 echo "| run | explained | unexplained | outside the kernel | top causes | steal / silent (CPU 0; CPU 1) |"
 echo "|---|---|---|---|---|---|"
 for i in $(seq 1 "$RUNS"); do
