@@ -224,26 +224,25 @@ fn walk(
     }
 }
 
-/// The tick period of a recording, ticks: the median spacing of consecutive tick handler
-/// runs on a CPU running a task, of those at most `max`; `None` with fewer than 8.
-pub fn tick_period<'a>(
-    cpus: impl Iterator<Item = &'a [(u64, &'a EventKind)]>,
-    max: u64,
-) -> Option<u64> {
-    let mut d: Vec<u64> = Vec::new();
-    for evs in cpus {
-        walk(
-            evs,
-            |t, last| {
-                if let Some(l) = last {
-                    if t - l <= max {
-                        d.push(t - l);
-                    }
+/// Adds to `d` the spacings of consecutive tick handler runs on one CPU (its events
+/// sorted) while a task ran there, of those at most `max` ticks.
+pub fn tick_spacings(evs: &[(u64, &EventKind)], max: u64, d: &mut Vec<u64>) {
+    walk(
+        evs,
+        |t, last| {
+            if let Some(l) = last {
+                if t - l <= max {
+                    d.push(t - l);
                 }
-            },
-            |_, _, _, _| {},
-        );
-    }
+            }
+        },
+        |_, _, _, _| {},
+    );
+}
+
+/// The tick period of a recording from the spacings of [`tick_spacings`] over its CPUs:
+/// their median; `None` with fewer than 8.
+pub fn tick_period(mut d: Vec<u64>) -> Option<u64> {
     if d.len() < 8 {
         return None;
     }
@@ -276,6 +275,7 @@ mod tests {
     use super::*;
     use crate::decode::Event;
     use crate::timeline::{build, build_watching, CpuTimeline, Timeline, TimelineOptions};
+    use latlab_core::results::CpuSteal;
 
     fn task(comm: &str, pid: i32, prio: i32) -> Task {
         Task {
@@ -359,8 +359,7 @@ mod tests {
         assert_eq!(
             cpu(&t, 1),
             vec![
-                (1_000, 1_040, "rt throttling".to_string()),
-                (1_040, 1_050, "rt throttling".to_string()),
+                (1_000, 1_050, "rt throttling".to_string()),
                 (2_000, 2_010, "preempted by task (migration/1)".to_string()),
                 (3_000, 3_100, "preempted by task (swapper/1)".to_string()),
             ]
@@ -584,6 +583,30 @@ mod tests {
                 .to_string(),
             "outside the kernel (vCPU not running)"
         );
+        // the result keeps it per CPU beside the CPU's steal time
+        let got = crate::session::KernelCollected {
+            steal: vec![
+                CpuSteal {
+                    cpu: 0,
+                    ns: 10_000_000,
+                    silent_ns: 0,
+                },
+                CpuSteal {
+                    cpu: 1,
+                    ns: 0,
+                    silent_ns: 0,
+                },
+            ],
+            ..Default::default()
+        };
+        let steal = got.steal_beside(Some(&t), 1_000_000_000);
+        assert_eq!(
+            steal
+                .iter()
+                .map(|s| (s.cpu, s.ns, s.silent_ns))
+                .collect::<Vec<_>>(),
+            [(0, 10_000_000, 5_298), (1, 0, 0)]
+        );
         assert!(t
             .cpu(1)
             .unwrap()
@@ -603,12 +626,13 @@ mod tests {
             .filter(|e| e.cpu == 0)
             .map(|e| (e.tsc, &e.kind))
             .collect();
-        assert_eq!(tick_period(std::iter::once(&per[..]), 100_000), Some(4_000));
-        assert_eq!(
-            tick_period(std::iter::once(&per[..5]), 100_000),
-            None,
-            "too few"
-        );
+        let spacings = |evs: &[(u64, &EventKind)]| {
+            let mut d = Vec::new();
+            tick_spacings(evs, 100_000, &mut d);
+            d
+        };
+        assert_eq!(tick_period(spacings(&per)), Some(4_000));
+        assert_eq!(tick_period(spacings(&per[..5])), None, "too few");
         // a tick merely late by less than a quarter period is not a stop
         let entry = EventKind::HrtimerEntry {
             function: "tick_nohz_handler".into(),

@@ -327,25 +327,31 @@ pub(crate) fn build_per_cpu<'a>(
     all.sort_unstable();
     all.dedup();
     let mut causes = Causes::default();
-    let per: Vec<(u32, Vec<(u64, &EventKind)>)> = all
+    let sorted = |cpu: u32| {
+        let mut evs = of(cpu);
+        evs.sort_by_key(|e| e.0);
+        evs
+    };
+    // Silence is evidence only where every event was recorded, and only for a
+    // measurement of several threads (a single thread's own gaps already say when it lost
+    // its CPU). The period takes a pass of its own over the CPUs, so that one CPU's events
+    // at a time are held, as without it.
+    let period = (opts.complete && watch.is_some())
+        .then(|| {
+            let mut d = Vec::new();
+            for &cpu in &all {
+                runnable::tick_spacings(&sorted(cpu), opts.tsc_hz / 10, &mut d);
+            }
+            runnable::tick_period(d)
+        })
+        .flatten();
+    let cpus = all
         .into_iter()
         .map(|cpu| {
-            let mut evs = of(cpu);
-            evs.sort_by_key(|e| e.0);
-            (cpu, evs)
-        })
-        .collect();
-    // silence is evidence only where every event was recorded (a measurement of several
-    // threads: a single thread's own gaps already say when it lost its CPU)
-    let period = (opts.complete && watch.is_some())
-        .then(|| runnable::tick_period(per.iter().map(|(_, e)| &e[..]), opts.tsc_hz / 10))
-        .flatten();
-    let cpus = per
-        .iter()
-        .map(|(cpu, evs)| {
-            let mut c = build_cpu(*cpu, evs, opts, watch, &mut causes);
+            let evs = sorted(cpu);
+            let mut c = build_cpu(cpu, &evs, opts, watch, &mut causes);
             if let Some(p) = period {
-                add_silence(&mut c, evs, p, opts.window, &mut causes);
+                add_silence(&mut c, &evs, p, opts.window, &mut causes);
             }
             c
         })
@@ -501,13 +507,20 @@ fn build_cpu(
                     open(Key::Work, cause, &mut stack);
                 }
                 let c = switches.switch(t, (prev, prev_state, next), watch, opts.tid);
-                if let Some((since, cause)) = away.take() {
-                    push(&mut out, since, t, cause, 0);
-                }
                 if let Some((since, (class, name))) = c.before {
                     push(&mut out, since.unwrap_or(w0), t, cz.get(class, &name), 0);
                 }
-                away = c.now.map(|(class, name)| (t, cz.get(class, &name)));
+                let now = c.now.map(|(class, name)| cz.get(class, &name));
+                away = match (away.take(), now) {
+                    // one cause on both sides (a throttling through several tasks): one
+                    // interval
+                    (Some((since, cause)), Some(n)) if cause == n => Some((since, cause)),
+                    (Some((since, cause)), n) => {
+                        push(&mut out, since, t, cause, 0);
+                        n.map(|n| (t, n))
+                    }
+                    (None, n) => n.map(|n| (t, n)),
+                };
             }
             EventKind::Wakeup { .. } | EventKind::NapiPoll { .. } | EventKind::Other { .. } => {}
         }
