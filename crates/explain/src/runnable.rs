@@ -187,9 +187,10 @@ fn first_runner<'a>(evs: &[(u64, &'a EventKind)]) -> Option<&'a Task> {
     })
 }
 
-/// Calls `f(t, busy)` for every tick handler run on a CPU (`busy`: a task, not idle, ran
-/// since the previous one), and `gap(prev_t, t, busy, last_tick)` for every pair of
-/// consecutive events.
+/// Walks a CPU's sorted events while a task other than idle runs there: calls
+/// `tick(t, last_tick)` for every tick handler run (`last_tick`: the previous one in the
+/// same busy stretch), and `gap(prev_t, t, last_tick, ticks)` for every pair of
+/// consecutive events (`ticks`: how many the busy stretch has had so far).
 fn walk(
     evs: &[(u64, &EventKind)],
     mut tick: impl FnMut(u64, Option<u64>),
