@@ -419,6 +419,7 @@ mod tests {
                 tid,
                 tsc_hz: 1_000_000_000,
                 cpus: vec![0, 1],
+                complete: true,
             },
         )
     }

@@ -204,6 +204,7 @@ mod tests {
             tid: None,
             tsc_hz: 1_000_000_000,
             cpus: vec![0, 1],
+            complete: true,
         };
         let (all, few) = (
             build_watching(&evs, &opts, &w),

@@ -6,6 +6,8 @@
 //! - [`decode`]: the text of a tracefs `trace` file as typed events;
 //! - [`timeline`]: per-CPU cause intervals (IRQ, softirq, timer, IPI, NMI, workqueue,
 //!   preemption of a watched thread), nested, innermost wins;
+//! - [`runnable`]: causes told from who could run (rt throttling, a thread waiting for
+//!   its own, softirqs deferred to ksoftirqd, a vCPU that was not running);
 //! - [`filter`]: kernel-side event filters the timeline provably does without;
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
 //! - [`path`]: windows carried by several CPUs (a probe's trip), split by one rule;
@@ -30,6 +32,7 @@ mod pieces;
 pub mod raw;
 pub mod recording;
 pub mod render;
+pub mod runnable;
 pub mod sections;
 pub mod session;
 pub mod threads;

@@ -51,6 +51,7 @@ pub fn decode_recording(rec: &Recording) -> decode::Decoded {
 fn timeline_of(rec: &Recording, opts: &TimelineOptions, watch: Option<&Watch>) -> KernelTimeline {
     let mut o = opts.clone();
     o.cpus.extend(rec.cpus.iter().map(|c| c.cpu));
+    o.complete &= rec.lost() == 0 && rec.raw.as_ref().map_or(true, |r| r.events.lost == 0);
     if let Some(r) = &rec.raw {
         // straight from the compact store: no per-event copy of the kinds' strings
         let ks = raw::kinds(r);
@@ -130,6 +131,7 @@ mod tests {
                 tid: None,
                 tsc_hz: 1_000_000_000,
                 cpus: vec![],
+                complete: true,
             },
         );
         assert_eq!((kt.events, kt.malformed, kt.lost), (2, 1, 4));

@@ -26,13 +26,7 @@ pub fn unavailable_warning(a: &Attribution, consequence: &str) -> Option<String>
 /// A cause as a person reads it: `irq (virtio1-req.0)`, `preempted by task (hog)`,
 /// `outside the kernel`.
 pub fn cause_label(c: &CauseTime) -> String {
-    match c.class.as_str() {
-        "preempted" => format!("preempted by task ({})", c.name),
-        "outside_kernel" => "outside the kernel".to_string(),
-        "unexplained" => "unexplained".to_string(),
-        class if c.name.is_empty() => class.to_string(),
-        class => format!("{class} ({})", c.name),
-    }
+    crate::timeline::label(&c.class, &c.name)
 }
 
 /// `part` as a share of `whole`, `75.0%`; `-` when `whole` is 0.
@@ -100,10 +94,22 @@ pub fn steal_line(a: &Attribution) -> Option<String> {
         .iter()
         .map(|s| format!("CPU {} {}", s.cpu, format_ns(s.ns as f64)))
         .collect();
-    Some(format!(
+    let mut line = format!(
         "steal time during the run (/proc/stat, 10 ms resolution): {}",
         cpus.join(", ")
-    ))
+    );
+    if a.steal.iter().any(|s| s.silent_ns > 0) {
+        let silent: Vec<String> = a
+            .steal
+            .iter()
+            .map(|s| format!("CPU {} {}", s.cpu, format_ns(s.silent_ns as f64)))
+            .collect();
+        line.push_str(&format!(
+            "; silent past the tick with a task to run (vCPU not running): {}",
+            silent.join(", ")
+        ));
+    }
+    Some(line)
 }
 
 /// The ranked causes as an aligned table, a line on completeness first when it is partial.

@@ -16,8 +16,8 @@
 use crate::attribute::{attribute, AttributeOptions, Window, WindowSplit};
 use crate::path::{attribute_paths, PathWindow, Stall};
 use crate::recording::{kernel_timeline, kernel_timeline_watching, KernelTimeline};
-use crate::timeline::{TimelineOptions, Watch};
-use latlab_core::results::Attribution;
+use crate::timeline::{Class, Timeline, TimelineOptions, Watch};
+use latlab_core::results::{Attribution, CpuSteal};
 use latlab_sys::ktrace::{KtraceConfig, ReaderKind, Recorder, Recording, SwitchDrop};
 
 /// What a command asks of the kernel half.
@@ -68,6 +68,8 @@ pub struct KernelSession {
     recorder: Option<Recorder>,
     unavailable: Option<String>,
     cpus: Vec<u32>,
+    idle_switches_dropped: bool,
+    steal_before: Vec<(u32, u64)>,
 }
 
 /// The line a command prints when kernel events cannot be had and it carries on.
@@ -85,6 +87,8 @@ impl KernelSession {
             recorder: None,
             unavailable: None,
             cpus: req.cpus.clone(),
+            idle_switches_dropped: req.drop_idle_switches.is_some(),
+            steal_before: latlab_sys::host::steal_ns(),
         };
         if !req.enabled {
             s.unavailable = Some(req.disabled_reason.clone());
@@ -146,6 +150,8 @@ impl KernelSession {
             recording,
             unavailable,
             cpus: self.cpus,
+            idle_switches_dropped: self.idle_switches_dropped,
+            steal: CpuSteal::between(&self.steal_before, &latlab_sys::host::steal_ns()),
         }
     }
 }
@@ -159,6 +165,12 @@ pub struct KernelCollected {
     pub unavailable: Option<String>,
     /// The CPUs that were asked for.
     pub cpus: Vec<u32>,
+    /// The switches between the idle task and the watched threads were dropped in the
+    /// kernel: who ran is then not known from the switches alone.
+    pub idle_switches_dropped: bool,
+    /// Steal time per CPU over the session (`/proc/stat` at its finish less at its
+    /// start).
+    pub steal: Vec<CpuSteal>,
 }
 
 /// How to attribute windows with [`KernelCollected::attribute`].
@@ -197,6 +209,7 @@ impl KernelCollected {
             tid: o.tid,
             tsc_hz: o.tsc_hz,
             cpus: self.cpus.clone(),
+            complete: !self.idle_switches_dropped,
         };
         self.recording
             .as_ref()
@@ -235,6 +248,7 @@ impl KernelCollected {
             tid: None,
             tsc_hz: o.tsc_hz,
             cpus: self.cpus.clone(),
+            complete: !self.idle_switches_dropped,
         };
         let kt = self
             .recording
@@ -244,6 +258,7 @@ impl KernelCollected {
         let (mut a, splits) =
             attribute_paths(windows, kt.as_ref().map(|k| &k.timeline), stalls, &aopts);
         a.reader = kt.as_ref().map(|k| k.reader.clone());
+        a.steal = self.steal_beside(kt.as_ref().map(|k| &k.timeline), o.tsc_hz);
         (a, splits, kt)
     }
 
@@ -258,7 +273,32 @@ impl KernelCollected {
         let aopts = self.attribute_options(o, kt.as_ref().map_or(0, |k| k.lost));
         let (mut a, splits) = attribute(windows, kt.as_ref().map(|k| &k.timeline), &aopts);
         a.reader = kt.as_ref().map(|k| k.reader.clone());
+        a.steal = self.steal_beside(kt.as_ref().map(|k| &k.timeline), o.tsc_hz);
         (a, splits, kt)
+    }
+
+    /// The session's steal time per CPU, each with the time `timeline` shows that CPU not
+    /// running (*outside the kernel (vCPU not running)*) over the whole run.
+    pub fn steal_beside(&self, timeline: Option<&Timeline>, tsc_hz: u64) -> Vec<CpuSteal> {
+        self.steal
+            .iter()
+            .map(|s| {
+                let silent: u64 = timeline.and_then(|t| t.cpu(s.cpu)).map_or(0, |c| {
+                    c.intervals
+                        .iter()
+                        .filter(|i| {
+                            i.cause.class == Class::OutsideKernel
+                                && &*i.cause.name == crate::runnable::VCPU_NOT_RUNNING
+                        })
+                        .map(|i| i.end - i.start)
+                        .sum()
+                });
+                CpuSteal {
+                    silent_ns: crate::attribute::ns(silent, tsc_hz),
+                    ..s.clone()
+                }
+            })
+            .collect()
     }
 }
 

@@ -151,6 +151,7 @@ impl KernelCollected {
                     tid,
                     tsc_hz: o.tsc_hz,
                     cpus: cpus.clone(),
+                    complete: !self.idle_switches_dropped,
                 };
                 let kt = crate::recording::kernel_timeline(rec, &topts);
                 (out.events, out.malformed, lost) = (kt.events, kt.malformed, kt.lost);
@@ -205,6 +206,7 @@ t10-10 [000] d..2. 600: sched_switch: prev_comm=t10 prev_pid=10 prev_prio=120 pr
             }),
             unavailable: None,
             cpus: vec![0],
+            ..KernelCollected::default()
         }
     }
 

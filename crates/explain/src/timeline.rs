@@ -11,6 +11,7 @@
 //! the IRQ.
 
 use crate::decode::{Event, EventKind};
+use crate::runnable::{self, Switches};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -37,6 +38,16 @@ pub enum Class {
     /// Time around kernel events that no interval covers (entry/exit overhead, or a
     /// cause the recorder does not see).
     Unexplained,
+    /// A real-time thread was switched out while runnable and the idle task or a
+    /// `SCHED_OTHER` task ran until it came back: the kernel's real-time bandwidth limit
+    /// (`kernel.sched_rt_runtime_us`) or the fair deadline server (no name).
+    RtThrottling,
+    /// A watched thread was switched out while runnable for another watched thread of the
+    /// measurement on the same CPU (name: the one that ran).
+    OwnThread,
+    /// Softirq work deferred to `ksoftirqd` waited while another task held its CPU
+    /// (name: the task it waited behind).
+    SoftirqDeferred,
 }
 
 impl Class {
@@ -52,7 +63,29 @@ impl Class {
             Class::Nmi => "nmi",
             Class::OutsideKernel => "outside_kernel",
             Class::Unexplained => "unexplained",
+            Class::RtThrottling => "rt_throttling",
+            Class::OwnThread => "own_thread",
+            Class::SoftirqDeferred => "softirq_deferred",
         }
+    }
+}
+
+/// A cause as a person reads it, from its stored class and name: `irq (virtio1-req.0)`,
+/// `preempted by task (hog)`, `outside the kernel`, `outside the kernel (vCPU not
+/// running)`, `rt throttling`, `own thread (latlab-probe-tx) on the same CPU`,
+/// `softirq deferred to ksoftirqd (behind latlab-nf-a)`. The one spelling of every label
+/// (the timeline's causes and the stored ones print the same).
+pub fn label(class: &str, name: &str) -> String {
+    match (class, name) {
+        ("preempted", n) => format!("preempted by task ({n})"),
+        ("outside_kernel", "") => "outside the kernel".to_string(),
+        ("outside_kernel", n) => format!("outside the kernel ({n})"),
+        ("unexplained", _) => "unexplained".to_string(),
+        ("rt_throttling", _) => "rt throttling".to_string(),
+        ("own_thread", n) => format!("own thread ({n}) on the same CPU"),
+        ("softirq_deferred", n) => format!("softirq deferred to ksoftirqd (behind {n})"),
+        (class, "") => class.to_string(),
+        (class, n) => format!("{class} ({n})"),
     }
 }
 
@@ -78,13 +111,7 @@ impl Cause {
 
 impl fmt::Display for Cause {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.class {
-            Class::Preempted => write!(f, "preempted by task ({})", self.name),
-            Class::OutsideKernel => f.write_str("outside the kernel"),
-            Class::Unexplained => f.write_str("unexplained"),
-            c if self.name.is_empty() => f.write_str(c.as_str()),
-            c => write!(f, "{} ({})", c.as_str(), self.name),
-        }
+        f.write_str(&label(self.class.as_str(), &self.name))
     }
 }
 
@@ -185,6 +212,10 @@ pub struct TimelineOptions {
     pub tsc_hz: u64,
     /// The CPUs traced (a CPU without events still gets an empty timeline).
     pub cpus: Vec<u32>,
+    /// Every event on the traced CPUs was recorded: none lost, no switch filtered out in
+    /// the kernel. Only then is a CPU's silence evidence ([`crate::runnable`]: a CPU
+    /// that logged nothing past its tick while a task ran there was not running).
+    pub complete: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -296,12 +327,33 @@ pub(crate) fn build_per_cpu<'a>(
     all.sort_unstable();
     all.dedup();
     let mut causes = Causes::default();
+    let sorted = |cpu: u32| {
+        let mut evs = of(cpu);
+        evs.sort_by_key(|e| e.0);
+        evs
+    };
+    // Silence is evidence only where every event was recorded, and only for a
+    // measurement of several threads (a single thread's own gaps already say when it lost
+    // its CPU). The period takes a pass of its own over the CPUs, so that one CPU's events
+    // at a time are held, as without it.
+    let period = (opts.complete && watch.is_some())
+        .then(|| {
+            let mut d = Vec::new();
+            for &cpu in &all {
+                runnable::tick_spacings(&sorted(cpu), opts.tsc_hz / 10, &mut d);
+            }
+            runnable::tick_period(d)
+        })
+        .flatten();
     let cpus = all
         .into_iter()
         .map(|cpu| {
-            let mut evs = of(cpu);
-            evs.sort_by_key(|e| e.0);
-            build_cpu(cpu, &evs, opts, watch, &mut causes)
+            let evs = sorted(cpu);
+            let mut c = build_cpu(cpu, &evs, opts, watch, &mut causes);
+            if let Some(p) = period {
+                add_silence(&mut c, &evs, p, opts.window, &mut causes);
+            }
+            c
         })
         .collect();
     Timeline { cpus }
@@ -318,9 +370,11 @@ fn build_cpu(
     let mut out: Vec<Interval> = Vec::new();
     let mut stack: Vec<Open> = Vec::new();
     let mut prev_tsc: Option<u64> = None;
-    // preemption of the watched thread: (since, running comm)
-    let mut away: Option<(u64, String)> = None;
-    let mut seen_tid_switch = false;
+    // a stretch in which the watched thread(s) could not run: (since, why)
+    let mut away: Option<(u64, Cause)> = None;
+    let mut switches = Switches::default();
+    // whether the hrtimer that last ran here is the tick (which wakes nobody)
+    let mut tick = false;
     // work items whose kworker was switched out mid-item: (kworker pid, the item)
     let mut suspended_work: Vec<(i32, Cause)> = Vec::new();
     let push = |out: &mut Vec<Interval>, start: u64, end: u64, cause: Cause, depth: u32| {
@@ -360,43 +414,57 @@ fn build_cpu(
             EventKind::IrqEntry { irq, name } => {
                 open(Key::Irq(*irq), cz.get(Class::Irq, name), &mut stack)
             }
-            EventKind::IrqExit { irq } => close(
-                Key::Irq(*irq),
-                cz.get(Class::Irq, &format!("irq {irq}")),
-                &mut stack,
-                &mut out,
-            ),
+            EventKind::IrqExit { irq } => {
+                close(
+                    Key::Irq(*irq),
+                    cz.get(Class::Irq, &format!("irq {irq}")),
+                    &mut stack,
+                    &mut out,
+                );
+                switches.context_end(t, false, false);
+            }
             EventKind::SoftirqEntry { vec, action } => open(
                 Key::Softirq(*vec),
                 cz.get(Class::Softirq, action),
                 &mut stack,
             ),
-            EventKind::SoftirqExit { vec } => close(
-                Key::Softirq(*vec),
-                cz.get(Class::Softirq, &format!("vec{vec}")),
-                &mut stack,
-                &mut out,
-            ),
+            EventKind::SoftirqExit { vec } => {
+                close(
+                    Key::Softirq(*vec),
+                    cz.get(Class::Softirq, &format!("vec{vec}")),
+                    &mut stack,
+                    &mut out,
+                );
+                switches.context_end(t, true, false);
+            }
             EventKind::VectorEntry { vector } => open(
                 Key::Vector(vector.clone()),
                 cz.get(vector_class(vector), vector),
                 &mut stack,
             ),
-            EventKind::VectorExit { vector } => close(
-                Key::Vector(vector.clone()),
-                cz.get(vector_class(vector), vector),
-                &mut stack,
-                &mut out,
-            ),
+            EventKind::VectorExit { vector } => {
+                close(
+                    Key::Vector(vector.clone()),
+                    cz.get(vector_class(vector), vector),
+                    &mut stack,
+                    &mut out,
+                );
+                // the timer interrupt that ran only the tick woke nobody
+                switches.context_end(t, false, vector == "local_timer" && tick);
+            }
             EventKind::HrtimerEntry { function } => {
+                tick = runnable::is_tick(function);
                 open(Key::Hrtimer, cz.get(Class::Timer, function), &mut stack)
             }
-            EventKind::HrtimerExit => close(
-                Key::Hrtimer,
-                cz.get(Class::Timer, "hrtimer"),
-                &mut stack,
-                &mut out,
-            ),
+            EventKind::HrtimerExit => {
+                close(
+                    Key::Hrtimer,
+                    cz.get(Class::Timer, "hrtimer"),
+                    &mut stack,
+                    &mut out,
+                );
+                switches.context_end(t, false, tick);
+            }
             EventKind::WorkStart { function } => {
                 open(Key::Work, cz.get(Class::Workqueue, function), &mut stack)
             }
@@ -417,7 +485,11 @@ fn build_cpu(
                     stack.len() as u32 + 1,
                 );
             }
-            EventKind::Switch { prev, next, .. } => {
+            EventKind::Switch {
+                prev,
+                prev_state,
+                next,
+            } => {
                 // A work item runs in its kworker's process context: it owns the CPU only
                 // while that kworker runs. Switched out (it slept on I/O, or was
                 // preempted), the item ends here and resumes when the kworker comes back;
@@ -434,42 +506,21 @@ fn build_cpu(
                     let (_, cause) = suspended_work.remove(i);
                     open(Key::Work, cause, &mut stack);
                 }
-                if let Some(w) = watch {
-                    let foreign = |t: &crate::decode::Task| t.pid != 0 && !w.watches(t);
-                    match away.take() {
-                        Some((since, comm)) => {
-                            push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
-                        }
-                        None if !seen_tid_switch && foreign(prev) => {
-                            push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
-                        }
-                        None => {}
-                    }
-                    if foreign(next) {
-                        away = Some((t, next.comm.clone()));
-                    }
-                    seen_tid_switch = true;
-                } else if let Some(tid) = opts.tid {
-                    if prev.pid == tid {
-                        away = Some((t, next.comm.clone()));
-                    } else if next.pid == tid {
-                        match away.take() {
-                            Some((since, comm)) => {
-                                push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0)
-                            }
-                            None if !seen_tid_switch => {
-                                push(&mut out, w0, t, cz.get(Class::Preempted, &prev.comm), 0)
-                            }
-                            None => {}
-                        }
-                    } else if let Some((since, comm)) = away.take() {
-                        push(&mut out, since, t, cz.get(Class::Preempted, &comm), 0);
-                        away = Some((t, next.comm.clone()));
-                    }
-                    if prev.pid == tid || next.pid == tid {
-                        seen_tid_switch = true;
-                    }
+                let c = switches.switch(t, (prev, prev_state, next), watch, opts.tid);
+                if let Some((since, (class, name))) = c.before {
+                    push(&mut out, since.unwrap_or(w0), t, cz.get(class, &name), 0);
                 }
+                let now = c.now.map(|(class, name)| cz.get(class, &name));
+                away = match (away.take(), now) {
+                    // one cause on both sides (a throttling through several tasks): one
+                    // interval
+                    (Some((since, cause)), Some(n)) if cause == n => Some((since, cause)),
+                    (Some((since, cause)), n) => {
+                        push(&mut out, since, t, cause, 0);
+                        n.map(|n| (t, n))
+                    }
+                    (None, n) => n.map(|n| (t, n)),
+                };
             }
             EventKind::Wakeup { .. } | EventKind::NapiPoll { .. } | EventKind::Other { .. } => {}
         }
@@ -479,8 +530,8 @@ fn build_cpu(
         let depth = stack.len() as u32 + 1;
         push(&mut out, o.start, w1, o.cause, depth);
     }
-    if let Some((since, comm)) = away {
-        push(&mut out, since, w1, cz.get(Class::Preempted, &comm), 0);
+    if let Some((since, cause)) = away {
+        push(&mut out, since, w1, cause, 0);
     }
     out.sort_by_key(|iv| (iv.start, iv.depth));
     let segments = flatten(&out);
@@ -490,6 +541,35 @@ fn build_cpu(
         segments,
         events: evs.iter().map(|e| e.0).collect(),
     }
+}
+
+/// Adds the stretches in which `c`'s CPU was not running ([`runnable::silent_stretches`])
+/// as the innermost intervals, and re-cuts its segments.
+fn add_silence(
+    c: &mut CpuTimeline,
+    evs: &[(u64, &EventKind)],
+    period: u64,
+    (w0, w1): (u64, u64),
+    cz: &mut Causes,
+) {
+    let silent = runnable::silent_stretches(evs, period);
+    if silent.is_empty() {
+        return;
+    }
+    let cause = cz.get(Class::OutsideKernel, runnable::VCPU_NOT_RUNNING);
+    for (a, b) in silent {
+        let (a, b) = (a.max(w0), b.min(w1));
+        if b > a {
+            c.intervals.push(Interval {
+                start: a,
+                end: b,
+                cause: cause.clone(),
+                depth: u32::MAX,
+            });
+        }
+    }
+    c.intervals.sort_by_key(|iv| (iv.start, iv.depth));
+    c.segments = flatten(&c.intervals);
 }
 
 /// Splits possibly nested intervals into disjoint segments, each owned by the deepest
@@ -539,6 +619,7 @@ pub(crate) fn watching_latlab(events: &[Event], end: u64) -> Timeline {
             tid: None,
             tsc_hz: 1_000_000_000,
             cpus: vec![0, 1],
+            complete: true,
         },
         &Watch {
             tids: vec![],
@@ -568,6 +649,7 @@ mod tests {
             tid,
             tsc_hz: 1_000_000_000,
             cpus: vec![],
+            complete: true,
         }
     }
     fn sw(prev: (&str, i32), next: (&str, i32)) -> EventKind {

@@ -1,5 +1,7 @@
 //! Real-time throttling switched off for one run: `kernel.sched_rt_runtime_us = -1` while
-//! an [`Unthrottled`] guard lives, the previous value written back when it is dropped.
+//! an [`Unthrottled`] guard lives, the previous value written back when it is dropped
+//! ([`Unthrottled::set`] holds another value the same way, for a run that needs the
+//! throttling on).
 //!
 //! With the default limit (950000 of every 1000000 µs) a `SCHED_FIFO` thread that never
 //! sleeps — a generator spinning between 10 µs gaps, a busy-polling NF — is stopped for
@@ -24,6 +26,7 @@ pub const RT_RUNTIME_PATH: &str = "/proc/sys/kernel/sched_rt_runtime_us";
 pub struct Unthrottled {
     path: PathBuf,
     previous: i64,
+    set: i64,
     changed: bool,
 }
 
@@ -57,14 +60,34 @@ impl Unthrottled {
     /// # Errors
     /// The file cannot be read or written.
     pub fn engage_at(path: &Path) -> io::Result<Unthrottled> {
+        Unthrottled::set_at(path, -1)
+    }
+
+    /// Sets the running kernel's limit to `limit` µs per period (-1: off) while the
+    /// guard lives: a test that needs throttling on (the default 950000) whatever an
+    /// earlier run left.
+    ///
+    /// # Errors
+    /// The file cannot be read or written (writing needs root).
+    pub fn set(limit: i64) -> io::Result<Unthrottled> {
+        Unthrottled::set_at(Path::new(RT_RUNTIME_PATH), limit)
+    }
+
+    /// Sets the limit in the file at `path` to `limit` while the guard lives. When it
+    /// already holds `limit` nothing is written and nothing will be restored.
+    ///
+    /// # Errors
+    /// The file cannot be read or written.
+    pub fn set_at(path: &Path, limit: i64) -> io::Result<Unthrottled> {
         let previous = read_limit(path)?;
-        let changed = previous != -1;
+        let changed = previous != limit;
         if changed {
-            std::fs::write(path, "-1\n")?;
+            std::fs::write(path, format!("{limit}\n"))?;
         }
         Ok(Unthrottled {
             path: path.to_path_buf(),
             previous,
+            set: limit,
             changed,
         })
     }
@@ -95,6 +118,7 @@ impl Unthrottled {
         self.changed.then(|| Undo {
             path: self.path.clone(),
             previous: self.previous,
+            set: self.set,
         })
     }
 
@@ -106,6 +130,7 @@ impl Unthrottled {
         Undo {
             path: self.path.clone(),
             previous: self.previous,
+            set: self.set,
         }
         .apply()
     }
@@ -116,16 +141,17 @@ impl Unthrottled {
 pub struct Undo {
     path: PathBuf,
     previous: i64,
+    set: i64,
 }
 
 impl Undo {
-    /// Writes the previous limit back unless the limit is no longer -1 (restored already,
-    /// or set by somebody else): applying it twice writes once.
+    /// Writes the previous limit back unless the limit is no longer the one the guard set
+    /// (restored already, or set by somebody else): applying it twice writes once.
     ///
     /// # Errors
     /// The file cannot be read or written.
     pub fn apply(&self) -> io::Result<()> {
-        if read_limit(&self.path)? == -1 {
+        if read_limit(&self.path)? == self.set {
             std::fs::write(&self.path, format!("{}\n", self.previous))?;
         }
         Ok(())
@@ -174,6 +200,23 @@ mod tests {
         assert!(g.changed());
         drop(g);
         assert_eq!(read_limit(&p).unwrap(), 950_000);
+    }
+
+    #[test]
+    fn a_limit_set_for_a_run_is_put_back_as_it_was() {
+        let (p, _rm) = file("-1\n");
+        let g = Unthrottled::set_at(&p, 950_000).unwrap();
+        assert_eq!(read_limit(&p).unwrap(), 950_000);
+        assert_eq!((g.previous(), g.changed()), (-1, true));
+        drop(g);
+        assert_eq!(read_limit(&p).unwrap(), -1);
+        // already at the asked value: nothing to put back
+        let (q, _rm) = file("950000");
+        let g = Unthrottled::set_at(&q, 950_000).unwrap();
+        assert!(!g.changed() && g.undo().is_none());
+        std::fs::write(&q, "-1").unwrap();
+        drop(g);
+        assert_eq!(read_limit(&q).unwrap(), -1, "not the guard's to restore");
     }
 
     #[test]

@@ -312,6 +312,7 @@ fn explained_result(dir: &Path) -> PathBuf {
         steal: vec![CpuSteal {
             cpu: 1,
             ns: 10_000_000,
+            silent_ns: 0,
         }],
         ..Attribution::default()
     });

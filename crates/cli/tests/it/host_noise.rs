@@ -219,6 +219,84 @@ fn a_fifo_hog_is_found_as_preemption_by_its_comm() {
     );
 }
 
+/// The kernel's real-time bandwidth limit stops a spinning SCHED_FIFO thread for up to
+/// 50 ms of every second (the default `kernel.sched_rt_runtime_us` 950000 of 1000000): the
+/// run names it `rt throttling` with its time, and `latlab explain` shows it. The limit is
+/// held at 950000 for the run through latlab's own guard, which puts back what was there
+/// when it drops, the test failing or not.
+#[test]
+fn a_throttled_fifo_spinner_names_rt_throttling_with_its_time() {
+    require_root!("SCHED_FIFO and kernel.sched_rt_runtime_us");
+    let _turn = system_turn();
+    let before = latlab_sys::rt_throttle::read_limit(std::path::Path::new(
+        latlab_sys::rt_throttle::RT_RUNTIME_PATH,
+    ))
+    .unwrap();
+    let limit = latlab_sys::rt_throttle::Unthrottled::set(950_000).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("throttled.json");
+    let cpu = measured_cpu().to_string();
+    let res = latlab()
+        .args([
+            "host", "noise", "--cpu", &cpu, "--fifo", "50", "-d", "3s", "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    drop(limit);
+    assert_eq!(
+        latlab_sys::rt_throttle::read_limit(std::path::Path::new(
+            latlab_sys::rt_throttle::RT_RUNTIME_PATH
+        ))
+        .unwrap(),
+        before,
+        "the limit is back"
+    );
+    let stdout = ok(&res);
+    assert!(stdout.contains("rt throttling"), "{stdout}");
+    let r = ResultFile::load(&out).unwrap();
+    let d = NoiseData::from_result(&r).unwrap();
+    let a = r.explain.as_ref().unwrap();
+    assert!(a.unavailable.is_none(), "{:?}", a.unavailable);
+    let throttled = a.class_time_ns("rt_throttling");
+    let per_s = throttled as f64 / (d.elapsed_ns as f64 / 1e9) / 1e6;
+    eprintln!(
+        "rt throttling: {:.1} ms of {:.1} ms noise in {:.2} s ({per_s:.1} ms/s)",
+        throttled as f64 / 1e6,
+        d.noise_ns as f64 / 1e6,
+        d.elapsed_ns as f64 / 1e9
+    );
+    // at most 50 ms of each 1-s period; a 3-s run spans three periods, or parts of four
+    assert!(
+        (15.0..=70.0).contains(&per_s),
+        "{per_s:.1} ms/s of rt throttling; causes {:?}",
+        a.causes
+    );
+    assert!(
+        throttled * 2 >= a.excess_ns,
+        "rt throttling {throttled} ns of {} ns excess: {:?}",
+        a.excess_ns,
+        a.causes
+    );
+    // nothing of it is called the idle task's preemption any more
+    assert!(
+        a.causes
+            .iter()
+            .all(|c| !(c.class == "preempted" && c.name.starts_with("swapper"))),
+        "{:?}",
+        a.causes
+    );
+    let text = ok(&latlab().arg("explain").arg(&out).output().unwrap());
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("rt throttling "))
+        .unwrap_or_else(|| panic!("no rt throttling row in: {text}"));
+    assert!(
+        row.contains(&latlab_core::units::format_ns(throttled as f64)),
+        "{row} vs {throttled} ns"
+    );
+}
+
 #[test]
 fn an_idle_run_reports_its_explained_share() {
     require_root!("tracefs");

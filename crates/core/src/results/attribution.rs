@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CauseTime {
     /// The class: `irq`, `softirq`, `timer`, `ipi`, `preempted`, `workqueue`, `nmi`,
-    /// `outside_kernel` or `unexplained`.
+    /// `rt_throttling`, `own_thread`, `softirq_deferred`, `outside_kernel` or
+    /// `unexplained`.
     pub class: String,
     /// Within the class: the IRQ's name, the softirq vector, the hrtimer function, the
     /// IPI kind, the preempting task's comm, the work function; empty where the class has
@@ -165,6 +166,13 @@ pub struct CpuSteal {
     pub cpu: u32,
     /// Steal time, ns (the kernel counts it in USER_HZ ticks, 10 ms here).
     pub ns: u64,
+    /// The time the kernel events show this CPU not running while a task ran there
+    /// (*outside the kernel (vCPU not running)*: silent past its tick) over the whole
+    /// run, ns; the figure to hold against `ns`. 0 where none was found, where the
+    /// recording could not show it (one watched thread, events lost or filtered), and in
+    /// files written before it was recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub silent_ns: u64,
 }
 
 impl CpuSteal {
@@ -177,6 +185,7 @@ impl CpuSteal {
                 Some(CpuSteal {
                     cpu,
                     ns: a.saturating_sub(b),
+                    silent_ns: 0,
                 })
             })
             .collect()
