@@ -247,6 +247,13 @@ pub fn print_idle(r: &latlab_core::results::ResultFile) {
     }
 }
 
+/// The one line on what `--isolate` changed for the run, when it isolated CPUs.
+pub fn print_isolation(r: &latlab_core::results::ResultFile) {
+    if let Some(iso) = &r.provenance.isolation {
+        println!("{}", iso.summary());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

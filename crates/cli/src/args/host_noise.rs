@@ -37,6 +37,8 @@ pub struct NoiseArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// The one resolve step of `latlab host noise` (the library validates the result once).

@@ -7,6 +7,7 @@ mod experiment;
 mod explain;
 mod host_breakdown;
 mod host_clocks;
+mod host_isolate;
 mod host_noise;
 mod net;
 mod net_agents;
@@ -70,6 +71,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Host(HostCommand::Noise(a)) => host_noise::run(a, argv),
         Command::Host(HostCommand::HoldIdle(a)) => hold_idle_cmd(a),
+        Command::Host(HostCommand::Isolate(a)) => host_isolate::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),
