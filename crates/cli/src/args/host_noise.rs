@@ -68,4 +68,9 @@ pub struct ExplainArgs {
     /// several).
     #[arg(long)]
     pub json: bool,
+    /// For each top cause, what removes it: the flag or command (runtime, e.g. --isolate)
+    /// or the kernel boot parameter (boot-only), its share of the excess, the knob and its
+    /// kernel documentation.
+    #[arg(long, conflicts_with = "json")]
+    pub advise: bool,
 }

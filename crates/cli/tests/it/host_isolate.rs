@@ -347,3 +347,71 @@ fn noise_with_isolate_records_the_changes_and_restores_them() {
     assert!(iso.boot_advice.iter().any(|a| a.starts_with("nohz_full=")));
     assert_same(&before, &values(&[]), "after host noise --isolate");
 }
+
+/// `latlab explain --advise` on a stored result (`host noise --cpu 1 --fifo 50`, kernel
+/// events on): each top cause with its share of the excess as the causes table prints it,
+/// runtime or boot-only, and the remedy on the CPU of the tail; the report's "Why the
+/// tail" section has the same rows.
+#[test]
+fn advise_names_the_remedy_of_each_top_cause_and_the_report_shows_it() {
+    let f = fixture("host-noise-explained.json");
+    let r = latlab_core::results::ResultFile::load(&f).unwrap();
+    let a = r.explain.clone().expect("the fixture has an attribution");
+    let text = ok(&latlab()
+        .args(["explain", "--advise"])
+        .arg(&f)
+        .output()
+        .unwrap());
+    let advice = latlab_explain::remedy::advise(&a, latlab_explain::render::ADVISE_TOP);
+    assert_eq!(
+        advice.len(),
+        latlab_explain::render::ADVISE_TOP.min(a.causes.len())
+    );
+    let (_, after) = text
+        .split_once("what removes the top causes")
+        .unwrap_or_else(|| panic!("{text}"));
+    let lines: Vec<&str> = after
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with(' '))
+        .filter(|l| l.contains("%  "))
+        .collect();
+    assert_eq!(lines.len(), advice.len(), "{after}");
+    let mut top: Vec<_> = a.causes.iter().filter(|c| c.time_ns > 0).collect();
+    top.sort_by_key(|c| std::cmp::Reverse(c.time_ns));
+    for ((line, c), v) in lines.iter().zip(&top).zip(&advice) {
+        let label = latlab_explain::render::cause_label(c);
+        let share = latlab_explain::render::share(c.time_ns, a.excess_ns);
+        assert!(
+            line.contains(&label) && line.contains(&share),
+            "{line} ({label} {share})"
+        );
+        assert!(
+            line.contains(&format!("[{}]", v.remedy.kind.as_str())),
+            "{line}"
+        );
+    }
+    // the tail was on CPU 1: its runtime remedies isolate CPU 1, the tick needs a reboot
+    assert!(a.worst.iter().all(|w| w.cpu == 1));
+    assert!(text.contains("[runtime]  --isolate 1 "), "{text}");
+    assert!(
+        text.contains("timer (local_timer)  [boot-only]  nohz_full=1"),
+        "{text}"
+    );
+    assert!(text.contains("Documentation/"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let html = report_html([&f], &dir.path().join("r.html"), &["--no-figures"]);
+    let s = section(&html, "why-the-tail-host-noise");
+    let rows =
+        crate::host_noise::table_rows(s, "What removes the top causes (latlab explain --advise)");
+    assert_eq!(rows.len(), advice.len());
+    for (row, v) in rows.iter().zip(&advice) {
+        assert_eq!(row[0], crate::host_noise::html_escaped(&v.cause));
+        assert_eq!(row[3], v.remedy.kind.as_str());
+        assert_eq!(row[2], crate::host_noise::html_escaped(&v.remedy.change));
+    }
+    assert_usage_error(
+        ["explain", "--advise", "--json", f.to_str().unwrap()],
+        &["--advise", "--json"],
+    );
+}
