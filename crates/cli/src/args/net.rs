@@ -212,6 +212,8 @@ pub struct NfArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// I/O mode.
@@ -416,6 +418,8 @@ pub struct ProbeArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// Testbed action.

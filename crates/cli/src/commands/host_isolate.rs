@@ -65,6 +65,16 @@ fn summary(iso: &Isolation) -> String {
     s
 }
 
+/// An isolation undone by [`release`] when dropped.
+pub struct Released(pub Isolation);
+
+impl Drop for Released {
+    fn drop(&mut self) {
+        let iso = std::mem::replace(&mut self.0, Isolation::empty());
+        release(iso);
+    }
+}
+
 /// Undoes an isolation, saying on stderr what could not be undone.
 pub fn release(iso: Isolation) {
     for r in iso.restore() {

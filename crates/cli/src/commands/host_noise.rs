@@ -11,12 +11,6 @@ pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
     let outs = crate::output::outputs("host-noise", &a.out, None)?;
     r.started_utc = outs.started_utc;
     let quiet = a.out.quiet;
-    let isolation = a
-        .isolate
-        .isolate
-        .as_ref()
-        .map(|cpus| super::host_isolate::engage(&cpus.0, quiet))
-        .transpose()?;
     let mut bar = crate::output::Bar::new(quiet);
     bar.0.set_prefix("host noise");
     let pb = bar.0.clone();
@@ -32,9 +26,6 @@ pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
         &mut bar,
     );
     drop(bar);
-    if let Some(iso) = isolation {
-        super::host_isolate::release(iso);
-    }
     let written = written.map_err(|e| match e {
         NoiseError::Config(m) => usage(m),
         other => anyhow::Error::new(other),
@@ -52,7 +43,6 @@ pub fn run(a: NoiseArgs, argv: Vec<String>) -> anyhow::Result<()> {
             println!("warning: {w}");
         }
         crate::output::print_idle(&saved);
-        crate::output::print_isolation(&saved);
         println!("result: {}", written.result.display());
     }
     Ok(())

@@ -174,6 +174,14 @@ pub struct Isolation {
 }
 
 impl Isolation {
+    /// An isolation that changed nothing.
+    pub fn empty() -> Isolation {
+        Isolation {
+            changes: Vec::new(),
+            record: IsolationRecord::default(),
+        }
+    }
+
     /// What was changed and what was refused.
     pub fn record(&self) -> &IsolationRecord {
         &self.record
