@@ -282,8 +282,12 @@ impl Isolation {
                 let hk = crate::sched::format_cpu_list(&self.record.housekeeping);
                 let c = journal.make_dir(dir)?;
                 self.done("cpuset", c);
-                std::fs::write(dir.join("cpuset.cpus"), &hk)?;
-                std::fs::write(dir.join("cpuset.mems"), mems)?;
+                for (file, value) in [("cpuset.cpus", hk.as_str()), ("cpuset.mems", mems)] {
+                    let path = dir.join(file);
+                    std::fs::write(&path, value).map_err(|e| {
+                        std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+                    })?;
+                }
                 for (pid, comm) in procs {
                     match journal.move_to_cgroup(*pid, root, dir) {
                         Ok(c) => self.done("cpuset", c),
