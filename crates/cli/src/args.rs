@@ -243,6 +243,40 @@ The hold is system-wide and ends when the command exits (or latlab dies). Needs 
 (exit 3 without). A command that cannot start exits 1; otherwise the exit status is the
 command's own (128 + N when signal N ended it).")]
     HoldIdle(HoldIdleArgs),
+    /// Isolate CPUs at run time while a command runs: device IRQs, unbound workqueues,
+    /// other user processes (a cgroup v1 cpuset of the other CPUs) and the kernel threads
+    /// that allow it moved off them, timer migration off, vmstat work rarer, real-time
+    /// throttling off; every value restored after. Exits with the command's status.
+    #[command(after_help = "Examples:
+  latlab host isolate --cpus 1 --dry-run
+  latlab host isolate --cpus 1 -- cyclictest -m -p 90 -a 1 -D 10s
+  latlab host isolate --undo
+
+Every change is written to an undo journal (/run/latlab/journal) before it is made, so it
+is undone when the command ends, on Ctrl-C, and — after SIGKILL — by the next latlab
+command (or --undo). Boot-only isolation (isolcpus, nohz_full, rcu_nocbs, irqaffinity) is
+printed as advice, never applied. Needs root (exit 3 without); --dry-run lists the changes
+without root. A list naming an offline CPU or leaving no other CPU exits 2. See
+docs/host.md.")]
+    Isolate(IsolateArgs),
+}
+
+/// Options of `latlab host isolate`.
+#[derive(Debug, Args)]
+pub struct IsolateArgs {
+    /// The CPUs to isolate, e.g. 1 or 2-3,5 (at least one online CPU must stay out).
+    #[arg(long, value_name = "LIST", value_parser = common::cpu_set_arg, required_unless_present = "undo")]
+    pub cpus: Option<common::CpuSet>,
+    /// List every change that would be made, change nothing (no root needed).
+    #[arg(long, conflicts_with = "undo")]
+    pub dry_run: bool,
+    /// Undo the changes of latlab processes that ended without undoing them, and say what
+    /// was undone.
+    #[arg(long, conflicts_with = "cpus")]
+    pub undo: bool,
+    /// The command and its arguments, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 /// Options of `latlab host hold-idle`.

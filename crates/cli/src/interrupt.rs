@@ -63,17 +63,29 @@ fn watch() {
 
 /// Registers putting real-time throttling back, when `g` switched it off.
 pub fn restore_throttling(g: &Option<latlab_sys::rt_throttle::Unthrottled>) -> anyhow::Result<()> {
-    use latlab_sys::rt_throttle::Unthrottled;
-    let Some(undo) = g.as_ref().and_then(Unthrottled::undo) else {
+    if g.as_ref()
+        .is_some_and(latlab_sys::rt_throttle::Unthrottled::changed)
+    {
+        undo_journal_on_signal()?;
+    }
+    Ok(())
+}
+
+/// Registers undoing every change in this process's undo journal (real-time throttling,
+/// `--isolate`'s changes, …), once.
+pub fn undo_journal_on_signal() -> anyhow::Result<()> {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    if ONCE.set(()).is_err() {
         return Ok(());
-    };
-    on_signal(move || {
-        let was = undo.previous();
-        match undo.apply() {
-            Ok(()) => format!("kernel.sched_rt_runtime_us back to {was}"),
-            Err(e) => format!(
-                "kernel.sched_rt_runtime_us NOT restored ({e}): sysctl -w kernel.sched_rt_runtime_us={was}"
-            ),
+    }
+    on_signal(|| {
+        let done = latlab_sys::journal::Journal::process().restore_all();
+        if done.is_empty() {
+            return "nothing to undo".into();
         }
+        done.into_iter()
+            .map(|r| r.unwrap_or_else(|e| e))
+            .collect::<Vec<_>>()
+            .join("; ")
     })
 }

@@ -34,12 +34,23 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return exit::clap_error(e),
     };
+    // changes to the system left by latlab processes that were killed before undoing them
+    for r in latlab_sys::journal::replay_dead(&latlab_sys::journal::dir()) {
+        eprintln!("{}", r.line());
+    }
     // the idle states at the start, for every result's provenance (entries counted from here)
     latlab_sys::idle::mark_start();
     let done = commands::run(cli, argv);
     // a signal's undo steps may be under way (and may be why the run failed): they end
     // the process, not this
     interrupt::settle();
+    // anything a command left open (one that ended through `std::process::exit` does so
+    // itself)
+    for r in latlab_sys::journal::Journal::process().restore_all() {
+        if let Err(e) = r {
+            eprintln!("latlab: {e}");
+        }
+    }
     match done {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => exit::report(&e),

@@ -240,10 +240,14 @@ pub fn plot_ccdf(
 }
 
 /// The one line on the run's idle policy (`idle: haltpoll, CPUs 0,1 halted … ; not held`)
-/// that measuring commands print before the result's path, when the result records one.
+/// that measuring commands print before the result's path, when the result records one,
+/// and the one on what `--isolate` changed, when it isolated CPUs.
 pub fn print_idle(r: &latlab_core::results::ResultFile) {
     if let Some(idle) = &r.provenance.idle {
         println!("{}", idle.summary());
+    }
+    if let Some(iso) = &r.provenance.isolation {
+        println!("{}", iso.summary());
     }
 }
 

@@ -12,6 +12,7 @@
 //! - [`gaps`]: a preallocated gap recorder for spinning loops;
 //! - [`path`]: windows carried by several CPUs (a probe's trip), split by one rule;
 //! - [`render`]: an attribution as terminal text;
+//! - [`remedy`]: for each cause, the change that removes it (run time or boot only);
 //! - [`sections`]: the report's "Why the tail" section, for any result with an attribution;
 //! - [`session`]: the kernel half of `--explain` as every command uses it (start, finish,
 //!   attribute; a missing kernel half is a notice, never an error);
@@ -31,6 +32,7 @@ pub mod path;
 mod pieces;
 pub mod raw;
 pub mod recording;
+pub mod remedy;
 pub mod render;
 pub mod runnable;
 pub mod sections;

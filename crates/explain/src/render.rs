@@ -29,6 +29,40 @@ pub fn cause_label(c: &CauseTime) -> String {
     crate::timeline::label(&c.class, &c.name)
 }
 
+/// How many causes `latlab explain --advise` and the report advise on.
+pub const ADVISE_TOP: usize = 5;
+
+/// `latlab explain --advise`: for each of the top causes, its share of the excess, whether
+/// its remedy is a run-time change or boot-only, the remedy, and the knob with its kernel
+/// documentation.
+pub fn advice_text(a: &Attribution) -> String {
+    let mut out = String::new();
+    for v in crate::remedy::advise(a, ADVISE_TOP) {
+        out.push_str(&format!(
+            "{:>6.1}%  {}  [{}]  {}\n",
+            v.share * 100.0,
+            v.cause,
+            v.remedy.kind.as_str(),
+            v.remedy.change
+        ));
+        if !v.remedy.knob.is_empty() || !v.remedy.doc.is_empty() {
+            let sep = if v.remedy.knob.is_empty() || v.remedy.doc.is_empty() {
+                ""
+            } else {
+                " — "
+            };
+            out.push_str(&format!(
+                "         {}{sep}{}\n",
+                v.remedy.knob, v.remedy.doc
+            ));
+        }
+    }
+    if out.is_empty() {
+        out.push_str("no cause with time: nothing to advise\n");
+    }
+    out
+}
+
 /// `part` as a share of `whole`, `75.0%`; `-` when `whole` is 0.
 pub fn share(part: u64, whole: u64) -> String {
     if whole == 0 {

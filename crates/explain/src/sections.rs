@@ -111,6 +111,10 @@ pub fn run_blocks(label: &str, a: &Attribution) -> Vec<Block> {
         out.push(Block::Warnings(warnings));
     }
     out.push(Block::Table(causes_table(a)));
+    let advice = advice_table(a);
+    if !advice.rows.is_empty() {
+        out.push(Block::Table(advice));
+    }
     if let Some(f) = bands_figure(label, a) {
         out.push(Block::Figure(f));
     }
@@ -124,6 +128,32 @@ pub fn run_blocks(label: &str, a: &Attribution) -> Vec<Block> {
         out.push(Block::Table(worst_table(a)));
     }
     out
+}
+
+/// What removes the top causes: the rows of `latlab explain --advise`.
+pub fn advice_table(a: &Attribution) -> Table {
+    let mut t = Table::new(
+        "What removes the top causes (latlab explain --advise)",
+        &[
+            "cause",
+            "share",
+            "remedy",
+            "when",
+            "knob",
+            "kernel documentation",
+        ],
+    );
+    for v in crate::remedy::advise(a, crate::render::ADVISE_TOP) {
+        t.rows.push(vec![
+            Cell::text(v.cause),
+            Cell::number(format!("{:.1}%", v.share * 100.0)),
+            Cell::text(v.remedy.change),
+            Cell::text(v.remedy.kind.as_str()),
+            Cell::text(v.remedy.knob),
+            Cell::text(v.remedy.doc),
+        ]);
+    }
+    t
 }
 
 /// The causes ranked by time: the rows of `latlab explain`'s table.

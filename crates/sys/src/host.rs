@@ -273,6 +273,7 @@ pub fn provenance(
         memory_locked,
         started_utc,
         idle: crate::idle::record(),
+        isolation: crate::isolate::record(),
     }
 }
 

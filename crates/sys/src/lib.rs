@@ -20,6 +20,10 @@
 //! - [`net`]: socket timestamping (`SO_TIMESTAMPING`, error queue), `recvmmsg`/`sendmmsg`,
 //!   busy polling and NIC timestamping capabilities;
 //! - [`futex`], [`ipc`]: futex wait/wake, eventfd, pipes and the null system call;
+//! - [`isolate`]: CPUs isolated at run time (`--isolate`): IRQs, workqueues, tasks and
+//!   kernel threads moved off, timer and vmstat knobs, all through the journal;
+//! - [`journal`]: the undo journal every change to the system goes through, written to disk
+//!   before each change, so that a latlab killed by SIGKILL is undone by the next one;
 //! - [`janitor`]: a child process that deletes the namespaces latlab created if latlab is
 //!   killed before it could (SIGKILL included);
 //! - [`netns`]: entering a named network namespace from one thread, building namespaces
@@ -48,7 +52,9 @@ pub mod futex;
 pub mod host;
 pub mod idle;
 pub mod ipc;
+pub mod isolate;
 pub mod janitor;
+pub mod journal;
 pub mod ktrace;
 #[cfg(feature = "mpi")]
 pub mod mpi_rma;

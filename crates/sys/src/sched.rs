@@ -110,6 +110,52 @@ pub fn allowed_cpus() -> Vec<u32> {
         .collect()
 }
 
+/// The CPUs task `tid` may run on (`sched_getaffinity`; 0: the calling thread). Only CPUs
+/// below 1024 (the size of `cpu_set_t`) are seen.
+///
+/// # Errors
+/// No such task (`ESRCH`).
+pub fn task_affinity(tid: i32) -> io::Result<Vec<u32>> {
+    let mut set = empty_cpu_set();
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: `set` is a valid, writable `cpu_set_t` and `size` is its size.
+    let rc = unsafe { libc::sched_getaffinity(tid, size, &mut set) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((0..CPU_SET_CAPACITY)
+        // SAFETY: `c` < CPU_SET_CAPACITY, the number of bits in `set`.
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .map(|c| c as u32)
+        .collect())
+}
+
+/// Sets the CPUs task `tid` may run on (`sched_setaffinity`). The kernel refuses per-CPU
+/// kernel threads (`EINVAL`) and CPUs outside the task's cpuset.
+///
+/// # Errors
+/// The kernel's refusal, or a CPU number beyond `cpu_set_t`.
+pub fn set_task_affinity(tid: i32, cpus: &[u32]) -> io::Result<()> {
+    let mut set = empty_cpu_set();
+    for &c in cpus {
+        if c as usize >= CPU_SET_CAPACITY {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond the affinity mask"),
+            ));
+        }
+        // SAFETY: `c` < CPU_SET_CAPACITY (checked above), the number of bits in `set`.
+        unsafe { libc::CPU_SET(c as usize, &mut set) };
+    }
+    // SAFETY: `set` is a valid, initialised `cpu_set_t` and the size passed is its size.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Pins the calling thread to `cpu` (`sched_setaffinity` on the calling thread only).
 ///
 /// Fails with [`SchedError::NoSuchCpu`] when `cpu` is not in [`allowed_cpus`].

@@ -34,6 +34,31 @@ pub struct IdleArgs {
 /// 2000000000 is its "no request" value.
 pub const DMA_LATENCY_MAX_US: u32 = 2_000_000_000;
 
+/// A set of CPUs as the kernel writes them (`1`, `2-3,5`): `--isolate`, `host isolate
+/// --cpus`. Whether they are online is checked when the run starts.
+pub(crate) fn cpu_set_arg(s: &str) -> Result<CpuSet, String> {
+    match latlab_sys::journal::entry::parse_cpu_list(s) {
+        Some(v) if !v.is_empty() && v.iter().all(|&c| c < 8192) => Ok(CpuSet(v)),
+        _ => Err(format!("'{s}' is not a CPU list; expected e.g. 1 or 2-3,5")),
+    }
+}
+
+/// CPU numbers, sorted, without repeats.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CpuSet(pub Vec<u32>);
+
+/// `--isolate` of the measuring commands.
+#[derive(Clone, Debug, Default, Args)]
+pub struct IsolateArg {
+    /// Isolate these CPUs for the run (e.g. 1 or 2-3): device IRQs, unbound workqueues,
+    /// other user processes and movable kernel threads go to the other CPUs; timer
+    /// migration off, vmstat every 10 s, real-time throttling off; all restored after
+    /// (also after SIGKILL, by the next latlab command). Needs root. See `latlab host
+    /// isolate`.
+    #[arg(long, value_name = "CPUS", value_parser = cpu_set_arg)]
+    pub isolate: Option<CpuSet>,
+}
+
 /// `--dma-latency`: a whole number of µs from 0 to [`DMA_LATENCY_MAX_US`].
 pub(crate) fn dma_latency_arg(s: &str) -> Result<u32, String> {
     let x = number_in(s, 0.0, f64::from(DMA_LATENCY_MAX_US))?;

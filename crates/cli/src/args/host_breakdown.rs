@@ -36,6 +36,8 @@ pub struct BreakdownArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
     /// Draw the stacked decomposition of a UDP loopback round trip; FILE defaults to the
     /// result's name with -udp.svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]

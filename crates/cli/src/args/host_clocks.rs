@@ -47,6 +47,8 @@ pub struct ClocksArgs {
     pub mlock: MlockArgs,
     #[command(flatten)]
     pub out: OutputArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
     /// Also draw the CCDF of all sources; FILE defaults to the result's name with .svg.
     #[arg(long, value_name = "FILE", num_args = 0..=1)]
     pub plot: Option<Option<PathBuf>>,

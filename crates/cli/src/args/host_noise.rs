@@ -37,6 +37,8 @@ pub struct NoiseArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// The one resolve step of `latlab host noise` (the library validates the result once).
@@ -66,4 +68,9 @@ pub struct ExplainArgs {
     /// several).
     #[arg(long)]
     pub json: bool,
+    /// For each top cause, what removes it: the flag or command (runtime, e.g. --isolate)
+    /// or the kernel boot parameter (boot-only), its share of the excess, the knob and its
+    /// kernel documentation.
+    #[arg(long, conflicts_with = "json")]
+    pub advise: bool,
 }

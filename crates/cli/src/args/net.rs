@@ -217,6 +217,8 @@ pub struct NfArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// I/O mode.
@@ -422,6 +424,8 @@ pub struct ProbeArgs {
     pub out: OutputArgs,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    #[command(flatten)]
+    pub isolate: super::common::IsolateArg,
 }
 
 /// Testbed action.

@@ -66,6 +66,10 @@ pub fn run(a: ExplainArgs) -> anyhow::Result<()> {
             attribution.windows
         );
         print!("{}", render::causes_table(attribution));
+        if a.advise {
+            println!("what removes the top causes (share of the excess, runtime or boot-only):");
+            print!("{}", render::advice_text(attribution));
+        }
         if !attribution.bands.is_empty() {
             println!("by percentile band of the windows' lengths:");
             print!("{}", render::bands_text(attribution));

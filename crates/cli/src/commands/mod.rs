@@ -7,6 +7,7 @@ mod experiment;
 mod explain;
 mod host_breakdown;
 mod host_clocks;
+mod host_isolate;
 mod host_noise;
 mod net;
 mod net_agents;
@@ -41,6 +42,21 @@ fn dma_latency(c: &Command) -> Option<u32> {
     idle.dma_latency
 }
 
+/// The `--isolate` CPUs of a measuring command that takes the flag, and its `--quiet`.
+fn isolate(c: &Command) -> Option<(&[u32], bool)> {
+    use crate::args::net::NetCommand as N;
+    let (iso, quiet) = match c {
+        Command::Net(N::Probe(a)) => (&a.isolate, a.out.quiet),
+        Command::Net(N::Reflect(a)) => (&a.nf.isolate, a.nf.out.quiet),
+        Command::Net(N::Forward(a)) => (&a.nf.isolate, a.nf.out.quiet),
+        Command::Host(HostCommand::Noise(a)) => (&a.isolate, a.out.quiet),
+        Command::Host(HostCommand::Breakdown(a)) => (&a.isolate, a.out.quiet),
+        Command::Host(HostCommand::Clocks(a)) => (&a.isolate, a.out.quiet),
+        _ => return None,
+    };
+    iso.isolate.as_ref().map(|c| (c.0.as_slice(), quiet))
+}
+
 /// `latlab host hold-idle`: runs the command under the hold and exits with its status.
 fn hold_idle_cmd(a: crate::args::HoldIdleArgs) -> anyhow::Result<()> {
     use latlab_sys::idle::{run_held, HeldRunError};
@@ -59,6 +75,11 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
     let _idle = dma_latency(&cli.command)
         .map(crate::idle::hold)
         .transpose()?;
+    // the CPUs stay isolated until the command returns (its result records the changes)
+    let _isolation = isolate(&cli.command)
+        .map(|(cpus, quiet)| host_isolate::engage(cpus, quiet))
+        .transpose()?
+        .map(host_isolate::Released);
     match cli.command {
         Command::Host(HostCommand::Clocks(a)) => host_clocks::run(a, argv),
         Command::Dfs(c) => dfs::run(c, argv),
@@ -70,6 +91,7 @@ pub fn run(cli: Cli, argv: Vec<String>) -> anyhow::Result<()> {
         Command::Host(HostCommand::Breakdown(a)) => host_breakdown::run(a, argv),
         Command::Host(HostCommand::Noise(a)) => host_noise::run(a, argv),
         Command::Host(HostCommand::HoldIdle(a)) => hold_idle_cmd(a),
+        Command::Host(HostCommand::Isolate(a)) => host_isolate::run(a),
         Command::Explain(a) => explain::run(a),
         Command::Plot(a) => plot::run(a),
         Command::Show(a) => show::run(a),

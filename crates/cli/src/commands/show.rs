@@ -57,6 +57,9 @@ pub fn run(a: ShowArgs) -> anyhow::Result<()> {
             if let Some(idle) = &r.provenance.idle {
                 writeln!(out, "  {}", idle.summary())?;
             }
+            if let Some(iso) = &r.provenance.isolation {
+                writeln!(out, "  {}", iso.summary())?;
+            }
             for w in &r.warnings {
                 writeln!(out, "  warning: {w}")?;
             }

@@ -418,7 +418,7 @@ fn bad_numbers_are_usage_errors() {
 
 /// The rows of the table captioned `caption` in `html`, each cell's text as written
 /// (escaped), tags of notes left out.
-fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
+pub(crate) fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
     let start = html
         .find(&format!("<caption>{caption}</caption>"))
         .unwrap_or_else(|| panic!("no table '{caption}'"));
@@ -438,7 +438,7 @@ fn table_rows(html: &str, caption: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn html_escaped(s: &str) -> String {
+pub(crate) fn html_escaped(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

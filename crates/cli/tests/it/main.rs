@@ -19,6 +19,7 @@ mod dfs_report;
 mod figure_size;
 mod golden_report;
 mod host_breakdown;
+mod host_isolate;
 mod host_noise;
 mod kernel_truth;
 mod net;

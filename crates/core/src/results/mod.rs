@@ -19,8 +19,8 @@ pub mod provenance;
 use crate::hist::{HistConfig, HistError, LatencyHistogram};
 pub use attribution::{Attribution, Band, CauseSpan, CauseTime, CpuSteal, WorstWindow};
 pub use provenance::{
-    CpuIdle, CpuIdleEntries, HostInfo, IdleRecord, IdleState, Provenance, ThreadPlacement,
-    Timebase, TscFacts,
+    CpuIdle, CpuIdleEntries, HostInfo, IdleRecord, IdleState, IsolationChange, IsolationRecord,
+    Provenance, ThreadPlacement, Timebase, TscFacts,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

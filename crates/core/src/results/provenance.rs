@@ -24,6 +24,77 @@ pub struct Provenance {
     /// written before latlab recorded them, or where the kernel exposes no cpuidle.
     #[serde(default)]
     pub idle: Option<IdleRecord>,
+    /// The CPUs latlab isolated for the run (`--isolate`) and every change it made for
+    /// that, all undone after the run; `None` when it isolated nothing (and in files
+    /// written before latlab could).
+    #[serde(default)]
+    pub isolation: Option<IsolationRecord>,
+}
+
+/// What `--isolate` changed for a run (each change undone after it).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationRecord {
+    /// The isolated CPUs.
+    pub cpus: Vec<u32>,
+    /// The CPUs left for everything else.
+    pub housekeeping: Vec<u32>,
+    /// Each change made.
+    #[serde(default)]
+    pub changes: Vec<IsolationChange>,
+    /// Each change the kernel refused (`IRQ 24 ACPI:Ged: effective affinity still 1`).
+    #[serde(default)]
+    pub refused: Vec<String>,
+    /// Kernel command-line parameters that would isolate the CPUs from boot on (advice:
+    /// latlab never applies them).
+    #[serde(default)]
+    pub boot_advice: Vec<String>,
+}
+
+/// One change `--isolate` made.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolationChange {
+    /// `irq`, `workqueue`, `sysctl`, `cpuset`, `task` or `kthread`.
+    pub kind: String,
+    /// The change in words (`kernel.timer_migration 1 → 0`).
+    pub what: String,
+}
+
+impl IsolationRecord {
+    /// One line for terminals and reports: `isolated: CPU 1 (housekeeping 0): 3 irq, 1
+    /// workqueue, 3 sysctl, 40 cpuset, 12 kthread changes, 2 refused; undone after the run`.
+    pub fn summary(&self) -> String {
+        let mut kinds: Vec<(&str, usize)> = Vec::new();
+        for c in &self.changes {
+            match kinds.iter_mut().find(|(k, _)| *k == c.kind) {
+                Some((_, n)) => *n += 1,
+                None => kinds.push((&c.kind, 1)),
+            }
+        }
+        let counts: Vec<String> = kinds.iter().map(|(k, n)| format!("{n} {k}")).collect();
+        let list = |v: &[u32]| v.iter().map(u32::to_string).collect::<Vec<_>>().join(",");
+        format!(
+            "isolated: CPU{} {} (housekeeping {}): {} change{}{}{}; undone after the run",
+            if self.cpus.len() > 1 { "s" } else { "" },
+            list(&self.cpus),
+            list(&self.housekeeping),
+            if counts.is_empty() {
+                "no".to_string()
+            } else {
+                counts.join(", ")
+            },
+            if self.changes.len() == 1 { "" } else { "s" },
+            if self.refused.is_empty() {
+                String::new()
+            } else {
+                format!(", {} refused", self.refused.len())
+            },
+            if self.boot_advice.is_empty() {
+                String::new()
+            } else {
+                format!("; boot-only: {}", self.boot_advice.join(" "))
+            },
+        )
+    }
 }
 
 /// The CPUs' idle policy during a run: which idle states a CPU could enter, and how

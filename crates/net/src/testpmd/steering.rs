@@ -2,6 +2,7 @@
 //! `ip` commands, sysctls and offload switches, as pure lists, and their application.
 
 use crate::testbed::{self, TestbedError, GEN_NS, NF_NS};
+use latlab_sys::journal::{Change, Journal};
 use latlab_sys::netns;
 
 /// Routing table of the steered route.
@@ -126,11 +127,22 @@ fn in_ns(ns: &str, words: &[&str]) -> Result<String, TestbedError> {
     })
 }
 
-/// Steering in force; [`Steered::undo`] restores what it found.
+/// Steering in force; [`Steered::undo`] restores what it found. Each part is in this
+/// process's undo journal before it is made, so a run killed by SIGKILL is undone by the
+/// next latlab command.
 #[derive(Debug)]
 pub struct Steered {
-    /// (namespace, key, value before).
-    sysctls: Vec<(&'static str, &'static str, String)>,
+    /// The journaled parts, oldest first.
+    changes: Vec<Change>,
+}
+
+/// `ip netns exec NS words…` as a program and its arguments.
+fn ns_argv(ns: &str, words: &[&str]) -> Vec<String> {
+    ["ip", "netns", "exec", ns]
+        .iter()
+        .chain(words)
+        .map(|w| w.to_string())
+        .collect()
 }
 
 impl Steered {
@@ -140,7 +152,7 @@ impl Steered {
     /// The failing command.
     pub fn apply(nf_a_mac: &str) -> Result<Steered, TestbedError> {
         let mut me = Steered {
-            sysctls: Vec::new(),
+            changes: Vec::new(),
         };
         match me.apply_all(nf_a_mac) {
             Ok(()) => Ok(me),
@@ -151,6 +163,18 @@ impl Steered {
         }
     }
 
+    /// Journals the undo of a change about to be made.
+    fn journal(&mut self, what: String, undo: Vec<String>) -> Result<(), TestbedError> {
+        let c = Journal::process()
+            .command(&what, undo)
+            .map_err(|e| TestbedError::Command {
+                command: format!("journaling \"{what}\""),
+                stderr: e.to_string(),
+            })?;
+        self.changes.push(c);
+        Ok(())
+    }
+
     fn apply_all(&mut self, nf_a_mac: &str) -> Result<(), TestbedError> {
         // a previous run that was killed may have left its rules: start clean
         for c in down_commands() {
@@ -158,10 +182,24 @@ impl Steered {
         }
         for (ns, key, value) in SYSCTLS {
             let before = in_ns(ns, &["sysctl", "-n", key])?.trim().to_string();
+            let undo = format!("{key}={before}");
+            self.journal(
+                format!("{key} in {ns} back to {before}"),
+                ns_argv(ns, &["sysctl", "-q", "-w", &undo]),
+            )?;
             in_ns(ns, &["sysctl", "-q", "-w", &format!("{key}={value}")])?;
-            self.sysctls.push((ns, key, before));
         }
+        self.journal(
+            "checksum offload of latlab-ga back on".into(),
+            ns_argv(GEN_NS, &["ethtool", "-K", "latlab-ga", "tx", "on"]),
+        )?;
         in_ns(GEN_NS, &["ethtool", "-K", "latlab-ga", "tx", "off"])?;
+        // undone newest first: journaled in reverse so that they run in their order
+        for c in down_commands().into_iter().rev() {
+            let mut argv = vec!["ip".to_string()];
+            argv.extend(c.iter().cloned());
+            self.journal(format!("steering step undone (ip {})", c.join(" ")), argv)?;
+        }
         for c in up_commands(nf_a_mac) {
             run_ip(&c)?;
         }
@@ -206,14 +244,12 @@ impl Steered {
         }
     }
 
-    /// Removes the steering and restores the sysctls and the checksum offload.
+    /// Removes the steering and restores the sysctls and the checksum offload (each
+    /// step on its own: one that fails, because its part was never made, does not stop
+    /// the others).
     pub fn undo(self) {
-        for c in down_commands() {
-            let _ = run_ip(&c);
-        }
-        let _ = in_ns(GEN_NS, &["ethtool", "-K", "latlab-ga", "tx", "on"]);
-        for (ns, key, before) in self.sysctls.iter().rev() {
-            let _ = in_ns(ns, &["sysctl", "-q", "-w", &format!("{key}={before}")]);
+        for c in self.changes.into_iter().rev() {
+            let _ = c.restore();
         }
     }
 }

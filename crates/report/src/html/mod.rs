@@ -434,6 +434,22 @@ fn provenance_section(inputs: &[Input]) -> Section {
         if let Some(idle) = &p.idle {
             kv.push(("idle states".into(), idle.summary()));
         }
+        if let Some(iso) = &p.isolation {
+            kv.push(("isolation".into(), iso.summary()));
+            // the knobs one by one; moved tasks are counted in the summary (all are in the file)
+            let knobs: Vec<&str> = iso
+                .changes
+                .iter()
+                .filter(|c| matches!(c.kind.as_str(), "irq" | "workqueue" | "sysctl"))
+                .map(|c| c.what.as_str())
+                .collect();
+            if !knobs.is_empty() {
+                kv.push(("isolation: knobs".into(), knobs.join("; ")));
+            }
+            for r in &iso.refused {
+                kv.push(("isolation: refused".into(), r.clone()));
+            }
+        }
         for t in &p.threads {
             kv.push((
                 format!("thread '{}'", t.role),
