@@ -19,6 +19,21 @@ fn bad_delay_names_the_flag_and_the_forms() {
 }
 
 #[test]
+fn compare_netem_takes_a_constant_delay() {
+    assert_usage_error(
+        [
+            "net",
+            "delay",
+            "--testbed",
+            "--delay",
+            "uniform:10us,50us",
+            "--compare-netem",
+        ],
+        &["--compare-netem", "constant --delay"],
+    );
+}
+
+#[test]
 fn interfaces_are_required_without_testbed() {
     assert_usage_error(
         ["net", "delay", "--delay", "20us"],
@@ -118,6 +133,57 @@ fn testbed_check_is_reported_with_its_shift_verdicts() {
     // The verdict table shows the shift recomputed from the histograms.
     let shift = latlab_core::units::format_ns(s.median_shift_ns.unsigned_abs() as f64);
     assert!(page.contains(&shift), "{shift}");
+}
+
+/// A drawn delay is checked as a distribution: the delayed round trips against the 0 µs
+/// ones convolved with `uniform:10us,50us`, the Kolmogorov–Smirnov verdict passing, the
+/// quantiles side by side in the result, the terminal and the report, and the verdict
+/// among the result's self-checks. The endpoints run as the check of the injector alone
+/// should (SCHED_FIFO, a busy-polling client): on a shared host the other work on their
+/// CPUs otherwise shows up in the delayed round trips' spread.
+#[test]
+fn testbed_check_verifies_a_uniform_delay_as_a_distribution() {
+    let _turn = system_test!("namespaces, AF_PACKET");
+    let dir = tempfile::tempdir().unwrap();
+    let result = dir.path().join("uniform.json");
+    let out = run_ok(
+        latlab_line(
+            "net delay --testbed --delay uniform:10us,50us --fifo 50 --busy-client --check-duration 2s --rounds 2 -o",
+        )
+        .arg(&result),
+    );
+    let r = ResultFile::load(&result).unwrap();
+    assert_eq!(r.kind, report::CHECK_KIND);
+    let s = report::check_summary(&r).unwrap();
+    let d = s
+        .distribution
+        .expect("a distribution is judged by its shape");
+    assert!(
+        d.passed,
+        "{d:?}
+{out}"
+    );
+    assert!(d.ks_distance <= d.bound && d.measured > 1_000 && d.base > 1_000);
+    let names: Vec<&str> = d.quantiles.iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["p10", "p50", "p90", "p99"]);
+    for q in &d.quantiles {
+        assert!(q.measured_ns > 10_000 && q.expected_ns > 10_000, "{q:?}");
+    }
+    // The expected p10..p90 span is most of the uniform's 40 µs.
+    assert!(
+        d.quantiles[2].expected_ns - d.quantiles[0].expected_ns > 25_000,
+        "{d:?}"
+    );
+    let v = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == report::DISTRIBUTION_CHECK)
+        .expect("the verdict is a self-check");
+    assert!(v.passed(), "{v:?}");
+    assert!(out.contains("distribution: pass"), "{out}");
+    assert!(out.contains("p99") && out.contains("expected"), "{out}");
+    let page = report_html([&result], &dir.path().join("u.html"), &["--no-figures"]);
+    assert!(page.contains("Kolmogorov"), "the report shows the verdict");
 }
 
 /// The testbed check holds the idle policy at 0 µs by default as root, as `net calibrate`

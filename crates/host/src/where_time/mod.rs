@@ -18,13 +18,16 @@
 //!   namespace, and stops and deletes it at the end.
 //!
 //! The experiment first verifies the injector ([`latlab_net::delay::testbed::check`]:
-//! base latency and the shift at 20 µs), then runs every (delay, application) pair
+//! base latency and the shift at 20 µs and at every other asked delay, the idle policy
+//! held as `latlab net delay --testbed` holds it; [`injector`] judges each shift), then
+//! runs every (delay, application) pair
 //! `repeats` times, interleaved (repeat 1 of every delay, then repeat 2, ...), so that slow
 //! drifts of the host's load spread over all delays. Results are normalised to the
 //! zero-delay mean of the same application ([`normalise`]).
 
 mod config;
 mod experiment;
+pub mod injector;
 pub mod parse;
 pub mod sections;
 mod session;

@@ -6,7 +6,9 @@
 //!   actually applied and the element's own base latency, from the histograms;
 //! - `net.delay.check` (`--testbed`): round trips over a direct link, through the element
 //!   at 0 and at the configured delay, the measured median and p99 shift against the
-//!   targets (± 1 µs and ± 3 µs) and the base latency.
+//!   targets (± 1 µs and ± 3 µs) and the base latency; for a distribution instead its
+//!   quantiles measured against expected (the 0 µs round trips convolved with it) and the
+//!   Kolmogorov–Smirnov verdict ([`super::dist`]).
 
 use super::engine::EngineConfig;
 use super::report::{check_summary, CheckData, RunData, CHECK_KIND, RUN_KIND};
@@ -219,9 +221,9 @@ fn check_section(input: &Input) -> Result<Section, String> {
         .map_err(|e| format!("{first}: data is not a net.delay.check record: {e}"))?;
     let sum = check_summary(r).map_err(|e| format!("{first}: {e}"))?;
     let delay = d.delay_ns as i64;
+    let spec = d.spec();
     let mut s = Section::new(format!(
-        "Latency injector check: {} added ({})",
-        format_ns(d.delay_ns as f64),
+        "Latency injector check: {spec} added ({})",
         input.label
     ));
     s.push(Block::Paragraph(
@@ -270,7 +272,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
         let what = match name {
             "direct" => "direct veth link".to_string(),
             "zero" => "through latlab net delay, 0 µs".to_string(),
-            "delayed" => format!("through latlab net delay, {}", format_ns(d.delay_ns as f64)),
+            "delayed" => format!("through latlab net delay, {spec}"),
             _ => format!("netem {} on a direct link", format_ns(d.delay_ns as f64)),
         };
         let c = |k: &str| r.counters.get(&format!("{name}.{k}")).copied().unwrap_or(0);
@@ -300,6 +302,24 @@ fn check_section(input: &Input) -> Result<Section, String> {
             if ok { CellStyle::Good } else { CellStyle::Bad },
         )
     };
+    if let Some(dc) = &sum.distribution {
+        s.push(Block::Table(distribution_table(dc)));
+        s.push(Block::Paragraph(format!(
+            "A round trip with a drawn delay is a 0 µs round trip plus one draw, so the delayed round trips should follow the 0 µs ones convolved with {spec} (computed exactly from the 0 µs histogram). The Kolmogorov–Smirnov distance between the two, forgiving a shift of up to {} either way (a constant delay's median tolerance), is {:.4} against the two-sample bound {:.4} at significance {} for {} and {} round trips: {}.",
+            format_ns(dc.slack_ns as f64),
+            dc.ks_distance,
+            dc.bound,
+            dc.alpha,
+            dc.measured,
+            dc.base,
+            if dc.passed {
+                "the delays follow the asked distribution"
+            } else {
+                "the delays do NOT follow the asked distribution"
+            }
+        )));
+        return Ok(s);
+    }
     let mut v = Table {
         rows: vec![
             vec![
@@ -362,6 +382,36 @@ fn check_section(input: &Input) -> Result<Section, String> {
     }
     s.push(Block::Table(v));
     Ok(s)
+}
+
+/// The quantiles of the delayed round trips measured against expected, and the verdict.
+fn distribution_table(dc: &super::dist::DistributionCheck) -> Table {
+    let mut t = Table::new(
+        "Delayed round trips: measured against expected (0 µs round trips ⊛ the asked delay)",
+        &["quantile", "measured", "expected", "measured − expected"],
+    );
+    for q in &dc.quantiles {
+        t.rows.push(vec![
+            Cell::text(&q.name),
+            Cell::number(format_ns(q.measured_ns as f64)),
+            Cell::number(format_ns(q.expected_ns as f64)),
+            Cell::number(format_signed_ns(
+                q.measured_ns as f64 - q.expected_ns as f64,
+                SignStyle::Minus,
+            )),
+        ]);
+    }
+    t.rows.push(vec![
+        Cell::text("Kolmogorov–Smirnov distance"),
+        Cell::number(format!("{:.4}", dc.ks_distance)),
+        Cell::number(format!("≤ {:.4}", dc.bound)),
+        if dc.passed {
+            Cell::styled("pass", CellStyle::Good)
+        } else {
+            Cell::styled("FAIL", CellStyle::Bad)
+        },
+    ]);
+    t
 }
 
 #[cfg(test)]
@@ -433,8 +483,17 @@ mod tests {
         r.counters.insert("delayed.lost".into(), 3);
         r.data = serde_json::to_value(CheckData {
             delay_ns: 20_000,
+            delay: None,
             sent_lost: vec![("delayed".into(), 2_003, 3)],
-            summary: summarize_check(&direct, &zero, &delayed, None, &excess),
+            summary: summarize_check(
+                &direct,
+                &zero,
+                &delayed,
+                None,
+                &excess,
+                &crate::delay::DelaySpec::Constant { ns: 20_000 },
+                &[],
+            ),
         })
         .unwrap();
         r
