@@ -176,6 +176,18 @@ pub struct WhereTimeArgs {
     pub idle_as_is: bool,
 }
 
+impl WhereTimeArgs {
+    /// The target the injector check holds on its own: the rule of every instrument check
+    /// ([`super::common::IdleArgs::for_check`]), except that with `--dma-latency` the whole
+    /// run is held (by `commands::run`) and the check with it, so it holds nothing more.
+    pub fn check_idle_hold(&self, root: bool) -> Option<u32> {
+        match self.idle.dma_latency {
+            Some(_) => None,
+            None => self.idle.for_check(root, self.idle_as_is),
+        }
+    }
+}
+
 fn delay_arg(s: &str) -> Result<Nanos, String> {
     if s.trim() == "0" {
         return Ok(Nanos(0));
@@ -216,11 +228,7 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
         cfg.fifo = a.fifo;
         cfg.pg_bin.clone_from(&a.pg_bin);
         cfg.explain = !a.no_explain;
-        // With --dma-latency the whole run is held (commands::run), the check within it.
-        cfg.check_idle_hold_us = match a.idle.dma_latency {
-            Some(_) => None,
-            None => a.idle.for_check(latlab_sys::netns::is_root(), a.idle_as_is),
-        };
+        cfg.check_idle_hold_us = a.check_idle_hold(latlab_sys::netns::is_root());
         cfg.open_loop_milli_rps = match a.open_loop_rate {
             Some(OpenLoopRate::Fixed(latlab_core::parse::Rate::MilliPps(m))) => Some(m),
             Some(OpenLoopRate::Fixed(_)) => {

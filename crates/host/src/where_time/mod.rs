@@ -194,6 +194,21 @@ mod tests {
         let old: WhereTimeConfig = serde_json::from_value(v).unwrap();
         assert_eq!(old.open_loop_io, latlab_net::rpc::LoadIo::Adaptive);
         assert_eq!(old.open_loop_peer_fraction, None);
+        assert_eq!(
+            old.check_idle_hold_us, None,
+            "older checks held nothing of their own"
+        );
+        // A where-time result's data from before the per-delay check still reads.
+        let old_data = r#"{"apps":[],"injector":{"median_shift_ns":60700,"p99_shift_ns":50600,"base_latency_ns":30000,"engine_excess_p50_ns":11000,"netem_median_shift_ns":null,"netem_p99_shift_ns":null}}"#;
+        let d: WhereTimeData = serde_json::from_str(old_data).unwrap();
+        assert_eq!(d.check_idle_held_us, None);
+        assert!(d.injector.shifts.is_empty() && d.injector.distribution.is_none());
+        let v = injector::shift_verdicts(&d.injector);
+        assert_eq!(v.len(), 1);
+        assert!(
+            !v[0].passed(),
+            "an old file's 60.7 µs at 20 µs is judged too"
+        );
     }
 
     #[test]

@@ -537,6 +537,104 @@ mod tests {
         assert!(t.contains("2003|3|"), "{t}");
     }
 
+    /// A check of `uniform:10us,50us` whose delayed round trips are the 0 µs ones (30 µs ±
+    /// 2 µs) plus `drawn` draws.
+    fn drawn_check(drawn: crate::delay::DelaySpec) -> ResultFile {
+        use crate::delay::{report::distribution_verdict, DelaySpec, Sampler};
+        let spec = DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 50_000,
+        };
+        let base = DelaySpec::Normal {
+            mean_ns: 30_000,
+            sd_ns: 2_000,
+        };
+        let (mut b0, mut b1, mut d) = (
+            Sampler::new(base, 3),
+            Sampler::new(base, 5),
+            Sampler::new(drawn, 7),
+        );
+        let mut zero = h(&[]);
+        let mut delayed = h(&[]);
+        for _ in 0..20_000 {
+            zero.record(Nanos(b0.sample()));
+            delayed.record(Nanos(b1.sample() + d.sample()));
+        }
+        let (direct, excess) = (h(&[(20_000, 100)]), h(&[(9_000, 100)]));
+        let mut r = ResultFile::new(
+            CHECK_KIND,
+            vec![],
+            serde_json::json!({}),
+            Provenance::default(),
+        );
+        for (n, x) in [
+            ("direct", &direct),
+            ("zero", &zero),
+            ("delayed", &delayed),
+            ("engine.excess", &excess),
+        ] {
+            r.histograms.push(StoredHistogram::new(n, x));
+        }
+        let summary = summarize_check(&direct, &zero, &delayed, None, &excess, &spec, &[]);
+        r.self_checks
+            .push(distribution_verdict(summary.distribution.as_ref().unwrap()));
+        r.data = serde_json::to_value(CheckData {
+            delay_ns: spec.mean_ns(),
+            delay: Some(spec),
+            sent_lost: vec![],
+            summary,
+        })
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn a_drawn_delay_is_shown_as_quantiles_against_expected_with_the_ks_verdict() {
+        use crate::delay::DelaySpec;
+        let right = drawn_check(DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 50_000,
+        });
+        assert!(right.self_checks[0].passed(), "{:?}", right.self_checks);
+        let i = Input::single(PathBuf::from("u.json"), right);
+        let t = text(&DelaySections.sections(&[&i]).unwrap()[0]);
+        assert!(t.contains("through latlab net delay, uniform:"), "{t}");
+        for q in ["p10|", "p50|", "p90|", "p99|"] {
+            assert!(t.contains(q), "{q}: {t}");
+        }
+        assert!(
+            t.contains("Kolmogorov–Smirnov distance|") && t.contains("|pass|"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("median shift|"),
+            "no constant's shift verdicts: {t}"
+        );
+        // Delays drawn from 10–30 µs where 10–50 µs was asked: a failure, also as the
+        // self-check the trust box reads.
+        let wrong = drawn_check(DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 30_000,
+        });
+        assert_eq!(
+            wrong.self_checks[0].outcome,
+            latlab_core::selfcheck::Outcome::Fail
+        );
+        assert!(wrong.self_checks[0].detail.contains("do not follow"));
+        let i = Input::single(PathBuf::from("w.json"), wrong);
+        let t = text(&DelaySections.sections(&[&i]).unwrap()[0]);
+        assert!(t.contains("|FAIL|") && t.contains("do NOT follow"), "{t}");
+    }
+
+    #[test]
+    fn checks_of_older_files_read_as_a_constant_without_a_distribution() {
+        let old = r#"{"delay_ns":20000,"sent_lost":[],"summary":{"median_shift_ns":20100,"p99_shift_ns":23000,"base_latency_ns":10000,"engine_excess_p50_ns":900,"netem_median_shift_ns":null,"netem_p99_shift_ns":null}}"#;
+        let d: CheckData = serde_json::from_str(old).unwrap();
+        assert_eq!(d.spec(), crate::delay::DelaySpec::Constant { ns: 20_000 });
+        assert_eq!(d.summary.distribution, None);
+        assert!(d.summary.shifts.is_empty());
+    }
+
     #[test]
     fn run_section_counts_drops() {
         let mut r = ResultFile::new(
