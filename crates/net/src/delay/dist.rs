@@ -10,8 +10,10 @@
 //! forgives a shift of up to `slack` ns either way ([`ks_distance`]): the largest
 //! `F_meas(x) − F_exp(x + slack)` or `F_exp(x − slack) − F_meas(x)`. With `slack = 0` it
 //! is the plain KS distance; the slack is the systematic error the instrument is allowed
-//! (a constant delay's median shift is held to ± 1 µs), so that what fails is a wrong
-//! shape or a wrong location, not the endpoints' sub-µs drift between configurations.
+//! (where-time holds each median shift to ± 2 µs, and a constant's median shift varies by
+//! about that much between checks on a shared virtual machine), so that what fails is a
+//! wrong shape or a location off by more, not the endpoints' µs-scale drift between
+//! configurations.
 //! The bound is the two-sample KS critical value at significance `α`,
 //! `c(α) · √((n + m)/(n·m))` with `c(α) = √(−ln(α/2)/2)` ([`ks_bound`]), `n` measured and
 //! `m` base samples: the expected distribution is known only through the base sample.
@@ -27,9 +29,9 @@ use serde::{Deserialize, Serialize};
 
 /// Significance of the distribution check.
 pub const KS_ALPHA: f64 = 0.01;
-/// Shift the distribution check forgives either way, ns (a constant delay's median
-/// tolerance).
-pub const SLACK_NS: u64 = 1_000;
+/// Shift the distribution check forgives either way, ns (the tolerance where-time holds
+/// a median shift to).
+pub const SLACK_NS: u64 = 2_000;
 /// The quantiles shown side by side, as fractions.
 pub const QUANTILES: [(&str, f64); 4] = [("p10", 0.1), ("p50", 0.5), ("p90", 0.9), ("p99", 0.99)];
 
@@ -477,7 +479,7 @@ mod tests {
             "{c:?}"
         );
         // Within the slack still passes.
-        assert!(judge(&delayed_values(uniform(10, 50), 700), uniform(10, 50)).passed);
+        assert!(judge(&delayed_values(uniform(10, 50), 1_500), uniform(10, 50)).passed);
     }
 
     #[test]
@@ -485,9 +487,13 @@ mod tests {
         let m = delayed_values(uniform(10, 50), 0);
         for wrong in [
             uniform(10, 30),
-            uniform(12, 52),
+            uniform(14, 54),
             DelaySpec::Normal {
                 mean_ns: 35_000,
+                sd_ns: 11_547,
+            },
+            DelaySpec::Normal {
+                mean_ns: 30_000,
                 sd_ns: 11_547,
             },
             DelaySpec::Exponential { mean_ns: 30_000 },
@@ -497,8 +503,8 @@ mod tests {
             assert!(!c.passed, "{wrong}: {c:?}");
             assert!(c.ks_distance > c.bound);
         }
-        // Moved by 3 µs, beyond the 1 µs slack.
-        let c = judge(&delayed_values(uniform(10, 50), 3_000), uniform(10, 50));
+        // Moved by 4 µs, beyond the 2 µs slack.
+        let c = judge(&delayed_values(uniform(10, 50), 4_000), uniform(10, 50));
         assert!(!c.passed, "{c:?}");
     }
 

@@ -305,7 +305,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
     if let Some(dc) = &sum.distribution {
         s.push(Block::Table(distribution_table(dc)));
         s.push(Block::Paragraph(format!(
-            "A round trip with a drawn delay is a 0 µs round trip plus one draw, so the delayed round trips should follow the 0 µs ones convolved with {spec} (computed exactly from the 0 µs histogram). The Kolmogorov–Smirnov distance between the two, forgiving a shift of up to {} either way (a constant delay's median tolerance), is {:.4} against the two-sample bound {:.4} at significance {} for {} and {} round trips: {}.",
+            "A round trip with a drawn delay is a 0 µs round trip plus one draw, so the delayed round trips should follow the 0 µs ones convolved with {spec} (computed exactly from the 0 µs histogram). The Kolmogorov–Smirnov distance between the two, forgiving a shift of up to {} either way (the tolerance where-time holds a median shift to), is {:.4} against the two-sample bound {:.4} at significance {} for {} and {} round trips: {}.",
             format_ns(dc.slack_ns as f64),
             dc.ks_distance,
             dc.bound,
