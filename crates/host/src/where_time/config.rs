@@ -179,7 +179,9 @@ impl WhereTimeConfig {
         let runs =
             self.delays_ns.len() as f64 * f64::from(self.repeats) * (self.apps.len() + open) as f64;
         runs * (self.run_time.get() as f64 / 1e9 + 0.6)
-            + 3.0 * self.check_duration.get() as f64 / 1e9
+            + (3 + super::injector::check_delays(&self.delays_ns).len()) as f64
+                * self.check_duration.get() as f64
+                / 1e9
             + 5.0
     }
 }
