@@ -333,6 +333,18 @@ fn where_time_quick_writes_every_raw_figure_and_the_figure() {
         stdout.contains("paper: memcached -25% at 20 us"),
         "{stdout}"
     );
+    // The injector check measured every asked delay, judged each shift and labels each
+    // delay with what it measured.
+    let checks: Vec<&str> = r.self_checks.iter().map(|v| v.check.as_str()).collect();
+    assert_eq!(checks, ["injector_shift_20us", "injector_shift_200us"]);
+    assert_eq!(d.injector.shifts.len(), 1, "200 µs besides 20 µs");
+    assert!(stdout.contains("20.0us (measured "), "{stdout}");
+    assert_eq!(d.check_idle_held_us, Some(0), "held for the check as root");
+    assert_eq!(
+        r.provenance.idle.as_ref().and_then(|i| i.held_us),
+        None,
+        "the applications ran under the idle policy as it is"
+    );
     assert!(
         stdout.contains("paper: tpc-c on mysql (here: postgresql) -3% at 100 us"),
         "{stdout}"
