@@ -434,4 +434,35 @@ mod tests {
         let job = latlab_net::run::ProbeJob::try_from(&probe(&to)).unwrap();
         assert_eq!(job.probe.flows, 1);
     }
+
+    #[test]
+    fn where_times_injector_check_holds_the_idle_state_as_the_other_checks_do() {
+        let wt = |args: &[&str]| {
+            let cli =
+                Cli::try_parse_from(["latlab", "experiment", "where-time"].iter().chain(args))
+                    .unwrap();
+            let Command::Experiment(experiment::ExperimentCommand::WhereTime(a)) = cli.command
+            else {
+                panic!()
+            };
+            a
+        };
+        assert_eq!(wt(&[]).check_idle_hold(true), Some(0));
+        assert_eq!(wt(&[]).check_idle_hold(false), None, "no hold without root");
+        assert_eq!(wt(&["--idle-as-is"]).check_idle_hold(true), None);
+        assert_eq!(
+            wt(&["--dma-latency", "20"]).check_idle_hold(true),
+            None,
+            "the whole run is held, the check within it"
+        );
+        assert!(Cli::try_parse_from([
+            "latlab",
+            "experiment",
+            "where-time",
+            "--idle-as-is",
+            "--dma-latency",
+            "0",
+        ])
+        .is_err());
+    }
 }

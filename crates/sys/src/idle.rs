@@ -214,12 +214,20 @@ impl DmaLatencyHold {
     /// Requests a CPU latency of at most `us` µs system-wide (0: CPUs stay in the
     /// polling state). Needs root (write access to the device).
     pub fn new(us: u32) -> std::io::Result<DmaLatencyHold> {
+        let hold = DmaLatencyHold::for_part(us)?;
+        HELD.store(i64::from(us), Ordering::Relaxed);
+        Ok(hold)
+    }
+
+    /// Holds the target as [`DmaLatencyHold::new`] does, for one part of a run (such as
+    /// the injector check that opens an experiment), without recording it as the run's
+    /// hold in [`record`]: the caller says in its own result which part was held.
+    pub fn for_part(us: u32) -> std::io::Result<DmaLatencyHold> {
         let v = i32::try_from(us).map_err(|_| {
             std::io::Error::new(std::io::ErrorKind::InvalidInput, "above i32::MAX µs")
         })?;
         let mut file = std::fs::OpenOptions::new().write(true).open(QOS_DEV)?;
         file.write_all(&v.to_ne_bytes())?;
-        HELD.store(i64::from(us), Ordering::Relaxed);
         Ok(DmaLatencyHold { file, us })
     }
 

@@ -30,6 +30,16 @@ pub struct IdleArgs {
     pub dma_latency: Option<u32>,
 }
 
+impl IdleArgs {
+    /// The `/dev/cpu_dma_latency` target an instrument check holds (`net calibrate`, `net
+    /// delay --testbed`, where-time's injector check): `--dma-latency`, else 0 µs as root
+    /// unless `--idle-as-is`; none without root (the hold needs it). An endpoint that
+    /// halts while a delay runs adds its wake-up to what the check measures.
+    pub fn for_check(&self, root: bool, idle_as_is: bool) -> Option<u32> {
+        self.dma_latency.or((root && !idle_as_is).then_some(0))
+    }
+}
+
 /// The largest `--dma-latency`: the PM QoS interface takes an `i32` of µs, and
 /// 2000000000 is its "no request" value.
 pub const DMA_LATENCY_MAX_US: u32 = 2_000_000_000;

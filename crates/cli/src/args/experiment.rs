@@ -168,6 +168,24 @@ pub struct WhereTimeArgs {
     pub plot: Option<Option<PathBuf>>,
     #[command(flatten)]
     pub idle: super::common::IdleArgs,
+    /// Leave the CPUs' idle policy alone during the injector check too. By default, as
+    /// root, the check alone holds /dev/cpu_dma_latency at 0 µs, as `net delay --testbed`
+    /// does (an endpoint that halts while the delay runs adds its wake-up to the shift);
+    /// the application runs keep the run's idle policy (--dma-latency holds it for all).
+    #[arg(long, conflicts_with = "dma_latency")]
+    pub idle_as_is: bool,
+}
+
+impl WhereTimeArgs {
+    /// The target the injector check holds on its own: the rule of every instrument check
+    /// ([`super::common::IdleArgs::for_check`]), except that with `--dma-latency` the whole
+    /// run is held (by `commands::run`) and the check with it, so it holds nothing more.
+    pub fn check_idle_hold(&self, root: bool) -> Option<u32> {
+        match self.idle.dma_latency {
+            Some(_) => None,
+            None => self.idle.for_check(root, self.idle_as_is),
+        }
+    }
 }
 
 fn delay_arg(s: &str) -> Result<Nanos, String> {
@@ -210,6 +228,7 @@ impl TryFrom<&WhereTimeArgs> for WhereTimeConfig {
         cfg.fifo = a.fifo;
         cfg.pg_bin.clone_from(&a.pg_bin);
         cfg.explain = !a.no_explain;
+        cfg.check_idle_hold_us = a.check_idle_hold(latlab_sys::netns::is_root());
         cfg.open_loop_milli_rps = match a.open_loop_rate {
             Some(OpenLoopRate::Fixed(latlab_core::parse::Rate::MilliPps(m))) => Some(m),
             Some(OpenLoopRate::Fixed(_)) => {

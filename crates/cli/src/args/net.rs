@@ -502,9 +502,7 @@ impl CalibrateArgs {
     /// The `/dev/cpu_dma_latency` target to hold for the calibration: `--dma-latency`,
     /// else 0 µs as root unless `--idle-as-is`; none without root (the hold needs it).
     pub fn dma_latency(&self, root: bool) -> Option<u32> {
-        self.idle
-            .dma_latency
-            .or((root && !self.idle_as_is).then_some(0))
+        self.idle.for_check(root, self.idle_as_is)
     }
 }
 

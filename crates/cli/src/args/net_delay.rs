@@ -50,7 +50,9 @@ pub struct DelayArgs {
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Verify the injector on this host in a namespace testbed instead of joining
-    /// interfaces: round trips direct, at 0 and at --delay.
+    /// interfaces: round trips direct, at 0 and at --delay (a constant: its median and p99
+    /// shift; a distribution: the delayed round trips against the 0 µs ones convolved with
+    /// it, a Kolmogorov-Smirnov verdict and p10/p50/p90/p99 side by side).
     #[arg(long, conflicts_with_all = ["ifaces", "netns"])]
     pub testbed: bool,
     /// With --testbed: measured time per configuration.
@@ -81,13 +83,16 @@ pub struct DelayArgs {
 }
 
 impl DelayArgs {
-    /// The `/dev/cpu_dma_latency` target to hold: `--dma-latency`, else 0 µs for a
-    /// `--testbed` check as root unless `--idle-as-is`; none otherwise (an element joining
-    /// real interfaces leaves the system's idle policy alone unless asked).
+    /// The `/dev/cpu_dma_latency` target to hold: for a `--testbed` check the rule of
+    /// every instrument check ([`IdleArgs::for_check`]); otherwise `--dma-latency` or none
+    /// (an element joining real interfaces leaves the system's idle policy alone unless
+    /// asked).
     pub fn dma_latency(&self, root: bool) -> Option<u32> {
-        self.idle
-            .dma_latency
-            .or((self.testbed && root && !self.idle_as_is).then_some(0))
+        if self.testbed {
+            self.idle.for_check(root, self.idle_as_is)
+        } else {
+            self.idle.dma_latency
+        }
     }
 
     /// `--delay` as a distribution.
@@ -129,19 +134,22 @@ impl DelayArgs {
         Ok(cfg)
     }
 
-    /// The `--testbed` check of a constant `delay`, the engine on `cpu` and client and
-    /// server on another of the `allowed` CPUs where there is one.
+    /// The `--testbed` check of `delay` (a constant or a distribution; `--compare-netem`
+    /// only with a constant), the engine on `cpu` and client and server on another of the
+    /// `allowed` CPUs where there is one.
     pub fn check_config(
         &self,
         delay: DelaySpec,
         cpu: Option<u32>,
         allowed: &[u32],
     ) -> anyhow::Result<CheckConfig> {
-        let DelaySpec::Constant { ns: delay_ns } = delay else {
-            return Err(usage("--testbed checks a constant --delay, e.g. 20us"));
-        };
+        if self.compare_netem && !matches!(delay, DelaySpec::Constant { .. }) {
+            return Err(usage(
+                "--compare-netem compares a constant --delay, e.g. 20us",
+            ));
+        }
         Ok(CheckConfig {
-            delay_ns,
+            seed: self.seed,
             duration: self.check_duration,
             rounds: self.rounds,
             compare_netem: self.compare_netem,
@@ -150,6 +158,7 @@ impl DelayArgs {
             fifo: self.fifo,
             busy_client: self.busy_client,
             stalls: self.explain.spec().enabled,
+            ..CheckConfig::new(delay)
         })
     }
 }

@@ -90,12 +90,21 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
         println!("placement: {}", d.placement);
     }
     println!(
-        "injector: base latency {} per round trip (vs a direct veth link), its own user-space part {}; 20 us added -> median shift {}, p99 shift {}",
+        "injector: base latency {} per round trip (vs a direct veth link), its own user-space part {}; 20 us added -> median shift {}, p99 shift {}{}",
         format_signed_ns(s.base_latency_ns as f64, SignStyle::AsciiMinus),
         ns(s.engine_excess_p50_ns),
         format_signed_ns(s.median_shift_ns as f64, SignStyle::AsciiMinus),
-        format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus)
+        format_signed_ns(s.p99_shift_ns as f64, SignStyle::AsciiMinus),
+        match d.check_idle_held_us {
+            Some(us) => format!(" (idle held at {us} us for the check)"),
+            None => String::new(),
+        }
     );
+    for v in where_time::injector::shift_verdicts(s) {
+        if !v.passed() {
+            println!("injector check FAILED: {}", v.detail);
+        }
+    }
     print!("{}", latlab_net::explain::summary(r, true));
     for a in &d.apps {
         let Some(n) = where_time::normalise(&a.runs) else {
@@ -104,7 +113,7 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
         };
         println!("{} — {}", a.app, a.metric);
         let mut t = Table::new([
-            "added delay",
+            "added delay (measured shift)",
             "runs",
             "mean",
             "normalised",
@@ -121,7 +130,7 @@ fn print_tables(r: &ResultFile) -> anyhow::Result<()> {
                 .collect();
             let mean = raw.iter().sum::<f64>() / raw.len() as f64;
             t.row(vec![
-                delay_label(p.delay_ns),
+                where_time::injector::delay_label(p.delay_ns, s),
                 p.n.to_string(),
                 format!("{mean:.0}"),
                 format!("{:.3}", p.mean),

@@ -98,6 +98,11 @@ pub struct WhereTimeConfig {
     pub explain: bool,
     /// Measured time of the injector check before the experiment.
     pub check_duration: Nanos,
+    /// Hold `/dev/cpu_dma_latency` at this many µs during the injector check alone, as
+    /// `latlab net delay --testbed` holds it for its check (absent in older files: not
+    /// held). The application runs keep the idle policy the run has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_idle_hold_us: Option<u32>,
     /// Run the injector under SCHED_FIFO at this priority, so that other load on the host
     /// cannot preempt it (it then owns its CPU, as a hardware appliance would). Servers and
     /// clients stay SCHED_OTHER: at equal FIFO priority a spinning client starves its server.
@@ -142,6 +147,7 @@ impl Default for WhereTimeConfig {
             cpu_asked: false,
             explain: true,
             check_duration: Nanos::from_secs(2),
+            check_idle_hold_us: None,
             fifo: None,
             pg_bin: None,
             open_loop_milli_rps: None,
@@ -173,7 +179,9 @@ impl WhereTimeConfig {
         let runs =
             self.delays_ns.len() as f64 * f64::from(self.repeats) * (self.apps.len() + open) as f64;
         runs * (self.run_time.get() as f64 / 1e9 + 0.6)
-            + 3.0 * self.check_duration.get() as f64 / 1e9
+            + (3 + super::injector::check_delays(&self.delays_ns).len()) as f64
+                * self.check_duration.get() as f64
+                / 1e9
             + 5.0
     }
 }

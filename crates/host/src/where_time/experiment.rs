@@ -3,6 +3,7 @@
 //! turn.
 
 use super::config::{find_programs, App, Programs, WhereTimeConfig, WhereTimeError};
+use super::injector::{check_delays, CHECK_DELAY_NS};
 use super::parse;
 use super::stored::{AppRuns, OpenLoopRun, PeerLatency, PeerStatistic, RawRun, WhereTimeOutcome};
 use latlab_net::delay::engine::{self, Direction, EngineConfig};
@@ -605,15 +606,15 @@ fn run_inner(
     let span_start = clock.now();
     let check = testbed::check(
         &testbed::CheckConfig {
-            delay_ns: 20_000,
+            also_ns: check_delays(&cfg.delays_ns),
             duration: cfg.check_duration,
             rounds: 2,
-            compare_netem: false,
             engine_cpu: cfg.engine_cpu,
             endpoint_cpu: cfg.endpoint_cpu,
             fifo: cfg.fifo,
-            busy_client: false,
             stalls: cfg.explain,
+            idle_hold_us: cfg.check_idle_hold_us,
+            ..testbed::CheckConfig::new(DelaySpec::Constant { ns: CHECK_DELAY_NS })
         },
         clock,
     );
@@ -777,6 +778,7 @@ fn run_inner(
         apps,
         check,
         placement,
+        check_idle_held_us: cfg.check_idle_hold_us,
         explained,
         notices,
     })

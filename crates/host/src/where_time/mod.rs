@@ -18,13 +18,16 @@
 //!   namespace, and stops and deletes it at the end.
 //!
 //! The experiment first verifies the injector ([`latlab_net::delay::testbed::check`]:
-//! base latency and the shift at 20 µs), then runs every (delay, application) pair
+//! base latency and the shift at 20 µs and at every other asked delay, the idle policy
+//! held as `latlab net delay --testbed` holds it; [`injector`] judges each shift), then
+//! runs every (delay, application) pair
 //! `repeats` times, interleaved (repeat 1 of every delay, then repeat 2, ...), so that slow
 //! drifts of the host's load spread over all delays. Results are normalised to the
 //! zero-delay mean of the same application ([`normalise`]).
 
 mod config;
 mod experiment;
+pub mod injector;
 pub mod parse;
 pub mod sections;
 mod session;
@@ -191,6 +194,21 @@ mod tests {
         let old: WhereTimeConfig = serde_json::from_value(v).unwrap();
         assert_eq!(old.open_loop_io, latlab_net::rpc::LoadIo::Adaptive);
         assert_eq!(old.open_loop_peer_fraction, None);
+        assert_eq!(
+            old.check_idle_hold_us, None,
+            "older checks held nothing of their own"
+        );
+        // A where-time result's data from before the per-delay check still reads.
+        let old_data = r#"{"apps":[],"injector":{"median_shift_ns":60700,"p99_shift_ns":50600,"base_latency_ns":30000,"engine_excess_p50_ns":11000,"netem_median_shift_ns":null,"netem_p99_shift_ns":null}}"#;
+        let d: WhereTimeData = serde_json::from_str(old_data).unwrap();
+        assert_eq!(d.check_idle_held_us, None);
+        assert!(d.injector.shifts.is_empty() && d.injector.distribution.is_none());
+        let v = injector::shift_verdicts(&d.injector);
+        assert_eq!(v.len(), 1);
+        assert!(
+            !v[0].passed(),
+            "an old file's 60.7 µs at 20 µs is judged too"
+        );
     }
 
     #[test]

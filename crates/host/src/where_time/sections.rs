@@ -8,6 +8,7 @@
 //! report and the standalone figure show the same points.
 
 use super::config::RESULT_KIND;
+use super::injector::{delay_label, CHECK_DELAY_NS};
 use super::stored::{
     data, normalise, peer_points, peer_summary, problem_totals, NormPoint, WhereTimeData,
     PAPER_DROPS, UNSATURATED_SHARE,
@@ -71,16 +72,41 @@ pub fn figure(d: &WhereTimeData) -> Option<Figure> {
     let series = error_series(d);
     errorbars_drawable(&series).then(|| Figure::ErrorBars {
         title: "Normalised performance against added delay (log x axis, ± one sd)".into(),
-        spec: chart_spec(),
+        spec: chart_spec(d),
         series,
     })
 }
 
-/// The chart's titles.
-pub fn chart_spec() -> ChartSpec {
+/// `; the injector check's median shift: 20.0us (measured 20.4us), ...` for the delays of
+/// the figure the check measured; empty when it measured none of them.
+fn measured_note(d: &WhereTimeData) -> String {
+    let mut delays: Vec<u64> = d
+        .apps
+        .iter()
+        .flat_map(|a| a.runs.iter().map(|r| r.delay_ns))
+        .filter(|&x| x != 0 && d.injector.median_shift_at(CHECK_DELAY_NS, x).is_some())
+        .collect();
+    delays.sort_unstable();
+    delays.dedup();
+    if delays.is_empty() {
+        return String::new();
+    }
+    let labels: Vec<String> = delays
+        .iter()
+        .map(|&x| delay_label(x, &d.injector))
+        .collect();
+    format!(
+        "; asked delay with the injector check's median shift: {}",
+        labels.join(", ")
+    )
+}
+
+/// The chart's titles (the x axis names the shifts the check measured, so that the
+/// standalone `--plot` shows them too).
+pub fn chart_spec(d: &WhereTimeData) -> ChartSpec {
     ChartSpec {
         title: "Delay effect on application performance (mean ± sd)".into(),
-        x_desc: "added round-trip delay (µs)".into(),
+        x_desc: format!("added round-trip delay (µs){}", measured_note(d)),
         y_desc: "normalised performance".into(),
         ..ChartSpec::default()
     }
@@ -148,20 +174,52 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             format_ns(i.engine_excess_p50_ns as f64),
         ),
         (
-            "median shift with 20 µs added (target 20 µs)".into(),
+            "median shift with 20 µs added (target 20 µs ± 2 µs)".into(),
             format_signed_ns(i.median_shift_ns as f64, SignStyle::Minus),
         ),
         (
             "p99 shift with 20 µs added".into(),
             format_signed_ns(i.p99_shift_ns as f64, SignStyle::Minus),
         ),
+        (
+            "median shift at the other delays".into(),
+            if i.shifts.is_empty() {
+                "not measured".into()
+            } else {
+                i.shifts
+                    .iter()
+                    .map(|x| delay_label(x.delay_ns, i))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ),
+        (
+            "idle policy during the check".into(),
+            match d.check_idle_held_us {
+                Some(us) => format!(
+                    "/dev/cpu_dma_latency held at {us} µs for the check alone, as latlab net delay --testbed holds it; the application runs keep the run's idle policy"
+                ),
+                None => "as the run has it (not held by the check)".into(),
+            },
+        ),
     ]));
+    let missed: Vec<String> = super::injector::shift_verdicts(i)
+        .iter()
+        .filter(|v| !v.passed())
+        .map(|v| v.detail.clone())
+        .collect();
+    if !missed.is_empty() {
+        s.push(Block::Paragraph(format!(
+            "The injector check missed: {}.",
+            missed.join("; ")
+        )));
+    }
     let mut t = Table::new(
         "Normalised performance per application and added delay",
         &[
             "application",
             "metric",
-            "added delay",
+            "added delay (measured shift)",
             "runs",
             "mean (raw)",
             "normalised",
@@ -184,7 +242,7 @@ fn section(label: &str, d: &WhereTimeData) -> Result<Section, String> {
             t.rows.push(vec![
                 Cell::text(&a.app),
                 Cell::text(&a.metric),
-                delay_cell(p.delay_ns),
+                Cell::number(delay_label(p.delay_ns, &d.injector)),
                 Cell::number(p.n.to_string()),
                 Cell::number(format_decimal(raw, 0)),
                 Cell::number(format!("{:.3}", p.mean)),
@@ -457,7 +515,14 @@ mod tests {
                 engine_excess_p50_ns: 11_700,
                 netem_median_shift_ns: None,
                 netem_p99_shift_ns: None,
+                distribution: None,
+                shifts: vec![latlab_net::delay::report::ShiftAt {
+                    delay_ns: 100_000,
+                    median_shift_ns: 104_500,
+                    p99_shift_ns: 110_000,
+                }],
             },
+            check_idle_held_us: Some(0),
         };
         let mut r = ResultFile::new(
             RESULT_KIND,
@@ -566,6 +631,38 @@ mod tests {
         assert_eq!(curve.rows.len(), 5, "3 memcached + 2 nginx delays");
         let mc100 = &curve.rows[2];
         assert_eq!(mc100[0].text, "memcached");
+        // The asked delay with the check's measured shift beside it.
+        assert_eq!(
+            curve.rows[1][2].text,
+            format!("{} (measured {})", format_ns(20_000.0), format_ns(20_260.0))
+        );
+        assert_eq!(
+            mc100[2].text,
+            format!(
+                "{} (measured {})",
+                format_ns(100_000.0),
+                format_ns(104_500.0)
+            )
+        );
+        // 104.5 µs for 100 µs misses by more than 2 µs: said in the section.
+        let text: Vec<&str> = s[0]
+            .blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Paragraph(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            text.iter()
+                .any(|p| p.starts_with("The injector check missed") && p.contains("missed by +")),
+            "{text:?}"
+        );
+        assert!(
+            kv.iter()
+                .any(|(k, v)| k.contains("idle policy during the check")
+                    && v.contains("held at 0 µs"))
+        );
         assert_eq!(mc100[5].text, "0.600");
         assert_eq!(mc100[4].text, "6000");
         let ng100 = &curve.rows[4];
@@ -595,6 +692,23 @@ mod tests {
             .unwrap()
             .iter()
             .any(|l| l.label.contains("memcached")));
+        let title = s[0]
+            .blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::Figure(Figure::ErrorBars { title, spec, .. }) => {
+                    Some(format!("{title} | {}", spec.x_desc))
+                }
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(
+            title
+                .matches(&format!("(measured {})", format_ns(104_500.0)))
+                .count(),
+            1,
+            "the figure's x axis: {title}"
+        );
     }
 
     #[test]

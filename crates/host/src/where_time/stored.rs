@@ -160,6 +160,10 @@ pub struct WhereTimeData {
     /// Which CPUs the injector and the endpoints ran on, and why (empty in older files).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub placement: String,
+    /// The `/dev/cpu_dma_latency` target held during the injector check alone, µs
+    /// (absent: not held by the check; older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_idle_held_us: Option<u32>,
 }
 
 /// Normalises an application's runs to its zero-delay mean; points in increasing delay.
@@ -362,6 +366,8 @@ pub struct WhereTimeOutcome {
     pub check: testbed::CheckOutcome,
     /// Which CPUs the injector and the endpoints ran on, and why.
     pub placement: String,
+    /// The target held during the check alone, µs.
+    pub check_idle_held_us: Option<u32>,
     /// With explain (the default as root): the injector's stalls during its check,
     /// attributed to their causes.
     pub explained: Option<(
@@ -372,8 +378,9 @@ pub struct WhereTimeOutcome {
     pub notices: Vec<String>,
 }
 
-/// Fills the result: the injector check's histograms, every raw run in `data`, counters of
-/// runs, errors and injector drops, and warnings.
+/// Fills the result: the injector check's histograms, a self-check of its median shift at
+/// every delay it measured ([`super::injector::shift_verdicts`]), every raw run in `data`,
+/// counters of runs, errors and injector drops, and warnings.
 ///
 /// # Errors
 /// When the check's histograms cannot be merged.
@@ -381,9 +388,17 @@ pub fn fill_result(
     r: &mut latlab_core::results::ResultFile,
     o: &WhereTimeOutcome,
 ) -> Result<(), latlab_core::hist::HistError> {
-    latlab_net::delay::report::fill_check(r, &o.check, 20_000)?;
+    latlab_net::delay::report::fill_check(
+        r,
+        &o.check,
+        &latlab_net::delay::DelaySpec::Constant {
+            ns: super::injector::CHECK_DELAY_NS,
+        },
+    )?;
     let check: latlab_net::delay::report::CheckData =
         serde_json::from_value(r.data.clone()).expect("fill_check wrote CheckData");
+    r.self_checks
+        .extend(super::injector::shift_verdicts(&check.summary));
     for a in &o.apps {
         let (errors, drops) = problem_totals(&a.runs);
         r.counters
@@ -408,6 +423,7 @@ pub fn fill_result(
         apps: o.apps.clone(),
         injector: check.summary,
         placement: o.placement.clone(),
+        check_idle_held_us: o.check_idle_held_us,
     })
     .expect("plain data serialises");
     if let Some((attr, data)) = &o.explained {

@@ -19,7 +19,10 @@
 //!   measuring its own residence time (its base latency) and dispatch lateness.
 //! - [`testbed`] builds client ⇄ delay ⇄ server namespaces and measures UDP round trips
 //!   through them (for tests, `--compare-netem` and the where-time experiment).
+//! - [`dist`] is the pure check that delayed round trips follow the base round trips
+//!   convolved with the asked distribution (a Kolmogorov–Smirnov distance and its bound).
 
+pub mod dist;
 pub mod engine;
 pub mod report;
 pub mod sections;

@@ -6,7 +6,9 @@
 //!   actually applied and the element's own base latency, from the histograms;
 //! - `net.delay.check` (`--testbed`): round trips over a direct link, through the element
 //!   at 0 and at the configured delay, the measured median and p99 shift against the
-//!   targets (± 1 µs and ± 3 µs) and the base latency.
+//!   targets (± 1 µs and ± 3 µs) and the base latency; for a distribution instead its
+//!   quantiles measured against expected (the 0 µs round trips convolved with it) and the
+//!   Kolmogorov–Smirnov verdict ([`super::dist`]).
 
 use super::engine::EngineConfig;
 use super::report::{check_summary, CheckData, RunData, CHECK_KIND, RUN_KIND};
@@ -219,9 +221,9 @@ fn check_section(input: &Input) -> Result<Section, String> {
         .map_err(|e| format!("{first}: data is not a net.delay.check record: {e}"))?;
     let sum = check_summary(r).map_err(|e| format!("{first}: {e}"))?;
     let delay = d.delay_ns as i64;
+    let spec = d.spec();
     let mut s = Section::new(format!(
-        "Latency injector check: {} added ({})",
-        format_ns(d.delay_ns as f64),
+        "Latency injector check: {spec} added ({})",
         input.label
     ));
     s.push(Block::Paragraph(
@@ -270,7 +272,7 @@ fn check_section(input: &Input) -> Result<Section, String> {
         let what = match name {
             "direct" => "direct veth link".to_string(),
             "zero" => "through latlab net delay, 0 µs".to_string(),
-            "delayed" => format!("through latlab net delay, {}", format_ns(d.delay_ns as f64)),
+            "delayed" => format!("through latlab net delay, {spec}"),
             _ => format!("netem {} on a direct link", format_ns(d.delay_ns as f64)),
         };
         let c = |k: &str| r.counters.get(&format!("{name}.{k}")).copied().unwrap_or(0);
@@ -300,6 +302,24 @@ fn check_section(input: &Input) -> Result<Section, String> {
             if ok { CellStyle::Good } else { CellStyle::Bad },
         )
     };
+    if let Some(dc) = &sum.distribution {
+        s.push(Block::Table(distribution_table(dc)));
+        s.push(Block::Paragraph(format!(
+            "A round trip with a drawn delay is a 0 µs round trip plus one draw, so the delayed round trips should follow the 0 µs ones convolved with {spec} (computed exactly from the 0 µs histogram). The Kolmogorov–Smirnov distance between the two, forgiving a shift of up to {} either way (the tolerance where-time holds a median shift to), is {:.4} against the two-sample bound {:.4} at significance {} for {} and {} round trips: {}.",
+            format_ns(dc.slack_ns as f64),
+            dc.ks_distance,
+            dc.bound,
+            dc.alpha,
+            dc.measured,
+            dc.base,
+            if dc.passed {
+                "the delays follow the asked distribution"
+            } else {
+                "the delays do NOT follow the asked distribution"
+            }
+        )));
+        return Ok(s);
+    }
     let mut v = Table {
         rows: vec![
             vec![
@@ -362,6 +382,36 @@ fn check_section(input: &Input) -> Result<Section, String> {
     }
     s.push(Block::Table(v));
     Ok(s)
+}
+
+/// The quantiles of the delayed round trips measured against expected, and the verdict.
+fn distribution_table(dc: &super::dist::DistributionCheck) -> Table {
+    let mut t = Table::new(
+        "Delayed round trips: measured against expected (0 µs round trips ⊛ the asked delay)",
+        &["quantile", "measured", "expected", "measured − expected"],
+    );
+    for q in &dc.quantiles {
+        t.rows.push(vec![
+            Cell::text(&q.name),
+            Cell::number(format_ns(q.measured_ns as f64)),
+            Cell::number(format_ns(q.expected_ns as f64)),
+            Cell::number(format_signed_ns(
+                q.measured_ns as f64 - q.expected_ns as f64,
+                SignStyle::Minus,
+            )),
+        ]);
+    }
+    t.rows.push(vec![
+        Cell::text("Kolmogorov–Smirnov distance"),
+        Cell::number(format!("{:.4}", dc.ks_distance)),
+        Cell::number(format!("≤ {:.4}", dc.bound)),
+        if dc.passed {
+            Cell::styled("pass", CellStyle::Good)
+        } else {
+            Cell::styled("FAIL", CellStyle::Bad)
+        },
+    ]);
+    t
 }
 
 #[cfg(test)]
@@ -433,8 +483,17 @@ mod tests {
         r.counters.insert("delayed.lost".into(), 3);
         r.data = serde_json::to_value(CheckData {
             delay_ns: 20_000,
+            delay: None,
             sent_lost: vec![("delayed".into(), 2_003, 3)],
-            summary: summarize_check(&direct, &zero, &delayed, None, &excess),
+            summary: summarize_check(
+                &direct,
+                &zero,
+                &delayed,
+                None,
+                &excess,
+                &crate::delay::DelaySpec::Constant { ns: 20_000 },
+                &[],
+            ),
         })
         .unwrap();
         r
@@ -476,6 +535,104 @@ mod tests {
         assert!(t.contains("injector SCHED_FIFO priority=50"), "{t}");
         // 3 lost round trips are shown as such.
         assert!(t.contains("2003|3|"), "{t}");
+    }
+
+    /// A check of `uniform:10us,50us` whose delayed round trips are the 0 µs ones (30 µs ±
+    /// 2 µs) plus `drawn` draws.
+    fn drawn_check(drawn: crate::delay::DelaySpec) -> ResultFile {
+        use crate::delay::{report::distribution_verdict, DelaySpec, Sampler};
+        let spec = DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 50_000,
+        };
+        let base = DelaySpec::Normal {
+            mean_ns: 30_000,
+            sd_ns: 2_000,
+        };
+        let (mut b0, mut b1, mut d) = (
+            Sampler::new(base, 3),
+            Sampler::new(base, 5),
+            Sampler::new(drawn, 7),
+        );
+        let mut zero = h(&[]);
+        let mut delayed = h(&[]);
+        for _ in 0..20_000 {
+            zero.record(Nanos(b0.sample()));
+            delayed.record(Nanos(b1.sample() + d.sample()));
+        }
+        let (direct, excess) = (h(&[(20_000, 100)]), h(&[(9_000, 100)]));
+        let mut r = ResultFile::new(
+            CHECK_KIND,
+            vec![],
+            serde_json::json!({}),
+            Provenance::default(),
+        );
+        for (n, x) in [
+            ("direct", &direct),
+            ("zero", &zero),
+            ("delayed", &delayed),
+            ("engine.excess", &excess),
+        ] {
+            r.histograms.push(StoredHistogram::new(n, x));
+        }
+        let summary = summarize_check(&direct, &zero, &delayed, None, &excess, &spec, &[]);
+        r.self_checks
+            .push(distribution_verdict(summary.distribution.as_ref().unwrap()));
+        r.data = serde_json::to_value(CheckData {
+            delay_ns: spec.mean_ns(),
+            delay: Some(spec),
+            sent_lost: vec![],
+            summary,
+        })
+        .unwrap();
+        r
+    }
+
+    #[test]
+    fn a_drawn_delay_is_shown_as_quantiles_against_expected_with_the_ks_verdict() {
+        use crate::delay::DelaySpec;
+        let right = drawn_check(DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 50_000,
+        });
+        assert!(right.self_checks[0].passed(), "{:?}", right.self_checks);
+        let i = Input::single(PathBuf::from("u.json"), right);
+        let t = text(&DelaySections.sections(&[&i]).unwrap()[0]);
+        assert!(t.contains("through latlab net delay, uniform:"), "{t}");
+        for q in ["p10|", "p50|", "p90|", "p99|"] {
+            assert!(t.contains(q), "{q}: {t}");
+        }
+        assert!(
+            t.contains("Kolmogorov–Smirnov distance|") && t.contains("|pass|"),
+            "{t}"
+        );
+        assert!(
+            !t.contains("median shift|"),
+            "no constant's shift verdicts: {t}"
+        );
+        // Delays drawn from 10–30 µs where 10–50 µs was asked: a failure, also as the
+        // self-check the trust box reads.
+        let wrong = drawn_check(DelaySpec::Uniform {
+            lo_ns: 10_000,
+            hi_ns: 30_000,
+        });
+        assert_eq!(
+            wrong.self_checks[0].outcome,
+            latlab_core::selfcheck::Outcome::Fail
+        );
+        assert!(wrong.self_checks[0].detail.contains("do not follow"));
+        let i = Input::single(PathBuf::from("w.json"), wrong);
+        let t = text(&DelaySections.sections(&[&i]).unwrap()[0]);
+        assert!(t.contains("|FAIL|") && t.contains("do NOT follow"), "{t}");
+    }
+
+    #[test]
+    fn checks_of_older_files_read_as_a_constant_without_a_distribution() {
+        let old = r#"{"delay_ns":20000,"sent_lost":[],"summary":{"median_shift_ns":20100,"p99_shift_ns":23000,"base_latency_ns":10000,"engine_excess_p50_ns":900,"netem_median_shift_ns":null,"netem_p99_shift_ns":null}}"#;
+        let d: CheckData = serde_json::from_str(old).unwrap();
+        assert_eq!(d.spec(), crate::delay::DelaySpec::Constant { ns: 20_000 });
+        assert_eq!(d.summary.distribution, None);
+        assert!(d.summary.shifts.is_empty());
     }
 
     #[test]

@@ -340,14 +340,20 @@ pub fn netem_available() -> Result<(), String> {
 /// What [`check`] measures.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CheckConfig {
-    /// The delay to verify (applied client → server only, so a round trip gains it once).
-    pub delay_ns: u64,
+    /// The delay to verify (applied client → server only, so a round trip gains it once):
+    /// a constant, or a distribution whose draws the round trips should show.
+    pub delay: super::DelaySpec,
+    /// Seed of a distribution's draws (each round adds its index).
+    pub seed: u64,
+    /// More constant delays whose shift is measured in the same rounds (after
+    /// [`CheckConfig::delay`]), e.g. every delay an experiment is about to apply.
+    pub also_ns: Vec<u64>,
     /// Measured time per configuration, split over `rounds` alternating rounds.
     pub duration: Nanos,
     /// Alternating rounds (0 µs, D, 0 µs, D, ...), which spreads slow drifts of the host's
     /// load evenly over both.
     pub rounds: u32,
-    /// Also measure `sch_netem` with the same delay on a direct link.
+    /// Also measure `sch_netem` with the same delay on a direct link (constant delays).
     pub compare_netem: bool,
     /// CPU of the forwarding engine.
     pub engine_cpu: Option<u32>,
@@ -360,6 +366,32 @@ pub struct CheckConfig {
     pub fifo: Option<i32>,
     /// Record the engine's stalls (for `--explain`: [`CheckOutcome::engine_stalls`]).
     pub stalls: bool,
+    /// Hold `/dev/cpu_dma_latency` at this many µs for the check alone
+    /// ([`latlab_sys::idle::DmaLatencyHold::for_part`]; the caller records it), for a
+    /// check inside a run that otherwise leaves the idle policy alone. `None`: the check
+    /// runs under whatever the process holds.
+    pub idle_hold_us: Option<u32>,
+}
+
+impl CheckConfig {
+    /// A check of `delay` with the defaults of `latlab net delay --testbed`: 8 s in 4
+    /// rounds, no netem, nothing pinned, no extra delays, no hold of its own.
+    pub fn new(delay: super::DelaySpec) -> CheckConfig {
+        CheckConfig {
+            delay,
+            seed: 1,
+            also_ns: Vec::new(),
+            duration: Nanos::from_secs(8),
+            rounds: 4,
+            compare_netem: false,
+            engine_cpu: None,
+            endpoint_cpu: None,
+            busy_client: false,
+            fifo: None,
+            stalls: false,
+            idle_hold_us: None,
+        }
+    }
 }
 
 /// What [`check`] found (histograms of round trips, ns).
@@ -371,6 +403,8 @@ pub struct CheckOutcome {
     pub zero: PingOutcome,
     /// Through the element at the checked delay.
     pub delayed: PingOutcome,
+    /// Through the element at each of [`CheckConfig::also_ns`], in its order.
+    pub also: Vec<(u64, PingOutcome)>,
     /// Through netem on a direct link, when compared.
     pub netem: Option<PingOutcome>,
     /// The engine's reports, 0-delay runs merged, then delayed runs merged.
@@ -424,22 +458,31 @@ pub enum CheckError {
     /// netem asked for but missing.
     #[error("--compare-netem: {0}")]
     NetemMissing(String),
+    /// The check's own idle hold could not be taken.
+    #[error("holding /dev/cpu_dma_latency for the check: {0}")]
+    Idle(#[source] io::Error),
 }
 
 /// Verifies the injector on this host: round trips over a direct link, through the element
-/// at 0 µs and at the configured delay (alternating rounds), and optionally through netem.
-/// The shift of the median between 0 µs and the delay is the delay as the application
-/// sees it; the 0 µs median less the direct one is the element's base latency.
+/// at 0 µs and at the configured delay (and at each extra delay; alternating rounds), and
+/// optionally through netem. The shift of the median between 0 µs and the delay is the
+/// delay as the application sees it; the 0 µs median less the direct one is the element's
+/// base latency; with a distribution, the delayed round trips are the 0 µs ones plus its
+/// draws ([`super::dist`]).
 ///
 /// # Errors
 /// [`CheckError`]; [`CheckError::NetemMissing`] before anything is measured when netem is
 /// asked for and missing.
 pub fn check(cfg: &CheckConfig, clock: &Clock) -> Result<CheckOutcome, CheckError> {
-    use super::engine::{self, Direction, EngineConfig};
     use super::DelaySpec;
     if cfg.compare_netem {
         netem_available().map_err(CheckError::NetemMissing)?;
     }
+    let _hold = cfg
+        .idle_hold_us
+        .map(latlab_sys::idle::DmaLatencyHold::for_part)
+        .transpose()
+        .map_err(CheckError::Idle)?;
     let rounds = cfg.rounds.max(1);
     let per = Nanos(cfg.duration.get() / u64::from(rounds));
     let ping_cfg = PingConfig {
@@ -461,7 +504,7 @@ pub fn check(cfg: &CheckConfig, clock: &Clock) -> Result<CheckOutcome, CheckErro
     let mut netem = None;
     if cfg.compare_netem {
         let tb = Testbed::build("chk-netem", true)?;
-        let d = format!("{}us", cfg.delay_ns as f64 / 1000.0);
+        let d = format!("{}us", cfg.delay.mean_ns() as f64 / 1000.0);
         netns::run_cmd(
             "ip",
             &[
@@ -475,52 +518,28 @@ pub fn check(cfg: &CheckConfig, clock: &Clock) -> Result<CheckOutcome, CheckErro
     }
     let tb = Testbed::build("chk", false)?;
     let (mut zero, mut delayed) = (None, None);
+    let mut also: Vec<Option<PingOutcome>> = vec![None; cfg.also_ns.len()];
     let (mut ez, mut ed) = (Vec::new(), Vec::new());
-    for _ in 0..rounds {
-        for d in [0, cfg.delay_ns] {
-            let mut ecfg = EngineConfig::new(
-                DELAY_IF_CLIENT,
-                DELAY_IF_SERVER,
-                DelaySpec::Constant { ns: d },
-            );
-            ecfg.direction = Direction::AToB;
-            ecfg.stalls = cfg.stalls;
-            let stop = AtomicBool::new(false);
-            let (ping, rep) = std::thread::scope(|s| -> Result<_, CheckError> {
-                let (tx, rx) = std::sync::mpsc::channel();
-                let (stop, ecfg, tb) = (&stop, &ecfg, &tb);
-                let h = s.spawn(move || -> Result<_, CheckError> {
-                    netns::enter(&tb.delay).map_err(io::Error::other)?;
-                    if let Some(c) = cfg.engine_cpu {
-                        sched::pin_current_thread(c).map_err(io::Error::other)?;
-                    }
-                    if let Some(p) = cfg.fifo {
-                        sched::set_fifo(p).map_err(io::Error::other)?;
-                    }
-                    Ok(engine::run(ecfg, clock, stop, || {
-                        let _ = tx.send(());
-                    })?)
-                });
-                if rx.recv().is_err() {
-                    return Err(h
-                        .join()
-                        .expect("engine thread panicked")
-                        .err()
-                        .unwrap_or_else(|| {
-                            CheckError::Io(io::Error::other("engine ended early"))
-                        }));
+    for round in 0..rounds {
+        let specs = [DelaySpec::Constant { ns: 0 }, cfg.delay]
+            .into_iter()
+            .chain(cfg.also_ns.iter().map(|&ns| DelaySpec::Constant { ns }));
+        for (k, spec) in specs.enumerate() {
+            let seed = cfg.seed.wrapping_add(u64::from(round));
+            let (ping, rep) = through_element(&tb, cfg, spec, seed, &ping_cfg, clock)?;
+            match k {
+                0 => {
+                    merge_into(&mut zero, ping)?;
+                    ez.push(rep);
                 }
-                let ping = udp_ping(tb, &ping_cfg, clock);
-                stop.store(true, Ordering::Relaxed);
-                let rep = h.join().expect("engine thread panicked")?;
-                Ok((ping?, rep))
-            })?;
-            if d == 0 {
-                merge_into(&mut zero, ping)?;
-                ez.push(rep);
-            } else {
-                merge_into(&mut delayed, ping)?;
-                ed.push(rep);
+                1 => {
+                    merge_into(&mut delayed, ping)?;
+                    ed.push(rep);
+                }
+                _ => {
+                    merge_into(&mut also[k - 2], ping)?;
+                    ed.push(rep);
+                }
             }
         }
     }
@@ -528,8 +547,59 @@ pub fn check(cfg: &CheckConfig, clock: &Clock) -> Result<CheckOutcome, CheckErro
         direct: direct.expect("at least one round"),
         zero: zero.expect("at least one round"),
         delayed: delayed.expect("at least one round"),
+        also: cfg
+            .also_ns
+            .iter()
+            .copied()
+            .zip(also.into_iter().map(|o| o.expect("at least one round")))
+            .collect(),
         netem,
         engine_zero: ez,
         engine_delayed: ed,
+    })
+}
+
+/// One measurement through the element: the engine in the delay namespace adding `spec`
+/// to client → server frames while [`udp_ping`] measures round trips.
+fn through_element(
+    tb: &Testbed,
+    cfg: &CheckConfig,
+    spec: super::DelaySpec,
+    seed: u64,
+    ping_cfg: &PingConfig,
+    clock: &Clock,
+) -> Result<(PingOutcome, super::engine::EngineReport), CheckError> {
+    use super::engine::{self, Direction, EngineConfig};
+    let mut ecfg = EngineConfig::new(DELAY_IF_CLIENT, DELAY_IF_SERVER, spec);
+    ecfg.direction = Direction::AToB;
+    ecfg.stalls = cfg.stalls;
+    ecfg.seed = seed;
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| -> Result<_, CheckError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (stop, ecfg) = (&stop, &ecfg);
+        let h = s.spawn(move || -> Result<_, CheckError> {
+            netns::enter(&tb.delay).map_err(io::Error::other)?;
+            if let Some(c) = cfg.engine_cpu {
+                sched::pin_current_thread(c).map_err(io::Error::other)?;
+            }
+            if let Some(p) = cfg.fifo {
+                sched::set_fifo(p).map_err(io::Error::other)?;
+            }
+            Ok(engine::run(ecfg, clock, stop, || {
+                let _ = tx.send(());
+            })?)
+        });
+        if rx.recv().is_err() {
+            return Err(h
+                .join()
+                .expect("engine thread panicked")
+                .err()
+                .unwrap_or_else(|| CheckError::Io(io::Error::other("engine ended early"))));
+        }
+        let ping = udp_ping(tb, ping_cfg, clock);
+        stop.store(true, Ordering::Relaxed);
+        let rep = h.join().expect("engine thread panicked")?;
+        Ok((ping?, rep))
     })
 }
