@@ -127,6 +127,41 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
         }
     }
     s.push(Block::Table(t));
+    let limits = datas
+        .iter()
+        .flat_map(|(l, d)| d.sweep.iter().map(move |r| (l, r)))
+        .filter_map(|(l, r)| Some((l, r, r.at_cap_pct?, r.credit_refusals?)))
+        .collect::<Vec<_>>();
+    if !limits.is_empty() {
+        let mut t = Table::new(
+            "Sender limits in the sweep (a variant of a limit that never bound changes nothing)",
+            &[
+                "input",
+                "variant",
+                "simulated",
+                "BE at the writes-in-flight cap %",
+                "DFS at the cap %",
+                "BE credit refusals",
+                "DFS credit refusals",
+            ],
+        );
+        for (label, r, cap, refused) in limits {
+            t.rows.push(vec![
+                Cell::text(label.as_str()),
+                Cell::text(r.variant.as_str()),
+                Cell::text(match (&r.simulated, r.limit_bound) {
+                    (Some(v), Some(false)) => format!("{v} (never bound)"),
+                    (Some(v), _) => v.clone(),
+                    (None, _) => "–".into(),
+                }),
+                Cell::number(f(cap[0], 1)),
+                Cell::number(f(cap[1], 1)),
+                Cell::number(refused[0].to_string()),
+                Cell::number(refused[1].to_string()),
+            ]);
+        }
+        s.push(Block::Table(t));
+    }
     s
 }
 

@@ -256,3 +256,82 @@ fn another_kind_is_refused_naming_the_input() {
 fn the_sweep_has_its_advertised_variants() {
     assert_eq!(policies::variants().len(), SWEEP_VARIANTS);
 }
+
+/// The sweep's configurations of variant `k` (best effort, DFS) as the experiment plans
+/// them.
+fn sweep_configs(
+    plan: &[(crate::sim::SimConfig, String)],
+    k: usize,
+) -> [&crate::sim::SimConfig; 2] {
+    let find = |mode: &str| {
+        &plan
+            .iter()
+            .find(|(_, n)| *n == format!("sweep-{k}-{mode}.json"))
+            .unwrap_or_else(|| panic!("no sweep-{k}-{mode}.json planned"))
+            .0
+    };
+    [find("best-effort"), find("dfs")]
+}
+
+#[test]
+fn every_sweep_variant_reaches_the_simulated_configuration() {
+    let cfg = ExperimentConfig {
+        sweep_nodes: 128,
+        ..small()
+    };
+    let plan = planned_runs(&cfg);
+    let vs = policies::variants();
+    let base = sweep_configs(&plan, 0);
+    assert_eq!(base[0].topology.inputs, 64);
+    for (k, v) in vs.iter().enumerate().skip(1) {
+        let field = v
+            .field
+            .expect("every variant but the default names its field");
+        for (c, b) in sweep_configs(&plan, k).into_iter().zip(base) {
+            assert_ne!(field(c), field(b), "{}: the field is the default's", v.name);
+            assert_ne!(c, b, "{}", v.name);
+            assert_eq!(c.mode, b.mode);
+        }
+    }
+}
+
+#[test]
+fn every_sweep_variant_changes_a_small_run_or_reports_its_limit_never_bound() {
+    // 16 nodes, 8 rounds per interval, 6 intervals: every variant, both modes
+    let cfg = ExperimentConfig {
+        sweep_nodes: 16,
+        ts_per_interval: 64,
+        intervals: 6,
+        ..small()
+    };
+    let plan = planned_runs(&cfg);
+    let vs = policies::variants();
+    let run = |c: &crate::sim::SimConfig| crate::sim::run(c).unwrap().data;
+    let base = sweep_configs(&plan, 0).map(run);
+    for (k, v) in vs.iter().enumerate().skip(1) {
+        let cs = sweep_configs(&plan, k);
+        let ds = cs.map(run);
+        // the row reads the changed field back from what was simulated
+        let row = policies::sweep_row(v, &ds[0], &ds[1]);
+        assert_eq!(row.simulated, v.field.map(|f| f(cs[0])), "{}", v.name);
+        for ((c, b), d) in cs.into_iter().zip(&base).zip(ds) {
+            let limits = d.limits.as_ref().expect("measured");
+            assert_eq!(limits.inflight_share.len(), c.net.max_inflight as usize + 1);
+            let sum: f64 = limits.inflight_share.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{}: shares sum to {sum}", v.name);
+            let changed = d.completion_ms != b.completion_ms
+                || d.steady_bandwidth_gbs != b.steady_bandwidth_gbs;
+            if !changed {
+                let bound = v
+                    .bound
+                    .unwrap_or_else(|| panic!("{} ({:?}) changed nothing", v.name, c.mode));
+                assert!(
+                    !bound(b.limits.as_ref().unwrap()) && !bound(limits),
+                    "{} ({:?}): its limit bound yet nothing changed",
+                    v.name,
+                    c.mode
+                );
+            }
+        }
+    }
+}

@@ -48,6 +48,18 @@ impl<'a> View<'a> {
             ),
             ("seed".to_string(), d.config.seed.to_string()),
         ];
+        if let Some(l) = &d.limits {
+            extra.push((
+                "sender limits".to_string(),
+                format!(
+                    "at the writes-in-flight cap ({} outstanding writes per input) {:.1} % of the time; {} contributions refused for want of credits ({} ring slots per input)",
+                    n.max_inflight,
+                    l.at_cap_pct,
+                    l.credit_refusals,
+                    d.config.topology.slots_per_input
+                ),
+            ));
+        }
         let join = |v: Vec<String>| v.join("; ");
         if !d.config.slow.is_empty() {
             extra.push((

@@ -110,6 +110,28 @@ pub struct SimData {
     /// than four blocks after warm-up).
     #[serde(default)]
     pub trend: Option<Trend>,
+    /// How often each sender-side limit bound: the writes-in-flight cap and the
+    /// credits (None in results written before it was measured).
+    #[serde(default)]
+    pub limits: Option<Limits>,
+}
+
+/// How often the two limits on an input's sending bound. The writes-in-flight cap
+/// (`max_inflight`) is the NIC's limit on outstanding RDMA writes (FLESnet's
+/// `max_pending_write_requests`); the credits are the compute node's ring slots for the
+/// input (`slots_per_input`), freed when the compute node has consumed the time-slice.
+/// A variant that changes a limit which never bound changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Share of input time with k writes in flight, k = 0..=max_inflight (each input from
+    /// its start to its last write completion; the shares sum to 1).
+    pub inflight_share: Vec<f64>,
+    /// Share of input time at the cap (the last entry of `inflight_share`), percent.
+    pub at_cap_pct: f64,
+    /// Contributions that were next to send (best effort: the head of the sequence; DFS:
+    /// due in the pacing) but had no credit at their compute node, counted once per
+    /// attempt: 0 means the ring slots never bound.
+    pub credit_refusals: u64,
 }
 
 /// One block of time-slices (one interval's worth, by time-slice number).

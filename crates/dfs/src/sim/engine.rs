@@ -91,6 +91,8 @@ struct InputNode {
     ie: InputEngine,
     credits: Credits,
     inflight: u32,
+    /// Since when `inflight` has had its present value (for the cap's occupancy).
+    inflight_since: i64,
     clock: NodeClock,
     wake_at: i64,
     /// When it starts (0, or its draw of a warm start).
@@ -153,6 +155,13 @@ pub(super) struct Sim<'a> {
     blocks: Vec<BlockAcc>,
     block_len: u64,
     fles: Option<super::builders::Fles>,
+    /// Input time spent with k writes in flight, ns, k = 0..=max_inflight (summed over
+    /// inputs).
+    inflight_ns: Vec<i64>,
+    /// Due contributions refused for want of credits (ring slots at their compute node).
+    credit_refusals: u64,
+    /// Scratch: the contributions an input engine was refused in one poll.
+    refused: Vec<u64>,
 }
 
 /// Completions of one block of time-slices: count, sum and largest duration, and the
@@ -204,19 +213,23 @@ impl<'a> Sim<'a> {
         // a warm start's start times come from their own generator too
         let mut wrng = Rng::new(cfg.seed ^ 0x5354_4152_5400_0000);
         let inputs: Vec<InputNode> = (0..ni)
-            .map(|i| InputNode {
-                be: BestEffortSender::new(i, nc, total),
-                ie: InputEngine::new(i, nc, cfg.params, total),
-                credits: Credits::new(nc, t.slots_per_input),
-                inflight: 0,
-                clock: clock(&mut rng),
-                wake_at: i64::MAX,
-                start_at: match cfg.start_spread_ns {
+            .map(|i| {
+                let start_at = match cfg.start_spread_ns {
                     0 => 0,
                     s => (wrng.unit() * s as f64).round() as i64,
-                },
-                idle: false,
-                done: false,
+                };
+                InputNode {
+                    be: BestEffortSender::new(i, nc, total),
+                    ie: InputEngine::new(i, nc, cfg.params, total),
+                    credits: Credits::new(nc, t.slots_per_input),
+                    inflight: 0,
+                    inflight_since: start_at,
+                    clock: clock(&mut rng),
+                    wake_at: i64::MAX,
+                    start_at,
+                    idle: false,
+                    done: false,
+                }
             })
             .collect();
         let computes: Vec<ComputeSide> = (0..nc)
@@ -283,6 +296,9 @@ impl<'a> Sim<'a> {
             blocks: Vec::new(),
             block_len: len.max(1),
             fles: (cfg.mode == Mode::Flesnet).then(|| super::builders::Fles::new(cfg)),
+            inflight_ns: vec![0; cfg.net.max_inflight as usize + 1],
+            credit_refusals: 0,
+            refused: Vec::new(),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
         for (r, d) in s.ddes.iter_mut().enumerate() {
@@ -586,12 +602,39 @@ impl<'a> Sim<'a> {
                     }
                     None => {
                         inp.idle = !inp.be.finished();
+                        if inp.idle {
+                            // the next contribution in sequence has no credit (HOL)
+                            self.credit_refusals += 1;
+                        }
                         return;
                     }
                 },
                 Mode::Dfs => {
                     let credits = &inp.credits;
-                    let p = inp.ie.poll(local, &mut |ts| credits.allows(ts));
+                    let refused = &mut self.refused;
+                    refused.clear();
+                    let p = inp.ie.poll(local, &mut |ts| {
+                        let ok = credits.allows(ts);
+                        if !ok {
+                            refused.push(ts);
+                        }
+                        ok
+                    });
+                    // a refusal binds when the refused contribution came before the one
+                    // sent in the input's order (or nothing was sent); the input engine asks
+                    // about later ones as well
+                    let order = |ts: u64| {
+                        (
+                            ts / nc as u64,
+                            model::position_in_round(i, model::compute_of(ts, nc), nc),
+                        )
+                    };
+                    self.credit_refusals += match p {
+                        Poll::Send(sent) => {
+                            refused.iter().filter(|&&r| order(r) < order(sent)).count()
+                        }
+                        _ => refused.len(),
+                    } as u64;
                     if i == 0 {
                         self.check_interval_drop();
                     }
@@ -621,9 +664,8 @@ impl<'a> Sim<'a> {
                     }
                 }
             };
-            let inp = &mut self.inputs[i];
-            inp.idle = false;
-            inp.inflight += 1;
+            self.inflight_step(i, true);
+            self.inputs[i].idle = false;
             self.sent += 1;
             self.first_send.get_or_insert(self.now);
             self.net
@@ -707,9 +749,22 @@ impl<'a> Sim<'a> {
         self.push(self.now + d, Ev::Ack(i as u32, ts));
     }
 
-    fn ack(&mut self, i: usize, ts: u64) {
+    /// One more (`up`) or one fewer write in flight at input `i`, accounting the time it
+    /// spent at the previous count.
+    fn inflight_step(&mut self, i: usize, up: bool) {
         let inp = &mut self.inputs[i];
-        inp.inflight -= 1;
+        self.inflight_ns[inp.inflight as usize] += self.now - inp.inflight_since;
+        inp.inflight_since = self.now;
+        if up {
+            inp.inflight += 1;
+        } else {
+            inp.inflight -= 1;
+        }
+    }
+
+    fn ack(&mut self, i: usize, ts: u64) {
+        self.inflight_step(i, false);
+        let inp = &mut self.inputs[i];
         if self.cfg.mode == Mode::Dfs {
             let local = inp.clock.local(self.now);
             inp.ie.on_ack(ts, local);
