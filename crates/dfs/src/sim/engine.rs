@@ -349,10 +349,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    pub(super) fn run(
-        mut self,
-        progress: &mut dyn latlab_core::progress::Progress,
-    ) -> Result<SimOutcome, SimError> {
+    /// Queues the events that start a run: every input's first wake-up, the first sample
+    /// and noise redraw, the time-window drops, the DDE faults and FLESnet's producer.
+    fn start_events(&mut self) {
         for i in 0..self.inputs.len() {
             let t = self.inputs[i].start_at;
             self.push(t, Ev::Wake(i as u32));
@@ -379,93 +378,113 @@ impl<'a> Sim<'a> {
         if self.fles.is_some() {
             self.push(0, Ev::Produce);
         }
+    }
+
+    pub(super) fn run(
+        mut self,
+        progress: &mut dyn latlab_core::progress::Progress,
+    ) -> Result<SimOutcome, SimError> {
+        self.start_events();
         let mut percent = 0;
         progress.step("simulating", 0, 100);
         while let Some((t, ev)) = self.next_event() {
-            self.now = t;
-            self.events += 1;
-            match ev {
-                Ev::Wake(i) => {
-                    let inp = &mut self.inputs[i as usize];
-                    if inp.wake_at == t {
-                        inp.wake_at = i64::MAX;
-                        self.poll(i as usize);
-                    }
+            let sample = matches!(ev, Ev::Sample);
+            self.handle(t, ev);
+            if sample {
+                let now = self.percent_done();
+                if now > percent {
+                    percent = now.min(100);
+                    progress.step("simulating", percent, 100);
                 }
-                Ev::FlowDone(id, v) => {
-                    if self.net.is_current(id, v) {
-                        self.net.finish(id, self.now, &mut self.resched);
-                        self.flush_resched();
-                        while let Some((i, ts)) = self.net.take_done() {
-                            let d = self.msg_delay() - self.net.latency_included();
-                            self.push(self.now + d, Ev::Arrive(i as u32, ts));
-                        }
-                    }
-                }
-                Ev::Arrive(i, ts) => self.arrive(i as usize, ts),
-                Ev::Ack(i, ts) => self.ack(i as usize, ts),
-                Ev::Release(c, local) => {
-                    if let Some(end) = self.stalled(self.inputs.len() + c as usize) {
-                        self.push(end, Ev::Release(c, local));
-                        continue;
-                    }
-                    if let Some(ack) = self.computes[c as usize].node.release(local) {
-                        for i in 0..self.inputs.len() {
-                            let d = self.msg_delay();
-                            self.push(self.now + d, Ev::Credit(i as u32, c, ack));
-                        }
-                    }
-                }
-                Ev::Credit(i, c, ack) => {
-                    let inp = &mut self.inputs[i as usize];
-                    inp.credits.on_ack_pointer(c as usize, ack);
-                    if inp.idle {
-                        self.poll(i as usize);
-                    }
-                }
-                Ev::Report(r, rep) => {
-                    if let Some(end) = self.stalled(self.inputs.len() + r as usize) {
-                        self.push(end, Ev::Report(r, rep));
-                        continue;
-                    }
-                    self.report(r as usize, &rep)
-                }
-                Ev::Proposal(i, p) => {
-                    self.inputs[i as usize].ie.on_proposal(p);
-                    self.poll(i as usize);
-                }
-                Ev::Sample => {
-                    self.sample();
-                    let now = self.percent_done();
-                    if now > percent {
-                        percent = now.min(100);
-                        progress.step("simulating", percent, 100);
-                    }
-                    if self.unfinished() {
-                        self.push(self.now + self.sample_ns, Ev::Sample);
-                    }
-                }
-                Ev::Noise => {
-                    self.noise();
-                    if self.unfinished() {
-                        self.push(self.now + self.cfg.net.noise_period_ns, Ev::Noise);
-                    }
-                }
-                Ev::Scale(f) => {
-                    self.scale_time *= f;
-                    self.apply_scale();
-                }
-                Ev::Kill(r) => self.ddes[r as usize] = None,
-                Ev::Restart(r) => {
-                    self.ddes[r as usize] = Some(Dde::restarted(self.inputs.len(), self.cfg.params))
-                }
-                Ev::Produce => self.produce(),
-                Ev::Assigned(i, ts, b) => self.assigned(i as usize, ts, b as usize),
-                Ev::FlesRelease(b) => self.fles_release(b),
-                Ev::TsmFree(b) => self.fles_mut().tsm.release(b as usize),
             }
         }
         Ok(self.finish())
+    }
+
+    /// Handles one event at time `t`.
+    fn handle(&mut self, t: i64, ev: Ev) {
+        self.now = t;
+        self.events += 1;
+        match ev {
+            Ev::Wake(i) => {
+                let inp = &mut self.inputs[i as usize];
+                if inp.wake_at == t {
+                    inp.wake_at = i64::MAX;
+                    self.poll(i as usize);
+                }
+            }
+            Ev::FlowDone(id, v) => {
+                if self.net.is_current(id, v) {
+                    self.net.finish(id, self.now, &mut self.resched);
+                    self.flush_resched();
+                    while let Some((i, ts)) = self.net.take_done() {
+                        let d = self.msg_delay() - self.net.latency_included();
+                        self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        // the write completes at the sender's NIC when the target
+                        // NIC's acknowledgement is back: the target's CPU has no part
+                        // in it, so a stalled compute node does not hold it
+                        let back = self.msg_delay();
+                        self.push(self.now + d + back, Ev::Ack(i as u32, ts));
+                    }
+                }
+            }
+            Ev::Arrive(i, ts) => self.arrive(i as usize, ts),
+            Ev::Ack(i, ts) => self.ack(i as usize, ts),
+            Ev::Release(c, local) => {
+                if let Some(end) = self.stalled(self.inputs.len() + c as usize) {
+                    self.push(end, Ev::Release(c, local));
+                    return;
+                }
+                if let Some(ack) = self.computes[c as usize].node.release(local) {
+                    for i in 0..self.inputs.len() {
+                        let d = self.msg_delay();
+                        self.push(self.now + d, Ev::Credit(i as u32, c, ack));
+                    }
+                }
+            }
+            Ev::Credit(i, c, ack) => {
+                let inp = &mut self.inputs[i as usize];
+                inp.credits.on_ack_pointer(c as usize, ack);
+                if inp.idle {
+                    self.poll(i as usize);
+                }
+            }
+            Ev::Report(r, rep) => {
+                if let Some(end) = self.stalled(self.inputs.len() + r as usize) {
+                    self.push(end, Ev::Report(r, rep));
+                    return;
+                }
+                self.report(r as usize, &rep)
+            }
+            Ev::Proposal(i, p) => {
+                self.inputs[i as usize].ie.on_proposal(p);
+                self.poll(i as usize);
+            }
+            Ev::Sample => {
+                self.sample();
+                if self.unfinished() {
+                    self.push(self.now + self.sample_ns, Ev::Sample);
+                }
+            }
+            Ev::Noise => {
+                self.noise();
+                if self.unfinished() {
+                    self.push(self.now + self.cfg.net.noise_period_ns, Ev::Noise);
+                }
+            }
+            Ev::Scale(f) => {
+                self.scale_time *= f;
+                self.apply_scale();
+            }
+            Ev::Kill(r) => self.ddes[r as usize] = None,
+            Ev::Restart(r) => {
+                self.ddes[r as usize] = Some(Dde::restarted(self.inputs.len(), self.cfg.params))
+            }
+            Ev::Produce => self.produce(),
+            Ev::Assigned(i, ts, b) => self.assigned(i as usize, ts, b as usize),
+            Ev::FlesRelease(b) => self.fles_release(b),
+            Ev::TsmFree(b) => self.fles_mut().tsm.release(b as usize),
+        }
     }
 
     /// The end of the stall node `node` (inputs, then computes) is in now, if any.
@@ -715,13 +734,14 @@ impl<'a> Sim<'a> {
             Some(f) => f.builder_of(ts),
             None => model::compute_of(ts, nc),
         };
-        // a stalled compute node handles the arrival (sees the SYNC, acknowledges) later
+        // the data is in the compute node's memory (the sender's NIC completes the write
+        // without it), but a stalled compute node sees the SYNC only when the stall ends
         if let Some(end) = self.stalled(self.inputs.len() + c) {
             self.push(end, Ev::Arrive(i as u32, ts));
             return;
         }
         if self.fles.is_some() {
-            return self.fles_arrive(i, ts, c);
+            return self.fles_arrive(ts, c);
         }
         let bytes = self.cfg.topology.mts_bytes;
         let cs = &mut self.computes[c];
@@ -745,8 +765,6 @@ impl<'a> Sim<'a> {
             let p = self.rng.exp(self.cfg.net.processing_ns).round() as i64;
             self.push(self.now + p, Ev::Release(c as u32, comp.local));
         }
-        let d = self.msg_delay();
-        self.push(self.now + d, Ev::Ack(i as u32, ts));
     }
 
     /// One more (`up`) or one fewer write in flight at input `i`, accounting the time it
@@ -832,3 +850,6 @@ impl<'a> Sim<'a> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;
