@@ -95,7 +95,7 @@ pub fn findings(d: &ExperimentData, drop_nodes: usize) -> Vec<String> {
     }
     if let Some(dr) = &d.drop {
         out.push(format!(
-            "Bandwidth drop ({drop_nodes} nodes, 25 % in intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST}): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.",
+            "Bandwidth drop ({drop_nodes} nodes, intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST} +25 % long): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.",
             fixed(dr.before_ms, 3), fixed(dr.actual_in_drop_ms, 3), fixed(dr.peak_ms, 3), fixed(dr.last_ms, 3), dr.speedups_after
         ));
     }

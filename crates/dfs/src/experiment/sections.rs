@@ -5,7 +5,8 @@
 
 use super::data::{findings, ExperimentData, RESULT_KIND};
 use crate::paper::{
-    FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
+    FIG8_DROP_FACTOR, FIG8_DROP_FIRST, FIG8_DROP_LAST, FIG8_LONGER_PCT, PAPER_BANDWIDTH_RATIO,
+    PAPER_COMPLETION_RATIO,
 };
 use crate::report::view::{decoded, f, ms};
 use latlab_core::doc::Input;
@@ -217,7 +218,7 @@ fn ratios_section(datas: &[(String, ExperimentData)]) -> Section {
 fn drop_section(datas: &[(String, ExperimentData)]) -> Section {
     let mut s = Section::new("DFS experiment: bandwidth drop");
     s.push(Block::Paragraph(format!(
-        "A 25 % bandwidth drop in intervals {FIG8_DROP_FIRST}–{FIG8_DROP_LAST} (the paper's Fig. 8): the proposed interval duration should follow the longer actual durations and come down again through staged speed-ups after the drop."
+        "Intervals {FIG8_DROP_FIRST}–{FIG8_DROP_LAST} made {FIG8_LONGER_PCT:.0} % longer (every port at {FIG8_DROP_FACTOR} of its bandwidth; the paper's Fig. 8): the proposed interval duration should follow the longer actual durations and come down again through staged speed-ups after the drop."
     )));
     for (label, d) in datas {
         if datas.len() > 1 {

@@ -48,6 +48,16 @@ impl<'a> View<'a> {
             ),
             ("seed".to_string(), d.config.seed.to_string()),
         ];
+        if let (Some(_), crate::Mode::Dfs) = (&d.limits, d.config.mode) {
+            extra.push((
+                "pacing".to_string(),
+                format!(
+                    "{} paced intervals after the warm-up; {:.2} % of the contributions sent as catch-up (unpaced, after their interval's proposed end)",
+                    d.paced_intervals(),
+                    d.catch_up_pct()
+                ),
+            ));
+        }
         if let Some(l) = &d.limits {
             extra.push((
                 "sender limits".to_string(),

@@ -116,6 +116,27 @@ pub struct SimData {
     pub limits: Option<Limits>,
 }
 
+impl SimData {
+    /// Intervals after the warm-up that the inputs sent paced (by a proposal or the
+    /// fallback rule; medians over inputs): what a DFS figure stands on.
+    pub fn paced_intervals(&self) -> u64 {
+        let len = self
+            .config
+            .params
+            .interval_len(self.config.topology.computes);
+        let first = self.warmup_ts.div_ceil(len.max(1));
+        self.intervals
+            .iter()
+            .filter(|r| r.index >= first && r.proposed_ms.is_some())
+            .count() as u64
+    }
+
+    /// Contributions sent unpaced after their interval's proposed end, percent of all sent.
+    pub fn catch_up_pct(&self) -> f64 {
+        100.0 * self.ie.catch_up_sends as f64 / self.sent.max(1) as f64
+    }
+}
+
 /// How often the two limits on an input's sending bound. The writes-in-flight cap
 /// (`max_inflight`) is the NIC's limit on outstanding RDMA writes (FLESnet's
 /// `max_pending_write_requests`); the credits are the compute node's ring slots for the
