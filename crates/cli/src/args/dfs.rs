@@ -5,7 +5,7 @@ use super::common::{duration_arg, number_in, OutputArgs};
 use crate::exit::usage;
 use clap::{Args, Subcommand, ValueEnum};
 use latlab_core::units::Nanos;
-use latlab_dfs::experiment::{ExperimentConfig, FigureFormat};
+use latlab_dfs::experiment::{ExperimentConfig, FigureFormat, DEFAULT_INTERVALS};
 use latlab_dfs::mpidata::BENCH_DEFAULT_MIN_ROUNDS;
 use latlab_dfs::params::MAX_DRIFT_PPM;
 use latlab_dfs::params::{DfsParams, SsuCriterion, Topology, DEFAULT_MTS_BYTES};
@@ -428,8 +428,9 @@ pub struct DfsExperimentArgs {
     /// Simulated node counts (half inputs, half computes).
     #[arg(long, value_delimiter = ',', default_value = "64,128,192,384")]
     pub nodes: Vec<usize>,
-    /// Intervals simulated per node count (whole intervals of --ts-per-interval).
-    #[arg(long, default_value_t = 16)]
+    /// Intervals simulated per node count (whole intervals of --ts-per-interval; two are
+    /// warm-up, and every DFS figure needs 20 paced ones after it).
+    #[arg(long, default_value_t = DEFAULT_INTERVALS)]
     pub intervals: u64,
     /// Time-slices per interval of the node-count sweep (the simulator's default 1,000;
     /// Table I: 10,000). The drop runs keep 1,000.

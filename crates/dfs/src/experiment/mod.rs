@@ -18,8 +18,8 @@ mod policies;
 mod sections;
 
 use config::{read, write_error};
-pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat};
-pub use data::{findings, ExperimentData, Summary, RESULT_KIND};
+pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat, DEFAULT_INTERVALS};
+pub use data::{findings, ExperimentData, Summary, MIN_PACED_INTERVALS, RESULT_KIND};
 pub use policies::{markdown as policies_markdown, PolicyRow, SweepRow, SWEEP_VARIANTS};
 pub use sections::ExperimentSections;
 
@@ -98,14 +98,15 @@ pub fn run(
     let mut sims: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
     let mut policy_rows = Vec::new();
     for (k, &n) in cfg.nodes.iter().enumerate() {
-        let p = &paths[3 * k..3 * k + 3];
+        // cold best effort, DFS, FLESnet, then the same warm; the ratios compare the cold
+        let p = &paths[6 * k..6 * k + 6];
         sims.push((n, p[0].clone(), p[1].clone()));
         for q in p {
             let (d, wall) = policies::load(q)?;
             policy_rows.push(PolicyRow::new(&d, wall));
         }
     }
-    let base = 3 * cfg.nodes.len();
+    let base = 6 * cfg.nodes.len();
     let drop_paths = [paths[base].clone(), paths[base + 1].clone()];
     let mut sweep = Vec::new();
     if cfg.sweep_nodes > 0 {
@@ -215,13 +216,21 @@ pub fn run(
 pub(super) fn planned_runs(cfg: &ExperimentConfig) -> Vec<(SimConfig, String)> {
     let mut runs: Vec<(SimConfig, String)> = Vec::new();
     for &n in &cfg.nodes {
-        for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
-            let mut sc = SimConfig::new(n / 2, n / 2, mode);
-            sc.fabric = cfg.fabric;
-            sc.seed = cfg.seed;
-            sc.params.ts_per_intvl = cfg.ts_per_interval;
-            sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
-            runs.push((sc, format!("sim-{n}-{}.json", mode.name())));
+        for warm in [false, true] {
+            for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
+                let mut sc = SimConfig::new(n / 2, n / 2, mode);
+                sc.fabric = cfg.fabric;
+                sc.seed = cfg.seed;
+                sc.params.ts_per_intvl = cfg.ts_per_interval;
+                sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
+                let name = if warm {
+                    sc.start_spread_ns = credit_window_ns(&sc);
+                    format!("sim-{n}-{}-warm.json", mode.name())
+                } else {
+                    format!("sim-{n}-{}.json", mode.name())
+                };
+                runs.push((sc, name));
+            }
         }
     }
     for dropped in [false, true] {
@@ -257,6 +266,15 @@ pub(super) fn planned_runs(cfg: &ExperimentConfig) -> Vec<(SimConfig, String)> {
         }
     }
     runs
+}
+
+/// The warm start's spread: one credit window, the time the ring slots let an input run
+/// ahead of the slowest (`slots` rounds of C contributions at the nominal injection
+/// bandwidth): 16 × 64 × 64 KiB / 4 GB/s = 16.8 ms at 128 nodes, 50.3 ms at 384.
+pub(super) fn credit_window_ns(c: &SimConfig) -> i64 {
+    let t = &c.topology;
+    let bytes = f64::from(t.slots_per_input) * t.computes as f64 * t.mts_bytes as f64;
+    (bytes / c.net.inj_gbs).round() as i64
 }
 
 /// Columns of the summary table.

@@ -41,6 +41,20 @@ pub struct PolicyRow {
     pub events: u64,
     /// Wall time of the simulation, s.
     pub wall_s: f64,
+    /// Started warm: every input at a time drawn in [0, one credit window] (false: all
+    /// together, cold). Every policy runs both ways from the same draws.
+    #[serde(default)]
+    pub warm: bool,
+    /// DFS: intervals after the warm-up that were sent paced, the number its figures
+    /// stand on (None: not DFS, or an older result).
+    #[serde(default)]
+    pub paced_intervals: Option<u64>,
+    /// DFS: contributions sent as catch-up (unpaced, after the proposed end), percent.
+    #[serde(default)]
+    pub catch_up_pct: Option<f64>,
+    /// Share of input time at the writes-in-flight cap, percent (None: older result).
+    #[serde(default)]
+    pub at_cap_pct: Option<f64>,
 }
 
 impl PolicyRow {
@@ -67,6 +81,10 @@ impl PolicyRow {
             simulated_ms: d.duration_ms,
             events: d.events,
             wall_s,
+            warm: d.config.start_spread_ns > 0,
+            paced_intervals: (d.config.mode == crate::Mode::Dfs).then(|| d.paced_intervals()),
+            catch_up_pct: (d.config.mode == crate::Mode::Dfs).then(|| d.catch_up_pct()),
+            at_cap_pct: d.limits.as_ref().map(|l| l.at_cap_pct),
         }
     }
 }
@@ -324,6 +342,10 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
         let mut t = Table::new([
             "nodes",
             "policy",
+            "start",
+            "paced intervals",
+            "catch-up %",
+            "at cap %",
             "min ms",
             "p10 ms",
             "median ms",
@@ -345,6 +367,10 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
             t.row(vec![
                 r.nodes.to_string(),
                 r.policy.clone(),
+                if r.warm { "warm" } else { "cold" }.into(),
+                r.paced_intervals.map_or("-".into(), |n| n.to_string()),
+                opt(r.catch_up_pct, 2),
+                opt(r.at_cap_pct, 1),
                 format!("{:.3}", c.min),
                 format!("{:.3}", c.p10),
                 format!("{:.3}", c.median),
@@ -367,7 +393,7 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
                 },
             ]);
         }
-        md.push_str("## Three policies beside the paper\n\nBandwidth in percent of the benchmark reference (the model bound I × bandwidth); the paper's best effort 53/45/44 % and DFS 80/62.5/67 % at 128/192/384 nodes.\n\n```\n");
+        md.push_str("## Three policies beside the paper\n\nBandwidth in percent of the benchmark reference (the model bound I × bandwidth); the paper's best effort 53/45/44 % and DFS 80/62.5/67 % at 128/192/384 nodes. Each policy from the same two starts: cold (all inputs together) and warm (each input at a time drawn once in [0, one credit window]); paced intervals: DFS intervals after the warm-up sent paced, which its figures stand on.\n\n```\n");
         md.push_str(&t.render());
         md.push_str("```\n\n");
     }

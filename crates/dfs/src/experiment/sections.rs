@@ -102,6 +102,42 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
         }
     }
     s.push(Block::Table(t));
+    // results written before the starts and the pacing were recorded have none of it
+    if datas
+        .iter()
+        .any(|(_, d)| d.policies.iter().any(|r| r.at_cap_pct.is_some()))
+    {
+        let mut t = Table::new(
+            "Starts, pacing and the writes-in-flight cap",
+            &[
+                "input",
+                "nodes",
+                "policy",
+                "start",
+                "p90",
+                "BW %",
+                "paced intervals",
+                "catch-up %",
+                "at the cap %",
+            ],
+        );
+        for (label, d) in datas {
+            for r in &d.policies {
+                t.rows.push(vec![
+                    Cell::text(label.as_str()),
+                    Cell::number(r.nodes.to_string()),
+                    Cell::text(r.policy.as_str()),
+                    Cell::text(if r.warm { "warm" } else { "cold" }),
+                    Cell::number(ms(r.completion_ms.p90)),
+                    Cell::number(f(r.bandwidth_pct, 1)),
+                    Cell::number(r.paced_intervals.map_or("–".into(), |n| n.to_string())),
+                    Cell::number(r.catch_up_pct.map_or("–".into(), |p| f(p, 2))),
+                    Cell::number(r.at_cap_pct.map_or("–".into(), |p| f(p, 1))),
+                ]);
+            }
+        }
+        s.push(Block::Table(t));
+    }
     let mut t = Table::new(
         "Sensitivity sweep, best effort against DFS",
         &[
