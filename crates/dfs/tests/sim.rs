@@ -199,3 +199,25 @@ fn the_variance_between_proposed_and_measured_ends_the_speed_up_that_eq1_as_prin
         printed.dde.speedups
     );
 }
+
+#[test]
+fn the_concurrent_senders_per_compute_node_are_counted_after_warm_up() {
+    for mode in [Mode::BestEffort, Mode::Dfs] {
+        let d = sim::run(&small(mode)).unwrap().data;
+        let s = d.senders.as_ref().expect("fluid network");
+        let pairs: u64 = s.counts.iter().sum();
+        // every sample counts every compute node once, with 0..=inputs senders
+        assert_eq!(s.counts.len(), 4 + 1, "{mode:?}");
+        assert!(pairs > 0 && pairs % 4 == 0, "{mode:?}: {pairs}");
+        assert!(
+            s.max <= 4 && s.p50 <= s.p90 && s.p90 <= s.max,
+            "{mode:?}: {s:?}"
+        );
+        assert!(s.mean > 0.0 && s.mean <= s.max as f64, "{mode:?}: {s:?}");
+    }
+    // one input: never more than one sender
+    let mut c = SimConfig::new(1, 4, Mode::BestEffort);
+    c.time_slices = 400;
+    let s = sim::run(&c).unwrap().data.senders.unwrap();
+    assert_eq!(s.max, 1);
+}

@@ -55,6 +55,10 @@ pub struct PolicyRow {
     /// Share of input time at the writes-in-flight cap, percent (None: older result).
     #[serde(default)]
     pub at_cap_pct: Option<f64>,
+    /// Concurrent senders per compute node after the warm-up: mean, p90, max (None: the
+    /// fabric, or an older result).
+    #[serde(default)]
+    pub senders: Option<[f64; 3]>,
 }
 
 impl PolicyRow {
@@ -85,6 +89,10 @@ impl PolicyRow {
             paced_intervals: (d.config.mode == crate::Mode::Dfs).then(|| d.paced_intervals()),
             catch_up_pct: (d.config.mode == crate::Mode::Dfs).then(|| d.catch_up_pct()),
             at_cap_pct: d.limits.as_ref().map(|l| l.at_cap_pct),
+            senders: d
+                .senders
+                .as_ref()
+                .map(|x| [x.mean, x.p90 as f64, x.max as f64]),
         }
     }
 }
@@ -346,6 +354,7 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
             "paced intervals",
             "catch-up %",
             "at cap %",
+            "senders/CN mean/p90/max",
             "min ms",
             "p10 ms",
             "median ms",
@@ -371,6 +380,9 @@ pub fn markdown(policies: &[PolicyRow], sweep: &[SweepRow]) -> String {
                 r.paced_intervals.map_or("-".into(), |n| n.to_string()),
                 opt(r.catch_up_pct, 2),
                 opt(r.at_cap_pct, 1),
+                r.senders.map_or("-".into(), |x| {
+                    format!("{:.2}/{:.0}/{:.0}", x[0], x[1], x[2])
+                }),
                 format!("{:.3}", c.min),
                 format!("{:.3}", c.p10),
                 format!("{:.3}", c.median),

@@ -119,6 +119,7 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
                 "paced intervals",
                 "catch-up %",
                 "at the cap %",
+                "senders per compute node, mean / p90 / max",
             ],
         );
         for (label, d) in datas {
@@ -133,6 +134,9 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
                     Cell::number(r.paced_intervals.map_or("–".into(), |n| n.to_string())),
                     Cell::number(r.catch_up_pct.map_or("–".into(), |p| f(p, 2))),
                     Cell::number(r.at_cap_pct.map_or("–".into(), |p| f(p, 1))),
+                    Cell::text(r.senders.map_or("–".into(), |x| {
+                        format!("{} / {:.0} / {:.0}", f(x[0], 2), x[1], x[2])
+                    })),
                 ]);
             }
         }

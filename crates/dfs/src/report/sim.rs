@@ -58,6 +58,15 @@ impl<'a> View<'a> {
                 ),
             ));
         }
+        if let Some(x) = &d.senders {
+            extra.push((
+                "concurrent senders per compute node".to_string(),
+                format!(
+                    "after the warm-up, over samples and compute nodes: mean {:.2}, median {}, p90 {}, max {}; no sender {:.1} % of the time",
+                    x.mean, x.p50, x.p90, x.max, x.idle_pct
+                ),
+            ));
+        }
         if let Some(l) = &d.limits {
             extra.push((
                 "sender limits".to_string(),

@@ -114,6 +114,61 @@ pub struct SimData {
     /// credits (None in results written before it was measured).
     #[serde(default)]
     pub limits: Option<Limits>,
+    /// Concurrent senders per compute node after the warm-up (None: the fabric, or an
+    /// older result).
+    #[serde(default)]
+    pub senders: Option<Senders>,
+}
+
+/// How many inputs write into a compute node at once: at every buffer-fill sample after the
+/// warm-up, for every compute node, the inputs with a transfer in flight into its ejection
+/// port. One sender per compute node is the offset round-robin's ideal; a convoy (inputs
+/// walking the order in lockstep) shows as many senders on a few nodes while the others
+/// have none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Senders {
+    /// (sample, compute node) pairs with k concurrent senders, k = 0..=inputs.
+    pub counts: Vec<u64>,
+    /// Mean senders per compute node.
+    pub mean: f64,
+    /// Median, p90 and largest (pairs, nearest rank).
+    pub p50: u64,
+    /// p90.
+    pub p90: u64,
+    /// Largest.
+    pub max: u64,
+    /// Share of pairs with no sender (an idle ejection port), percent.
+    pub idle_pct: f64,
+}
+
+impl Senders {
+    /// The summary of `counts`; None when nothing was sampled.
+    pub fn from_counts(counts: Vec<u64>) -> Option<Senders> {
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let rank = |q: f64| {
+            let want = ((q * n as f64).ceil() as u64).max(1);
+            let mut acc = 0;
+            for (k, &c) in counts.iter().enumerate() {
+                acc += c;
+                if acc >= want {
+                    return k as u64;
+                }
+            }
+            counts.len() as u64 - 1
+        };
+        let sum: u64 = counts.iter().enumerate().map(|(k, &c)| k as u64 * c).sum();
+        Some(Senders {
+            mean: sum as f64 / n as f64,
+            p50: rank(0.5),
+            p90: rank(0.9),
+            max: counts.iter().rposition(|&c| c > 0).unwrap_or(0) as u64,
+            idle_pct: 100.0 * counts[0] as f64 / n as f64,
+            counts,
+        })
+    }
 }
 
 impl SimData {

@@ -162,6 +162,10 @@ pub(super) struct Sim<'a> {
     credit_refusals: u64,
     /// Scratch: the contributions an input engine was refused in one poll.
     refused: Vec<u64>,
+    /// (sample, compute node) pairs after the warm-up with k concurrent senders,
+    /// k = 0..=inputs.
+    senders: Vec<u64>,
+    sender_scratch: Vec<usize>,
 }
 
 /// Completions of one block of time-slices: count, sum and largest duration, and the
@@ -299,6 +303,8 @@ impl<'a> Sim<'a> {
             inflight_ns: vec![0; cfg.net.max_inflight as usize + 1],
             credit_refusals: 0,
             refused: Vec::new(),
+            senders: vec![0; ni + 1],
+            sender_scratch: Vec::new(),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
         for (r, d) in s.ddes.iter_mut().enumerate() {
@@ -461,6 +467,7 @@ impl<'a> Sim<'a> {
                 self.poll(i as usize);
             }
             Ev::Sample => {
+                self.sample_senders();
                 self.sample();
                 if self.unfinished() {
                     self.push(self.now + self.sample_ns, Ev::Sample);
@@ -817,6 +824,20 @@ impl<'a> Sim<'a> {
         for (i, p) in out {
             let d = self.msg_delay();
             self.push(self.now + d, Ev::Proposal(i as u32, p));
+        }
+    }
+
+    /// Counts, after the warm-up, how many inputs are writing into each compute node.
+    fn sample_senders(&mut self) {
+        if self.warm_time.is_none() {
+            return;
+        }
+        let ni = self.inputs.len();
+        for c in 0..self.computes.len() {
+            match self.net.senders_into(ni + c, &mut self.sender_scratch) {
+                Some(k) => self.senders[k] += 1,
+                None => return,
+            }
         }
     }
 

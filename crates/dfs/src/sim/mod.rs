@@ -53,8 +53,8 @@ pub use config::{
     SIM_DEFAULT_TS_PER_INTERVAL,
 };
 pub use data::{
-    BlockRow, FillSample, FiveNum, IntervalRow, Limits, Settle, SimData, SimOutcome, Trend,
-    BATCHES, STATIONARY_CHANGE_PCT, T_CRIT,
+    BlockRow, FillSample, FiveNum, IntervalRow, Limits, Senders, Settle, SimData, SimOutcome,
+    Trend, BATCHES, STATIONARY_CHANGE_PCT, T_CRIT,
 };
 pub use noise::{NoiseError, NoiseTrace};
 

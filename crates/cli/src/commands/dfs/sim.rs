@@ -221,6 +221,10 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         "catch-up %",
         "at write cap %",
         "credit refusals",
+        "senders/CN mean",
+        "p90",
+        "max",
+        "idle %",
     ]);
     for d in &datas {
         let dfs = d.config.mode == Mode::Dfs;
@@ -240,9 +244,13 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
             d.limits
                 .as_ref()
                 .map_or("-".into(), |l| l.credit_refusals.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| f(x.mean, 2)),
+            d.senders.as_ref().map_or("-".into(), |x| x.p90.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| x.max.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| f(x.idle_pct, 1)),
         ]);
     }
-    println!("pacing (after warm-up) and sender limits (writes in flight at the NIC, ring-slot credits):");
+    println!("pacing (after warm-up), sender limits (writes in flight at the NIC, ring-slot credits), concurrent senders per compute node:");
     print!("{}", t.render());
     let be = datas.iter().find(|d| d.config.mode == Mode::BestEffort);
     let dfs = datas.iter().find(|d| d.config.mode == Mode::Dfs);

@@ -5,7 +5,9 @@ use super::{Sim, GB};
 use crate::compute::ComputeCounters;
 use crate::dde::{Dde, DdeCounters};
 use crate::ie::IeCounters;
-use crate::sim::data::{BlockRow, FiveNum, IntervalRow, Limits, SimData, SimOutcome, Trend};
+use crate::sim::data::{
+    BlockRow, FiveNum, IntervalRow, Limits, Senders, SimData, SimOutcome, Trend,
+};
 
 impl Sim<'_> {
     /// The occupancy of the writes-in-flight cap and the credit refusals.
@@ -162,6 +164,7 @@ impl Sim<'_> {
             discarded,
             trend: Trend::fit(&points),
             limits: Some(limits),
+            senders: Senders::from_counts(self.senders.clone()),
             completion_blocks: blocks,
         };
         SimOutcome {
