@@ -122,9 +122,9 @@ pub struct SimData {
 
 /// How many inputs write into a compute node at once: at every buffer-fill sample after the
 /// warm-up, for every compute node, the inputs with a transfer in flight into its ejection
-/// port. One sender per compute node is the offset round-robin's ideal; a convoy (inputs
-/// walking the order in lockstep) shows as many senders on a few nodes while the others
-/// have none.
+/// port. Spread evenly, each compute node has I × (writes in flight per input) / C
+/// senders (8 with the defaults: the offset round-robin's ideal); a convoy (inputs walking
+/// the order in lockstep) shows as many more on a few nodes while the others have none.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Senders {
     /// (sample, compute node) pairs with k concurrent senders, k = 0..=inputs.
