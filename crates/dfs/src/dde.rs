@@ -18,8 +18,9 @@
 //!   `durp_r = SSU(med_dur_hist)`.
 //! - **Staged speed-up** (Eq. 1): over the `hist_cnt` intervals ending at `w`, each
 //!   deviation `|durm − durp|` in percent of `durp`; `μ` their mean and `VAR` their variance
-//!   (divided by `hist_cnt`). If `VAR ≤ ssu_TH` (or `μ ≤ ssu_TH`, see
-//!   [`SsuCriterion`]) the duration shrinks by `ssu_pct` percent. Intervals sent without a
+//!   (divided by `hist_cnt`). If the variance between proposed and measured,
+//!   `VAR + μ²` (the mean squared deviation from the proposal), is ≤ ssu_TH (or `VAR`, or
+//!   `μ`, see [`SsuCriterion`]) the duration shrinks by `ssu_pct` percent. Intervals sent without a
 //!   proposal (best effort) make the window ineligible.
 //! - **Fault tolerance** (§III-D): replicas do not talk to each other; an input keeps the
 //!   first proposal it receives. A replica proposes only when it holds every interval of the
@@ -84,6 +85,7 @@ pub fn eq1_ssu(window: &[(Dur, Option<Dur>)], med: Dur, params: &DfsParams) -> S
     let mu = devs.iter().sum::<f64>() / n as f64;
     let var = devs.iter().map(|d| (d - mu) * (d - mu)).sum::<f64>() / n as f64;
     let stat = match params.ssu_criterion {
+        SsuCriterion::MeanSquare => var + mu * mu,
         SsuCriterion::Variance => var,
         SsuCriterion::MeanDeviation => mu,
     };
@@ -540,9 +542,40 @@ mod tests {
     }
 
     #[test]
+    fn a_steady_overrun_is_not_taken_for_convergence() {
+        let p = DfsParams {
+            hist_cnt: 4,
+            ..DfsParams::default()
+        };
+        // every interval 5.3 % over its proposal (what one speed-up step of 5 % leaves
+        // when the network delivers no more): deviations all 5.3, VAR 0
+        let steady = [(1053, Some(1000)); 4];
+        let v = DfsParams {
+            ssu_criterion: SsuCriterion::Variance,
+            ..p
+        };
+        let printed = eq1_ssu(&steady, 1000, &v);
+        assert_eq!(printed.var, Some(0.0));
+        assert!(printed.speedup, "Eq. 1 as printed accepts it");
+        let d = eq1_ssu(&steady, 1000, &p);
+        assert_eq!(p.ssu_criterion, SsuCriterion::MeanSquare);
+        assert!(!d.speedup, "{d:?}");
+        assert_eq!(d.duration, 1000);
+        // on time within ±2 %: 4 %² on average, accepted
+        let on_time = [
+            (1020, Some(1000)),
+            (980, Some(1000)),
+            (1020, Some(1000)),
+            (980, Some(1000)),
+        ];
+        assert!(eq1_ssu(&on_time, 1000, &p).speedup);
+    }
+
+    #[test]
     fn eq1_by_hand() {
         let p = DfsParams {
             hist_cnt: 4,
+            ssu_criterion: SsuCriterion::Variance,
             ..DfsParams::default()
         };
         // Actual durations of a window whose proposed duration was 100 each time.

@@ -2,6 +2,8 @@
 //! reproducible from the seed, DFS survives a DDE replica failure, and the bandwidth-drop
 //! scenario shows the proposal following the drop and recovering through staged speed-up.
 
+use latlab_dfs::paper::{FIG8_DROP_FACTOR, FIG8_LONGER_PCT};
+use latlab_dfs::params::SsuCriterion;
 use latlab_dfs::sim::{self, BandwidthDrop, DdeFault, DropWindow, SimConfig};
 use latlab_dfs::Mode;
 
@@ -86,22 +88,22 @@ fn bandwidth_drop_is_followed_and_recovered_by_staged_speed_up() {
             first: 15,
             last: 25,
         },
-        factor: 0.75,
+        factor: FIG8_DROP_FACTOR,
     });
     let d = sim::run(&cfg).unwrap().data;
     assert!(d.complete);
     let prop = |j: usize| d.intervals[j].proposed_ms.unwrap();
     let before: f64 = (8..15).map(prop).sum::<f64>() / 7.0;
-    // the drop lengthens the actual intervals by about 1/0.75
+    // the drop lengthens the actual intervals by about 1/0.8
     let act_drop: f64 = (16..25).map(|j| d.intervals[j].actual_ms).sum::<f64>() / 9.0;
     assert!(
-        act_drop > before * 1.2,
+        act_drop > before * 1.15,
         "actual {act_drop} vs before {before}"
     );
     // the proposal follows the drop within the drop window
     let peak = (15..=28).map(prop).fold(0.0, f64::max);
     assert!(
-        peak > before * 1.2,
+        peak > before * 1.15,
         "proposal peak {peak} vs before {before}"
     );
     // after the drop, staged speed-up brings the proposal down again
@@ -112,6 +114,34 @@ fn bandwidth_drop_is_followed_and_recovered_by_staged_speed_up() {
     );
     let last = after.last().unwrap().proposed_ms.unwrap();
     assert!(last < peak * 0.9, "last proposal {last} vs peak {peak}");
+}
+
+#[test]
+fn the_fig8_drop_makes_a_bandwidth_bound_run_25_percent_longer() {
+    // best effort, backlogged, no noise or stalls, 1 MiB contributions (latency and
+    // processing a fraction of a percent): its duration is bytes / bandwidth
+    let run = |drop: bool| {
+        let mut cfg = SimConfig::new(4, 4, Mode::BestEffort);
+        cfg.net.noise = 0.0;
+        cfg.stalls = None;
+        cfg.topology.mts_bytes = 1 << 20;
+        cfg.time_slices = 400;
+        if drop {
+            cfg.drops.push(BandwidthDrop {
+                window: DropWindow::Time {
+                    from_ns: 0,
+                    to_ns: i64::MAX / 2,
+                },
+                factor: FIG8_DROP_FACTOR,
+            });
+        }
+        sim::run(&cfg).unwrap().data.duration_ms
+    };
+    let longer = (run(true) / run(false) - 1.0) * 100.0;
+    assert!(
+        (longer - FIG8_LONGER_PCT).abs() < 1.0,
+        "{longer:.2} % longer, the paper's Fig. 8 has {FIG8_LONGER_PCT} %"
+    );
 }
 
 #[test]
@@ -138,4 +168,56 @@ fn clock_synchroniser_aligns_interval_starts_despite_clock_offsets() {
         median < 0.2 * interval && median < 1.0,
         "median start spread {median} ms, interval {interval} ms"
     );
+}
+
+#[test]
+fn the_variance_between_proposed_and_measured_ends_the_speed_up_that_eq1_as_printed_keeps() {
+    // DFS in the default model: Eq. 1 as printed takes the steady overrun left by each
+    // speed-up for convergence and keeps speeding up, so intervals end in unpaced
+    // catch-up sends; the mean square about the proposal stops it
+    let run = |criterion| {
+        let mut cfg = SimConfig::new(8, 8, Mode::Dfs);
+        cfg.params.ts_per_intvl = 160;
+        cfg.time_slices = 160 * 60;
+        cfg.params.ssu_criterion = criterion;
+        sim::run(&cfg).unwrap().data
+    };
+    let printed = run(SsuCriterion::Variance);
+    let text = run(SsuCriterion::MeanSquare);
+    let share = |d: &latlab_dfs::sim::SimData| d.ie.catch_up_sends as f64 / d.sent as f64;
+    assert!(
+        share(&text) < share(&printed) * 0.75,
+        "catch-up sends {:.3} (mean square) vs {:.3} (Eq. 1 as printed)",
+        share(&text),
+        share(&printed)
+    );
+    // (summed over the 8 replicas, which propose alike)
+    assert!(
+        (text.dde.speedups as f64) < printed.dde.speedups as f64 * 0.75,
+        "speed-ups {} (mean square) vs {} (Eq. 1 as printed)",
+        text.dde.speedups,
+        printed.dde.speedups
+    );
+}
+
+#[test]
+fn the_concurrent_senders_per_compute_node_are_counted_after_warm_up() {
+    for mode in [Mode::BestEffort, Mode::Dfs] {
+        let d = sim::run(&small(mode)).unwrap().data;
+        let s = d.senders.as_ref().expect("fluid network");
+        let pairs: u64 = s.counts.iter().sum();
+        // every sample counts every compute node once, with 0..=inputs senders
+        assert_eq!(s.counts.len(), 4 + 1, "{mode:?}");
+        assert!(pairs > 0 && pairs % 4 == 0, "{mode:?}: {pairs}");
+        assert!(
+            s.max <= 4 && s.p50 <= s.p90 && s.p90 <= s.max,
+            "{mode:?}: {s:?}"
+        );
+        assert!(s.mean > 0.0 && s.mean <= s.max as f64, "{mode:?}: {s:?}");
+    }
+    // one input: never more than one sender
+    let mut c = SimConfig::new(1, 4, Mode::BestEffort);
+    c.time_slices = 400;
+    let s = sim::run(&c).unwrap().data.senders.unwrap();
+    assert_eq!(s.max, 1);
 }

@@ -159,6 +159,7 @@ fn experiment_writes_results_figures_and_summary() {
         "sim-8-flesnet.json",
         "sweep-10-dfs.json",
         "sim-8-dfs.json",
+        "sim-8-dfs-warm.json",
         "sim-drop-4.json",
         "sim-nodrop-4.json",
         "fig6-completion.svg",
@@ -175,8 +176,8 @@ fn experiment_writes_results_figures_and_summary() {
     assert_eq!(r.data["sim"].as_array().unwrap().len(), 2);
     assert_eq!(r.data["mpi_skipped"], "--no-mpi");
     assert!(stdout.contains("median BE/DFS"), "{stdout}");
-    // three policies at two node counts, and every sweep variant at 4 nodes
-    assert_eq!(r.data["policies"].as_array().unwrap().len(), 6);
+    // three policies, cold and warm, at two node counts, and every sweep variant at 4 nodes
+    assert_eq!(r.data["policies"].as_array().unwrap().len(), 12);
     assert_eq!(r.data["sweep"].as_array().unwrap().len(), 11);
     assert!(
         stdout.contains("Sensitivity sweep") && stdout.contains("no node stalls"),

@@ -27,6 +27,11 @@ impl FigureFormat {
     }
 }
 
+/// Intervals per node count unless told otherwise: the two warm-up intervals and more
+/// than the 20 paced ones every DFS figure needs (DFS's proposals can start an interval
+/// or two late).
+pub const DEFAULT_INTERVALS: u64 = 24;
+
 /// What the experiment runs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExperimentConfig {

@@ -95,15 +95,31 @@ pub fn findings(d: &ExperimentData, drop_nodes: usize) -> Vec<String> {
     }
     if let Some(dr) = &d.drop {
         out.push(format!(
-            "Bandwidth drop ({drop_nodes} nodes, 25 % in intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST}): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.",
+            "Bandwidth drop ({drop_nodes} nodes, intervals {FIG8_DROP_FIRST}-{FIG8_DROP_LAST} +25 % long): proposed {} ms before, actual {} ms during, proposal peak {} ms, last proposal {} ms; speed-ups after the drop in intervals {:?}.",
             fixed(dr.before_ms, 3), fixed(dr.actual_in_drop_ms, 3), fixed(dr.peak_ms, 3), fixed(dr.last_ms, 3), dr.speedups_after
         ));
+    }
+    let paced = d
+        .policies
+        .iter()
+        .filter_map(|p| Some((p.nodes, p.warm, p.paced_intervals?)))
+        .min_by_key(|p| p.2);
+    if let Some((nodes, warm, n)) = paced {
+        let start = if warm { "warm" } else { "cold" };
+        out.push(if n >= MIN_PACED_INTERVALS {
+            format!("Every DFS figure stands on at least {n} paced intervals after the warm-up (fewest: {nodes} nodes, {start}).")
+        } else {
+            format!("DFS at {nodes} nodes ({start}) had only {n} paced intervals after the warm-up (fewer than {MIN_PACED_INTERVALS}): its figures are not a steady state; run more --intervals.")
+        });
     }
     if let Some(why) = &d.mpi_skipped {
         out.push(format!("MPI part skipped: {why}"));
     }
     out
 }
+
+/// Paced intervals after the warm-up a DFS figure needs to count as judged on DFS.
+pub const MIN_PACED_INTERVALS: u64 = 20;
 
 /// The experiment's summary: a table (one row per runtime and node count) and the
 /// findings; [`Summary::markdown`] puts them into `summary.md`.

@@ -174,8 +174,8 @@ fn fig8(nodrop: &SimData, dropped: &SimData, drop_nodes: usize) -> Figure {
         spec: spec(title, "interval", "duration (ms)"),
         chart: LineChart {
             lines: vec![
-                series(dropped, "proposed (25 % drop)", true),
-                series(dropped, "actual (25 % drop)", false),
+                series(dropped, "proposed (intervals +25 %)", true),
+                series(dropped, "actual (intervals +25 %)", false),
                 series(nodrop, "proposed (no drop)", true),
                 series(nodrop, "actual (no drop)", false),
             ],

@@ -18,8 +18,8 @@ mod policies;
 mod sections;
 
 use config::{read, write_error};
-pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat};
-pub use data::{findings, ExperimentData, Summary, RESULT_KIND};
+pub use config::{Context, ExperimentConfig, ExperimentError, FigureFormat, DEFAULT_INTERVALS};
+pub use data::{findings, ExperimentData, Summary, MIN_PACED_INTERVALS, RESULT_KIND};
 pub use policies::{markdown as policies_markdown, PolicyRow, SweepRow, SWEEP_VARIANTS};
 pub use sections::ExperimentSections;
 
@@ -87,50 +87,8 @@ pub fn run(
     // 2. the simulations, all at once on `threads` threads: every policy at every node
     // count, the bandwidth drop (192 nodes by default) with and without the drop, and the
     // sensitivity sweep (best effort and DFS with one mechanism changed)
-    let mut runs: Vec<(SimConfig, String)> = Vec::new();
-    for &n in &cfg.nodes {
-        for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
-            let mut sc = SimConfig::new(n / 2, n / 2, mode);
-            sc.fabric = cfg.fabric;
-            sc.seed = cfg.seed;
-            sc.params.ts_per_intvl = cfg.ts_per_interval;
-            sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
-            runs.push((sc, format!("sim-{n}-{}.json", mode.name())));
-        }
-    }
-    for dropped in [false, true] {
-        let half = cfg.drop_nodes / 2;
-        let mut sc = SimConfig::new(half, half, Mode::Dfs);
-        sc.fabric = cfg.fabric;
-        sc.seed = cfg.seed;
-        sc.time_slices = cfg.drop_intervals * sc.params.interval_len(half);
-        if dropped {
-            sc.drops.push(BandwidthDrop {
-                window: DropWindow::Intervals {
-                    first: FIG8_DROP_FIRST,
-                    last: FIG8_DROP_LAST,
-                },
-                factor: FIG8_DROP_FACTOR,
-            });
-        }
-        let what = if dropped { "drop" } else { "nodrop" };
-        runs.push((sc, format!("sim-{what}-{}.json", cfg.drop_nodes)));
-    }
+    let runs = planned_runs(cfg);
     let variants = policies::variants();
-    if cfg.sweep_nodes > 0 {
-        let half = cfg.sweep_nodes / 2;
-        for (k, (_, change)) in variants.iter().enumerate() {
-            for mode in [Mode::BestEffort, Mode::Dfs] {
-                let mut sc = SimConfig::new(half, half, mode);
-                sc.fabric = cfg.fabric;
-                sc.seed = cfg.seed;
-                sc.params.ts_per_intvl = cfg.ts_per_interval;
-                sc.time_slices = cfg.intervals * sc.params.interval_len(half);
-                change(&mut sc);
-                runs.push((sc, format!("sweep-{k}-{}.json", mode.name())));
-            }
-        }
-    }
     say(&format!(
         "{} simulations on {} threads",
         runs.len(),
@@ -140,21 +98,22 @@ pub fn run(
     let mut sims: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
     let mut policy_rows = Vec::new();
     for (k, &n) in cfg.nodes.iter().enumerate() {
-        let p = &paths[3 * k..3 * k + 3];
+        // cold best effort, DFS, FLESnet, then the same warm; the ratios compare the cold
+        let p = &paths[6 * k..6 * k + 6];
         sims.push((n, p[0].clone(), p[1].clone()));
         for q in p {
             let (d, wall) = policies::load(q)?;
             policy_rows.push(PolicyRow::new(&d, wall));
         }
     }
-    let base = 3 * cfg.nodes.len();
+    let base = 6 * cfg.nodes.len();
     let drop_paths = [paths[base].clone(), paths[base + 1].clone()];
     let mut sweep = Vec::new();
     if cfg.sweep_nodes > 0 {
-        for (k, (name, _)) in variants.iter().enumerate() {
+        for (k, v) in variants.iter().enumerate() {
             let (be, _) = policies::load(&paths[base + 2 + 2 * k])?;
             let (dfs, _) = policies::load(&paths[base + 3 + 2 * k])?;
-            sweep.push(policies::sweep_row(name, &be, &dfs));
+            sweep.push(policies::sweep_row(v, &be, &dfs));
         }
     }
 
@@ -249,6 +208,73 @@ pub fn run(
         summary,
         results,
     })
+}
+
+/// Every simulation the experiment runs, with its file name, in order: the three policies
+/// at every node count, the bandwidth drop without and with the drop, and the sensitivity
+/// sweep (best effort and DFS per variant, `sweep-K-MODE.json`).
+pub(super) fn planned_runs(cfg: &ExperimentConfig) -> Vec<(SimConfig, String)> {
+    let mut runs: Vec<(SimConfig, String)> = Vec::new();
+    for &n in &cfg.nodes {
+        for warm in [false, true] {
+            for mode in [Mode::BestEffort, Mode::Dfs, Mode::Flesnet] {
+                let mut sc = SimConfig::new(n / 2, n / 2, mode);
+                sc.fabric = cfg.fabric;
+                sc.seed = cfg.seed;
+                sc.params.ts_per_intvl = cfg.ts_per_interval;
+                sc.time_slices = cfg.intervals * sc.params.interval_len(n / 2);
+                let name = if warm {
+                    sc.start_spread_ns = credit_window_ns(&sc);
+                    format!("sim-{n}-{}-warm.json", mode.name())
+                } else {
+                    format!("sim-{n}-{}.json", mode.name())
+                };
+                runs.push((sc, name));
+            }
+        }
+    }
+    for dropped in [false, true] {
+        let half = cfg.drop_nodes / 2;
+        let mut sc = SimConfig::new(half, half, Mode::Dfs);
+        sc.fabric = cfg.fabric;
+        sc.seed = cfg.seed;
+        sc.time_slices = cfg.drop_intervals * sc.params.interval_len(half);
+        if dropped {
+            sc.drops.push(BandwidthDrop {
+                window: DropWindow::Intervals {
+                    first: FIG8_DROP_FIRST,
+                    last: FIG8_DROP_LAST,
+                },
+                factor: FIG8_DROP_FACTOR,
+            });
+        }
+        let what = if dropped { "drop" } else { "nodrop" };
+        runs.push((sc, format!("sim-{what}-{}.json", cfg.drop_nodes)));
+    }
+    if cfg.sweep_nodes > 0 {
+        let half = cfg.sweep_nodes / 2;
+        for (k, v) in policies::variants().iter().enumerate() {
+            for mode in [Mode::BestEffort, Mode::Dfs] {
+                let mut sc = SimConfig::new(half, half, mode);
+                sc.fabric = cfg.fabric;
+                sc.seed = cfg.seed;
+                sc.params.ts_per_intvl = cfg.ts_per_interval;
+                sc.time_slices = cfg.intervals * sc.params.interval_len(half);
+                (v.change)(&mut sc);
+                runs.push((sc, format!("sweep-{k}-{}.json", mode.name())));
+            }
+        }
+    }
+    runs
+}
+
+/// The warm start's spread: one credit window, the time the ring slots let an input run
+/// ahead of the slowest (`slots` rounds of C contributions at the nominal injection
+/// bandwidth): 16 × 64 × 64 KiB / 4 GB/s = 16.8 ms at 128 nodes, 50.3 ms at 384.
+pub(super) fn credit_window_ns(c: &SimConfig) -> i64 {
+    let t = &c.topology;
+    let bytes = f64::from(t.slots_per_input) * t.computes as f64 * t.mts_bytes as f64;
+    (bytes / c.net.inj_gbs).round() as i64
 }
 
 /// Columns of the summary table.

@@ -5,7 +5,8 @@
 
 use super::data::{findings, ExperimentData, RESULT_KIND};
 use crate::paper::{
-    FIG8_DROP_FIRST, FIG8_DROP_LAST, PAPER_BANDWIDTH_RATIO, PAPER_COMPLETION_RATIO,
+    FIG8_DROP_FACTOR, FIG8_DROP_FIRST, FIG8_DROP_LAST, FIG8_LONGER_PCT, PAPER_BANDWIDTH_RATIO,
+    PAPER_COMPLETION_RATIO,
 };
 use crate::report::view::{decoded, f, ms};
 use latlab_core::doc::Input;
@@ -101,6 +102,46 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
         }
     }
     s.push(Block::Table(t));
+    // results written before the starts and the pacing were recorded have none of it
+    if datas
+        .iter()
+        .any(|(_, d)| d.policies.iter().any(|r| r.at_cap_pct.is_some()))
+    {
+        let mut t = Table::new(
+            "Starts, pacing and the writes-in-flight cap",
+            &[
+                "input",
+                "nodes",
+                "policy",
+                "start",
+                "p90",
+                "BW %",
+                "paced intervals",
+                "catch-up %",
+                "at the cap %",
+                "senders per compute node, mean / p90 / max",
+            ],
+        );
+        for (label, d) in datas {
+            for r in &d.policies {
+                t.rows.push(vec![
+                    Cell::text(label.as_str()),
+                    Cell::number(r.nodes.to_string()),
+                    Cell::text(r.policy.as_str()),
+                    Cell::text(if r.warm { "warm" } else { "cold" }),
+                    Cell::number(ms(r.completion_ms.p90)),
+                    Cell::number(f(r.bandwidth_pct, 1)),
+                    Cell::number(r.paced_intervals.map_or("–".into(), |n| n.to_string())),
+                    Cell::number(r.catch_up_pct.map_or("–".into(), |p| f(p, 2))),
+                    Cell::number(r.at_cap_pct.map_or("–".into(), |p| f(p, 1))),
+                    Cell::text(r.senders.map_or("–".into(), |x| {
+                        format!("{} / {:.0} / {:.0}", f(x[0], 2), x[1], x[2])
+                    })),
+                ]);
+            }
+        }
+        s.push(Block::Table(t));
+    }
     let mut t = Table::new(
         "Sensitivity sweep, best effort against DFS",
         &[
@@ -127,6 +168,41 @@ fn policies_section(datas: &[(String, ExperimentData)]) -> Section {
         }
     }
     s.push(Block::Table(t));
+    let limits = datas
+        .iter()
+        .flat_map(|(l, d)| d.sweep.iter().map(move |r| (l, r)))
+        .filter_map(|(l, r)| Some((l, r, r.at_cap_pct?, r.credit_refusals?)))
+        .collect::<Vec<_>>();
+    if !limits.is_empty() {
+        let mut t = Table::new(
+            "Sender limits in the sweep (a variant of a limit that never bound changes nothing)",
+            &[
+                "input",
+                "variant",
+                "simulated",
+                "BE at the writes-in-flight cap %",
+                "DFS at the cap %",
+                "BE credit refusals",
+                "DFS credit refusals",
+            ],
+        );
+        for (label, r, cap, refused) in limits {
+            t.rows.push(vec![
+                Cell::text(label.as_str()),
+                Cell::text(r.variant.as_str()),
+                Cell::text(match (&r.simulated, r.limit_bound) {
+                    (Some(v), Some(false)) => format!("{v} (never bound)"),
+                    (Some(v), _) => v.clone(),
+                    (None, _) => "–".into(),
+                }),
+                Cell::number(f(cap[0], 1)),
+                Cell::number(f(cap[1], 1)),
+                Cell::number(refused[0].to_string()),
+                Cell::number(refused[1].to_string()),
+            ]);
+        }
+        s.push(Block::Table(t));
+    }
     s
 }
 
@@ -182,7 +258,7 @@ fn ratios_section(datas: &[(String, ExperimentData)]) -> Section {
 fn drop_section(datas: &[(String, ExperimentData)]) -> Section {
     let mut s = Section::new("DFS experiment: bandwidth drop");
     s.push(Block::Paragraph(format!(
-        "A 25 % bandwidth drop in intervals {FIG8_DROP_FIRST}–{FIG8_DROP_LAST} (the paper's Fig. 8): the proposed interval duration should follow the longer actual durations and come down again through staged speed-ups after the drop."
+        "Intervals {FIG8_DROP_FIRST}–{FIG8_DROP_LAST} made {FIG8_LONGER_PCT:.0} % longer (every port at {FIG8_DROP_FACTOR} of its bandwidth; the paper's Fig. 8): the proposed interval duration should follow the longer actual durations and come down again through staged speed-ups after the drop."
     )));
     for (label, d) in datas {
         if datas.len() > 1 {

@@ -147,27 +147,29 @@ fn the_experiment_writes_its_schema_and_the_report_shows_its_findings() {
     assert_eq!(r.config["nodes"], serde_json::json!([4, 8]));
     assert_eq!(
         out.results.len(),
-        8,
-        "three policies at two node counts and the drop pair: {:?}",
+        14,
+        "three policies, cold and warm, at two node counts and the drop pair: {:?}",
         out.results
     );
     // every policy at every node count, in order, with the paper's figure where it has one
     let pol: Vec<_> = d
         .policies
         .iter()
-        .map(|p| (p.nodes, p.policy.as_str()))
+        .map(|p| (p.nodes, p.policy.as_str(), p.warm))
         .collect();
-    assert_eq!(
-        pol,
-        [
-            (4, "best-effort"),
-            (4, "dfs"),
-            (4, "flesnet"),
-            (8, "best-effort"),
-            (8, "dfs"),
-            (8, "flesnet")
-        ]
-    );
+    let mut want = Vec::new();
+    for n in [4, 8] {
+        for warm in [false, true] {
+            for p in ["best-effort", "dfs", "flesnet"] {
+                want.push((n, p, warm));
+            }
+        }
+    }
+    assert_eq!(pol, want);
+    assert!(d
+        .policies
+        .iter()
+        .all(|p| p.paced_intervals.is_some() == (p.policy == "dfs") && p.at_cap_pct.is_some()));
     assert!(d
         .policies
         .iter()
@@ -255,4 +257,160 @@ fn another_kind_is_refused_naming_the_input() {
 #[test]
 fn the_sweep_has_its_advertised_variants() {
     assert_eq!(policies::variants().len(), SWEEP_VARIANTS);
+}
+
+/// The sweep's configurations of variant `k` (best effort, DFS) as the experiment plans
+/// them.
+fn sweep_configs(
+    plan: &[(crate::sim::SimConfig, String)],
+    k: usize,
+) -> [&crate::sim::SimConfig; 2] {
+    let find = |mode: &str| {
+        &plan
+            .iter()
+            .find(|(_, n)| *n == format!("sweep-{k}-{mode}.json"))
+            .unwrap_or_else(|| panic!("no sweep-{k}-{mode}.json planned"))
+            .0
+    };
+    [find("best-effort"), find("dfs")]
+}
+
+#[test]
+fn every_sweep_variant_reaches_the_simulated_configuration() {
+    let cfg = ExperimentConfig {
+        sweep_nodes: 128,
+        ..small()
+    };
+    let plan = planned_runs(&cfg);
+    let vs = policies::variants();
+    let base = sweep_configs(&plan, 0);
+    assert_eq!(base[0].topology.inputs, 64);
+    for (k, v) in vs.iter().enumerate().skip(1) {
+        let field = v
+            .field
+            .expect("every variant but the default names its field");
+        for (c, b) in sweep_configs(&plan, k).into_iter().zip(base) {
+            assert_ne!(field(c), field(b), "{}: the field is the default's", v.name);
+            assert_ne!(c, b, "{}", v.name);
+            assert_eq!(c.mode, b.mode);
+        }
+    }
+}
+
+#[test]
+fn every_sweep_variant_changes_a_small_run_or_reports_its_limit_never_bound() {
+    // 16 nodes, 8 rounds per interval, 6 intervals: every variant, both modes
+    let cfg = ExperimentConfig {
+        sweep_nodes: 16,
+        ts_per_interval: 64,
+        intervals: 6,
+        ..small()
+    };
+    let plan = planned_runs(&cfg);
+    let vs = policies::variants();
+    let run = |c: &crate::sim::SimConfig| crate::sim::run(c).unwrap().data;
+    let base = sweep_configs(&plan, 0).map(run);
+    for (k, v) in vs.iter().enumerate().skip(1) {
+        let cs = sweep_configs(&plan, k);
+        let ds = cs.map(run);
+        // the row reads the changed field back from what was simulated
+        let row = policies::sweep_row(v, &ds[0], &ds[1]);
+        assert_eq!(row.simulated, v.field.map(|f| f(cs[0])), "{}", v.name);
+        for ((c, b), d) in cs.into_iter().zip(&base).zip(ds) {
+            let limits = d.limits.as_ref().expect("measured");
+            assert_eq!(limits.inflight_share.len(), c.net.max_inflight as usize + 1);
+            let sum: f64 = limits.inflight_share.iter().sum();
+            assert!((sum - 1.0).abs() < 1e-9, "{}: shares sum to {sum}", v.name);
+            let changed = d.completion_ms != b.completion_ms
+                || d.steady_bandwidth_gbs != b.steady_bandwidth_gbs;
+            if !changed {
+                let bound = v
+                    .bound
+                    .unwrap_or_else(|| panic!("{} ({:?}) changed nothing", v.name, c.mode));
+                assert!(
+                    !bound(b.limits.as_ref().unwrap()) && !bound(limits),
+                    "{} ({:?}): its limit bound yet nothing changed",
+                    v.name,
+                    c.mode
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_policy_starts_cold_and_warm_from_the_same_state() {
+    let plan = planned_runs(&small());
+    for n in [4usize, 8] {
+        let mut starts = Vec::new();
+        for (c, name) in plan
+            .iter()
+            .filter(|(c, _)| c.topology.inputs * 2 == n)
+            .take(6)
+        {
+            let warm = name.ends_with("-warm.json");
+            assert_eq!(c.start_spread_ns > 0, warm, "{name}");
+            // everything but the policy and the start is the same in all six
+            let same = SimConfig {
+                mode: Mode::Dfs,
+                start_spread_ns: 0,
+                ..c.clone()
+            };
+            starts.push((c.start_spread_ns, same));
+        }
+        assert_eq!(starts.len(), 6);
+        assert!(starts.iter().all(|s| s.1 == starts[0].1), "{n} nodes");
+        let spreads: Vec<i64> = starts.iter().map(|s| s.0).collect();
+        let w = credit_window_ns(
+            &plan
+                .iter()
+                .find(|(c, _)| c.topology.inputs * 2 == n)
+                .unwrap()
+                .0,
+        );
+        assert_eq!(spreads, [0, 0, 0, w, w, w], "{n} nodes");
+    }
+    // 16 slots × 64 computes × 64 KiB at 4 GB/s
+    assert_eq!(
+        credit_window_ns(&SimConfig::new(64, 64, Mode::Dfs)),
+        16_777_216
+    );
+}
+
+#[test]
+fn the_default_run_length_gives_every_dfs_figure_twenty_paced_intervals() {
+    // the experiment's node counts at the default length: 24 whole intervals each
+    let cfg = ExperimentConfig {
+        nodes: vec![128, 192, 384],
+        intervals: DEFAULT_INTERVALS,
+        ..small()
+    };
+    for (c, name) in planned_runs(&cfg)
+        .iter()
+        .filter(|(_, n)| n.starts_with("sim-") && !n.contains("drop"))
+    {
+        let len = c.params.interval_len(c.topology.computes);
+        assert_eq!(c.total_ts() / len, DEFAULT_INTERVALS, "{name}");
+    }
+    // and a small DFS run of that many intervals, cold and warm, has 20 paced after
+    // warm-up. Warm, an interval must last longer than the credit window (here 32 rounds
+    // against 16 slots): inputs further apart than the proposal pipeline (two intervals)
+    // start every interval before its proposal arrives and never pace
+    let cfg = ExperimentConfig {
+        nodes: vec![16],
+        intervals: DEFAULT_INTERVALS,
+        ts_per_interval: 256,
+        ..small()
+    };
+    for (c, name) in planned_runs(&cfg)
+        .iter()
+        .filter(|(c, n)| c.mode == Mode::Dfs && n.starts_with("sim-16"))
+    {
+        let d = crate::sim::run(c).unwrap().data;
+        assert!(
+            d.paced_intervals() >= MIN_PACED_INTERVALS,
+            "{name}: {} paced intervals",
+            d.paced_intervals()
+        );
+    }
 }

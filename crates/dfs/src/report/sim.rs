@@ -48,6 +48,37 @@ impl<'a> View<'a> {
             ),
             ("seed".to_string(), d.config.seed.to_string()),
         ];
+        if let (Some(_), crate::Mode::Dfs) = (&d.limits, d.config.mode) {
+            extra.push((
+                "pacing".to_string(),
+                format!(
+                    "{} paced intervals after the warm-up; {:.2} % of the contributions sent as catch-up (unpaced, after their interval's proposed end)",
+                    d.paced_intervals(),
+                    d.catch_up_pct()
+                ),
+            ));
+        }
+        if let Some(x) = &d.senders {
+            extra.push((
+                "concurrent senders per compute node".to_string(),
+                format!(
+                    "after the warm-up, over samples and compute nodes: mean {:.2}, median {}, p90 {}, max {}; no sender {:.1} % of the time",
+                    x.mean, x.p50, x.p90, x.max, x.idle_pct
+                ),
+            ));
+        }
+        if let Some(l) = &d.limits {
+            extra.push((
+                "sender limits".to_string(),
+                format!(
+                    "at the writes-in-flight cap ({} outstanding writes per input) {:.1} % of the time; {} contributions refused for want of credits ({} ring slots per input)",
+                    n.max_inflight,
+                    l.at_cap_pct,
+                    l.credit_refusals,
+                    d.config.topology.slots_per_input
+                ),
+            ));
+        }
         let join = |v: Vec<String>| v.join("; ");
         if !d.config.slow.is_empty() {
             extra.push((

@@ -143,6 +143,15 @@ impl Net {
         }
     }
 
+    /// Distinct senders with a transfer into node `dst` now (None: the fabric, whose
+    /// transfers are packets in its queues).
+    pub(crate) fn senders_into(&self, dst: usize, scratch: &mut Vec<usize>) -> Option<usize> {
+        match self {
+            Net::Fluid { net, .. } => Some(net.senders_into(dst, scratch)),
+            Net::Fabric { .. } => None,
+        }
+    }
+
     /// Events the network processed on its own (the fabric's), beside the engine's.
     pub(crate) fn internal_events(&self) -> u64 {
         match self {

@@ -18,7 +18,9 @@ pub struct NetModel {
     pub latency_ns: i64,
     /// Mean of the exponential jitter added to every message's latency, ns.
     pub jitter_ns: f64,
-    /// Writes an input keeps in flight at most.
+    /// RDMA writes an input's NIC keeps outstanding at most (FLESnet's
+    /// `max_pending_write_requests`); a write completes at the sender's NIC, not when the
+    /// compute node has seen it. Not the credits: those are the ring slots.
     pub max_inflight: u32,
     /// Mean processing time of a complete time-slice before its slots are released, ns.
     pub processing_ns: f64,

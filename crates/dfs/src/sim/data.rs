@@ -110,6 +110,104 @@ pub struct SimData {
     /// than four blocks after warm-up).
     #[serde(default)]
     pub trend: Option<Trend>,
+    /// How often each sender-side limit bound: the writes-in-flight cap and the
+    /// credits (None in results written before it was measured).
+    #[serde(default)]
+    pub limits: Option<Limits>,
+    /// Concurrent senders per compute node after the warm-up (None: the fabric, or an
+    /// older result).
+    #[serde(default)]
+    pub senders: Option<Senders>,
+}
+
+/// How many inputs write into a compute node at once: at every buffer-fill sample after the
+/// warm-up, for every compute node, the inputs with a transfer in flight into its ejection
+/// port. Spread evenly, each compute node has I × (writes in flight per input) / C
+/// senders (8 with the defaults: the offset round-robin's ideal); a convoy (inputs walking
+/// the order in lockstep) shows as many more on a few nodes while the others have none.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Senders {
+    /// (sample, compute node) pairs with k concurrent senders, k = 0..=inputs.
+    pub counts: Vec<u64>,
+    /// Mean senders per compute node.
+    pub mean: f64,
+    /// Median, p90 and largest (pairs, nearest rank).
+    pub p50: u64,
+    /// p90.
+    pub p90: u64,
+    /// Largest.
+    pub max: u64,
+    /// Share of pairs with no sender (an idle ejection port), percent.
+    pub idle_pct: f64,
+}
+
+impl Senders {
+    /// The summary of `counts`; None when nothing was sampled.
+    pub fn from_counts(counts: Vec<u64>) -> Option<Senders> {
+        let n: u64 = counts.iter().sum();
+        if n == 0 {
+            return None;
+        }
+        let rank = |q: f64| {
+            let want = ((q * n as f64).ceil() as u64).max(1);
+            let mut acc = 0;
+            for (k, &c) in counts.iter().enumerate() {
+                acc += c;
+                if acc >= want {
+                    return k as u64;
+                }
+            }
+            counts.len() as u64 - 1
+        };
+        let sum: u64 = counts.iter().enumerate().map(|(k, &c)| k as u64 * c).sum();
+        Some(Senders {
+            mean: sum as f64 / n as f64,
+            p50: rank(0.5),
+            p90: rank(0.9),
+            max: counts.iter().rposition(|&c| c > 0).unwrap_or(0) as u64,
+            idle_pct: 100.0 * counts[0] as f64 / n as f64,
+            counts,
+        })
+    }
+}
+
+impl SimData {
+    /// Intervals after the warm-up that the inputs sent paced (by a proposal or the
+    /// fallback rule; medians over inputs): what a DFS figure stands on.
+    pub fn paced_intervals(&self) -> u64 {
+        let len = self
+            .config
+            .params
+            .interval_len(self.config.topology.computes);
+        let first = self.warmup_ts.div_ceil(len.max(1));
+        self.intervals
+            .iter()
+            .filter(|r| r.index >= first && r.proposed_ms.is_some())
+            .count() as u64
+    }
+
+    /// Contributions sent unpaced after their interval's proposed end, percent of all sent.
+    pub fn catch_up_pct(&self) -> f64 {
+        100.0 * self.ie.catch_up_sends as f64 / self.sent.max(1) as f64
+    }
+}
+
+/// How often the two limits on an input's sending bound. The writes-in-flight cap
+/// (`max_inflight`) is the NIC's limit on outstanding RDMA writes (FLESnet's
+/// `max_pending_write_requests`); the credits are the compute node's ring slots for the
+/// input (`slots_per_input`), freed when the compute node has consumed the time-slice.
+/// A variant that changes a limit which never bound changes nothing.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Limits {
+    /// Share of input time with k writes in flight, k = 0..=max_inflight (each input from
+    /// its start to its last write completion; the shares sum to 1).
+    pub inflight_share: Vec<f64>,
+    /// Share of input time at the cap (the last entry of `inflight_share`), percent.
+    pub at_cap_pct: f64,
+    /// Contributions that were next to send (best effort: the head of the sequence; DFS:
+    /// due in the pacing) but had no credit at their compute node, counted once per
+    /// attempt: 0 means the ring slots never bound.
+    pub credit_refusals: u64,
 }
 
 /// One block of time-slices (one interval's worth, by time-slice number).

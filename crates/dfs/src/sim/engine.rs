@@ -91,6 +91,8 @@ struct InputNode {
     ie: InputEngine,
     credits: Credits,
     inflight: u32,
+    /// Since when `inflight` has had its present value (for the cap's occupancy).
+    inflight_since: i64,
     clock: NodeClock,
     wake_at: i64,
     /// When it starts (0, or its draw of a warm start).
@@ -153,6 +155,17 @@ pub(super) struct Sim<'a> {
     blocks: Vec<BlockAcc>,
     block_len: u64,
     fles: Option<super::builders::Fles>,
+    /// Input time spent with k writes in flight, ns, k = 0..=max_inflight (summed over
+    /// inputs).
+    inflight_ns: Vec<i64>,
+    /// Due contributions refused for want of credits (ring slots at their compute node).
+    credit_refusals: u64,
+    /// Scratch: the contributions an input engine was refused in one poll.
+    refused: Vec<u64>,
+    /// (sample, compute node) pairs after the warm-up with k concurrent senders,
+    /// k = 0..=inputs.
+    senders: Vec<u64>,
+    sender_scratch: Vec<usize>,
 }
 
 /// Completions of one block of time-slices: count, sum and largest duration, and the
@@ -204,19 +217,23 @@ impl<'a> Sim<'a> {
         // a warm start's start times come from their own generator too
         let mut wrng = Rng::new(cfg.seed ^ 0x5354_4152_5400_0000);
         let inputs: Vec<InputNode> = (0..ni)
-            .map(|i| InputNode {
-                be: BestEffortSender::new(i, nc, total),
-                ie: InputEngine::new(i, nc, cfg.params, total),
-                credits: Credits::new(nc, t.slots_per_input),
-                inflight: 0,
-                clock: clock(&mut rng),
-                wake_at: i64::MAX,
-                start_at: match cfg.start_spread_ns {
+            .map(|i| {
+                let start_at = match cfg.start_spread_ns {
                     0 => 0,
                     s => (wrng.unit() * s as f64).round() as i64,
-                },
-                idle: false,
-                done: false,
+                };
+                InputNode {
+                    be: BestEffortSender::new(i, nc, total),
+                    ie: InputEngine::new(i, nc, cfg.params, total),
+                    credits: Credits::new(nc, t.slots_per_input),
+                    inflight: 0,
+                    inflight_since: start_at,
+                    clock: clock(&mut rng),
+                    wake_at: i64::MAX,
+                    start_at,
+                    idle: false,
+                    done: false,
+                }
             })
             .collect();
         let computes: Vec<ComputeSide> = (0..nc)
@@ -283,6 +300,11 @@ impl<'a> Sim<'a> {
             blocks: Vec::new(),
             block_len: len.max(1),
             fles: (cfg.mode == Mode::Flesnet).then(|| super::builders::Fles::new(cfg)),
+            inflight_ns: vec![0; cfg.net.max_inflight as usize + 1],
+            credit_refusals: 0,
+            refused: Vec::new(),
+            senders: vec![0; ni + 1],
+            sender_scratch: Vec::new(),
         };
         // seed every DDE's clock synchroniser from the start barrier (all leave it at t = 0)
         for (r, d) in s.ddes.iter_mut().enumerate() {
@@ -333,10 +355,9 @@ impl<'a> Sim<'a> {
         }
     }
 
-    pub(super) fn run(
-        mut self,
-        progress: &mut dyn latlab_core::progress::Progress,
-    ) -> Result<SimOutcome, SimError> {
+    /// Queues the events that start a run: every input's first wake-up, the first sample
+    /// and noise redraw, the time-window drops, the DDE faults and FLESnet's producer.
+    fn start_events(&mut self) {
         for i in 0..self.inputs.len() {
             let t = self.inputs[i].start_at;
             self.push(t, Ev::Wake(i as u32));
@@ -363,93 +384,114 @@ impl<'a> Sim<'a> {
         if self.fles.is_some() {
             self.push(0, Ev::Produce);
         }
+    }
+
+    pub(super) fn run(
+        mut self,
+        progress: &mut dyn latlab_core::progress::Progress,
+    ) -> Result<SimOutcome, SimError> {
+        self.start_events();
         let mut percent = 0;
         progress.step("simulating", 0, 100);
         while let Some((t, ev)) = self.next_event() {
-            self.now = t;
-            self.events += 1;
-            match ev {
-                Ev::Wake(i) => {
-                    let inp = &mut self.inputs[i as usize];
-                    if inp.wake_at == t {
-                        inp.wake_at = i64::MAX;
-                        self.poll(i as usize);
-                    }
+            let sample = matches!(ev, Ev::Sample);
+            self.handle(t, ev);
+            if sample {
+                let now = self.percent_done();
+                if now > percent {
+                    percent = now.min(100);
+                    progress.step("simulating", percent, 100);
                 }
-                Ev::FlowDone(id, v) => {
-                    if self.net.is_current(id, v) {
-                        self.net.finish(id, self.now, &mut self.resched);
-                        self.flush_resched();
-                        while let Some((i, ts)) = self.net.take_done() {
-                            let d = self.msg_delay() - self.net.latency_included();
-                            self.push(self.now + d, Ev::Arrive(i as u32, ts));
-                        }
-                    }
-                }
-                Ev::Arrive(i, ts) => self.arrive(i as usize, ts),
-                Ev::Ack(i, ts) => self.ack(i as usize, ts),
-                Ev::Release(c, local) => {
-                    if let Some(end) = self.stalled(self.inputs.len() + c as usize) {
-                        self.push(end, Ev::Release(c, local));
-                        continue;
-                    }
-                    if let Some(ack) = self.computes[c as usize].node.release(local) {
-                        for i in 0..self.inputs.len() {
-                            let d = self.msg_delay();
-                            self.push(self.now + d, Ev::Credit(i as u32, c, ack));
-                        }
-                    }
-                }
-                Ev::Credit(i, c, ack) => {
-                    let inp = &mut self.inputs[i as usize];
-                    inp.credits.on_ack_pointer(c as usize, ack);
-                    if inp.idle {
-                        self.poll(i as usize);
-                    }
-                }
-                Ev::Report(r, rep) => {
-                    if let Some(end) = self.stalled(self.inputs.len() + r as usize) {
-                        self.push(end, Ev::Report(r, rep));
-                        continue;
-                    }
-                    self.report(r as usize, &rep)
-                }
-                Ev::Proposal(i, p) => {
-                    self.inputs[i as usize].ie.on_proposal(p);
-                    self.poll(i as usize);
-                }
-                Ev::Sample => {
-                    self.sample();
-                    let now = self.percent_done();
-                    if now > percent {
-                        percent = now.min(100);
-                        progress.step("simulating", percent, 100);
-                    }
-                    if self.unfinished() {
-                        self.push(self.now + self.sample_ns, Ev::Sample);
-                    }
-                }
-                Ev::Noise => {
-                    self.noise();
-                    if self.unfinished() {
-                        self.push(self.now + self.cfg.net.noise_period_ns, Ev::Noise);
-                    }
-                }
-                Ev::Scale(f) => {
-                    self.scale_time *= f;
-                    self.apply_scale();
-                }
-                Ev::Kill(r) => self.ddes[r as usize] = None,
-                Ev::Restart(r) => {
-                    self.ddes[r as usize] = Some(Dde::restarted(self.inputs.len(), self.cfg.params))
-                }
-                Ev::Produce => self.produce(),
-                Ev::Assigned(i, ts, b) => self.assigned(i as usize, ts, b as usize),
-                Ev::FlesRelease(b) => self.fles_release(b),
-                Ev::TsmFree(b) => self.fles_mut().tsm.release(b as usize),
             }
         }
         Ok(self.finish())
+    }
+
+    /// Handles one event at time `t`.
+    fn handle(&mut self, t: i64, ev: Ev) {
+        self.now = t;
+        self.events += 1;
+        match ev {
+            Ev::Wake(i) => {
+                let inp = &mut self.inputs[i as usize];
+                if inp.wake_at == t {
+                    inp.wake_at = i64::MAX;
+                    self.poll(i as usize);
+                }
+            }
+            Ev::FlowDone(id, v) => {
+                if self.net.is_current(id, v) {
+                    self.net.finish(id, self.now, &mut self.resched);
+                    self.flush_resched();
+                    while let Some((i, ts)) = self.net.take_done() {
+                        let d = self.msg_delay() - self.net.latency_included();
+                        self.push(self.now + d, Ev::Arrive(i as u32, ts));
+                        // the write completes at the sender's NIC when the target
+                        // NIC's acknowledgement is back: the target's CPU has no part
+                        // in it, so a stalled compute node does not hold it
+                        let back = self.msg_delay();
+                        self.push(self.now + d + back, Ev::Ack(i as u32, ts));
+                    }
+                }
+            }
+            Ev::Arrive(i, ts) => self.arrive(i as usize, ts),
+            Ev::Ack(i, ts) => self.ack(i as usize, ts),
+            Ev::Release(c, local) => {
+                if let Some(end) = self.stalled(self.inputs.len() + c as usize) {
+                    self.push(end, Ev::Release(c, local));
+                    return;
+                }
+                if let Some(ack) = self.computes[c as usize].node.release(local) {
+                    for i in 0..self.inputs.len() {
+                        let d = self.msg_delay();
+                        self.push(self.now + d, Ev::Credit(i as u32, c, ack));
+                    }
+                }
+            }
+            Ev::Credit(i, c, ack) => {
+                let inp = &mut self.inputs[i as usize];
+                inp.credits.on_ack_pointer(c as usize, ack);
+                if inp.idle {
+                    self.poll(i as usize);
+                }
+            }
+            Ev::Report(r, rep) => {
+                if let Some(end) = self.stalled(self.inputs.len() + r as usize) {
+                    self.push(end, Ev::Report(r, rep));
+                    return;
+                }
+                self.report(r as usize, &rep)
+            }
+            Ev::Proposal(i, p) => {
+                self.inputs[i as usize].ie.on_proposal(p);
+                self.poll(i as usize);
+            }
+            Ev::Sample => {
+                self.sample_senders();
+                self.sample();
+                if self.unfinished() {
+                    self.push(self.now + self.sample_ns, Ev::Sample);
+                }
+            }
+            Ev::Noise => {
+                self.noise();
+                if self.unfinished() {
+                    self.push(self.now + self.cfg.net.noise_period_ns, Ev::Noise);
+                }
+            }
+            Ev::Scale(f) => {
+                self.scale_time *= f;
+                self.apply_scale();
+            }
+            Ev::Kill(r) => self.ddes[r as usize] = None,
+            Ev::Restart(r) => {
+                self.ddes[r as usize] = Some(Dde::restarted(self.inputs.len(), self.cfg.params))
+            }
+            Ev::Produce => self.produce(),
+            Ev::Assigned(i, ts, b) => self.assigned(i as usize, ts, b as usize),
+            Ev::FlesRelease(b) => self.fles_release(b),
+            Ev::TsmFree(b) => self.fles_mut().tsm.release(b as usize),
+        }
     }
 
     /// The end of the stall node `node` (inputs, then computes) is in now, if any.
@@ -586,12 +628,39 @@ impl<'a> Sim<'a> {
                     }
                     None => {
                         inp.idle = !inp.be.finished();
+                        if inp.idle {
+                            // the next contribution in sequence has no credit (HOL)
+                            self.credit_refusals += 1;
+                        }
                         return;
                     }
                 },
                 Mode::Dfs => {
                     let credits = &inp.credits;
-                    let p = inp.ie.poll(local, &mut |ts| credits.allows(ts));
+                    let refused = &mut self.refused;
+                    refused.clear();
+                    let p = inp.ie.poll(local, &mut |ts| {
+                        let ok = credits.allows(ts);
+                        if !ok {
+                            refused.push(ts);
+                        }
+                        ok
+                    });
+                    // a refusal binds when the refused contribution came before the one
+                    // sent in the input's order (or nothing was sent); the input engine asks
+                    // about later ones as well
+                    let order = |ts: u64| {
+                        (
+                            ts / nc as u64,
+                            model::position_in_round(i, model::compute_of(ts, nc), nc),
+                        )
+                    };
+                    self.credit_refusals += match p {
+                        Poll::Send(sent) => {
+                            refused.iter().filter(|&&r| order(r) < order(sent)).count()
+                        }
+                        _ => refused.len(),
+                    } as u64;
                     if i == 0 {
                         self.check_interval_drop();
                     }
@@ -621,9 +690,8 @@ impl<'a> Sim<'a> {
                     }
                 }
             };
-            let inp = &mut self.inputs[i];
-            inp.idle = false;
-            inp.inflight += 1;
+            self.inflight_step(i, true);
+            self.inputs[i].idle = false;
             self.sent += 1;
             self.first_send.get_or_insert(self.now);
             self.net
@@ -673,13 +741,14 @@ impl<'a> Sim<'a> {
             Some(f) => f.builder_of(ts),
             None => model::compute_of(ts, nc),
         };
-        // a stalled compute node handles the arrival (sees the SYNC, acknowledges) later
+        // the data is in the compute node's memory (the sender's NIC completes the write
+        // without it), but a stalled compute node sees the SYNC only when the stall ends
         if let Some(end) = self.stalled(self.inputs.len() + c) {
             self.push(end, Ev::Arrive(i as u32, ts));
             return;
         }
         if self.fles.is_some() {
-            return self.fles_arrive(i, ts, c);
+            return self.fles_arrive(ts, c);
         }
         let bytes = self.cfg.topology.mts_bytes;
         let cs = &mut self.computes[c];
@@ -703,13 +772,24 @@ impl<'a> Sim<'a> {
             let p = self.rng.exp(self.cfg.net.processing_ns).round() as i64;
             self.push(self.now + p, Ev::Release(c as u32, comp.local));
         }
-        let d = self.msg_delay();
-        self.push(self.now + d, Ev::Ack(i as u32, ts));
+    }
+
+    /// One more (`up`) or one fewer write in flight at input `i`, accounting the time it
+    /// spent at the previous count.
+    fn inflight_step(&mut self, i: usize, up: bool) {
+        let inp = &mut self.inputs[i];
+        self.inflight_ns[inp.inflight as usize] += self.now - inp.inflight_since;
+        inp.inflight_since = self.now;
+        if up {
+            inp.inflight += 1;
+        } else {
+            inp.inflight -= 1;
+        }
     }
 
     fn ack(&mut self, i: usize, ts: u64) {
+        self.inflight_step(i, false);
         let inp = &mut self.inputs[i];
-        inp.inflight -= 1;
         if self.cfg.mode == Mode::Dfs {
             let local = inp.clock.local(self.now);
             inp.ie.on_ack(ts, local);
@@ -747,6 +827,20 @@ impl<'a> Sim<'a> {
         }
     }
 
+    /// Counts, after the warm-up, how many inputs are writing into each compute node.
+    fn sample_senders(&mut self) {
+        if self.warm_time.is_none() {
+            return;
+        }
+        let ni = self.inputs.len();
+        for c in 0..self.computes.len() {
+            match self.net.senders_into(ni + c, &mut self.sender_scratch) {
+                Some(k) => self.senders[k] += 1,
+                None => return,
+            }
+        }
+    }
+
     fn sample(&mut self) {
         if self.fles.is_some() {
             return; // the builders' buffers are the manager's counts, not rings per input
@@ -777,3 +871,6 @@ impl<'a> Sim<'a> {
         });
     }
 }
+
+#[cfg(test)]
+mod tests;

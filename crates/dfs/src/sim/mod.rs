@@ -6,8 +6,11 @@
 //! - I input and C compute nodes, each with its own injection and ejection port; ports
 //!   share their bandwidth equally among the transfers through them ([`net`]);
 //! - a contribution is one transfer of `mts_bytes`; it arrives `latency` (+ jitter) after
-//!   its last byte left, and the input learns of it (acknowledgement, write completion)
-//!   `latency` (+ jitter) later; an input keeps at most `max_inflight` writes in flight;
+//!   its last byte left, and the write completes at the sender's NIC when the target NIC's
+//!   acknowledgement is back, `latency` (+ jitter) later, whatever the compute node's CPU
+//!   does; an input's NIC keeps at most `max_inflight` writes outstanding (FLESnet's
+//!   `max_pending_write_requests`), apart from the ring-slot credits, which the compute
+//!   node grants only when it has consumed a time-slice;
 //! - control messages (credits, reports, proposals) take `latency` (+ jitter) and no
 //!   bandwidth;
 //! - compute nodes keep `slots_per_input` slots per input and release a complete time-slice
@@ -18,7 +21,8 @@
 //!   `[1 − noise, 1]` of nominal (OS noise, routing, contention from other jobs); optional
 //!   slow nodes and bandwidth drops (by time or by interval);
 //! - node stalls from a measured gap trace ([`noise`]): a stalled input sends nothing, a
-//!   stalled compute node neither handles arrivals (acknowledges) nor releases; and
+//!   stalled compute node neither sees arrivals nor releases (its NIC still completes
+//!   the writes into its memory); and
 //!   persistent per-node speed differences (`speed_spread`);
 //! - three policies: best effort, DFS, and FLESnet today's time-slice manager
 //!   ([`crate::tsm`]), which assigns time-slices produced at a fixed rate to builders with
@@ -49,8 +53,8 @@ pub use config::{
     SIM_DEFAULT_TS_PER_INTERVAL,
 };
 pub use data::{
-    BlockRow, FillSample, FiveNum, IntervalRow, Settle, SimData, SimOutcome, Trend, BATCHES,
-    STATIONARY_CHANGE_PCT, T_CRIT,
+    BlockRow, FillSample, FiveNum, IntervalRow, Limits, Senders, Settle, SimData, SimOutcome,
+    Trend, BATCHES, STATIONARY_CHANGE_PCT, T_CRIT,
 };
 pub use noise::{NoiseError, NoiseTrace};
 

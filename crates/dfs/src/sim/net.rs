@@ -81,6 +81,20 @@ impl Network {
     }
 
     /// The flow with this id.
+    /// Distinct senders with a transfer into `dst`'s ejection port now (`scratch` is reused).
+    pub fn senders_into(&self, dst: usize, scratch: &mut Vec<usize>) -> usize {
+        scratch.clear();
+        scratch.extend(
+            self.ej_flows[dst]
+                .iter()
+                .map(|&id| self.flows[id as usize].src),
+        );
+        scratch.sort_unstable();
+        scratch.dedup();
+        scratch.len()
+    }
+
+    /// The flow `id`.
     pub fn flow(&self, id: u32) -> &Flow {
         &self.flows[id as usize]
     }

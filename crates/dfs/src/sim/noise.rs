@@ -289,9 +289,25 @@ pub(crate) struct Stalls {
     bins: Vec<GapBin>,
     start: i64,
     end: i64,
+    /// Draws the next stall when one ends (false: a single stall, then none).
+    repeat: bool,
 }
 
 impl Stalls {
+    /// A node that stalls once, over `[start, end)`, and never again.
+    #[cfg(test)]
+    pub(crate) fn once(start: i64, end: i64) -> Stalls {
+        Stalls {
+            rng: Rng::new(0),
+            mean_gap_ns: 1.0,
+            cum: Vec::new(),
+            bins: Vec::new(),
+            start,
+            end,
+            repeat: false,
+        }
+    }
+
     /// The stall process of one node, seeded from the run's seed and the node.
     pub(crate) fn new(trace: &NoiseTrace, seed: u64, node: usize) -> Stalls {
         let mut cum = Vec::with_capacity(trace.bins.len());
@@ -307,12 +323,17 @@ impl Stalls {
             bins: trace.bins.clone(),
             start: 0,
             end: 0,
+            repeat: true,
         };
         s.draw_next(0);
         s
     }
 
     fn draw_next(&mut self, after: i64) {
+        if !self.repeat {
+            (self.start, self.end) = (i64::MAX, i64::MAX);
+            return;
+        }
         let start = after + self.rng.exp(self.mean_gap_ns).round() as i64;
         let total = *self.cum.last().expect("validated: gaps > 0");
         let pick = self.rng.next_u64() % total;

@@ -215,6 +215,43 @@ pub(crate) fn print_summary(saved: &[(PathBuf, ResultFile)]) -> anyhow::Result<(
         "(stationary: change ≤ {STATIONARY_CHANGE_PCT} % or slope within {T_CRIT} se; settled: MSER cut, mean after)"
     );
     print!("{}", t.render());
+    let mut t = Table::new([
+        "mode",
+        "paced intervals",
+        "catch-up %",
+        "at write cap %",
+        "credit refusals",
+        "senders/CN mean",
+        "p90",
+        "max",
+        "idle %",
+    ]);
+    for d in &datas {
+        let dfs = d.config.mode == Mode::Dfs;
+        t.row(vec![
+            d.config.mode.name().to_string(),
+            if dfs {
+                d.paced_intervals().to_string()
+            } else {
+                "-".into()
+            },
+            if dfs {
+                f(d.catch_up_pct(), 2)
+            } else {
+                "-".into()
+            },
+            d.limits.as_ref().map_or("-".into(), |l| f(l.at_cap_pct, 1)),
+            d.limits
+                .as_ref()
+                .map_or("-".into(), |l| l.credit_refusals.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| f(x.mean, 2)),
+            d.senders.as_ref().map_or("-".into(), |x| x.p90.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| x.max.to_string()),
+            d.senders.as_ref().map_or("-".into(), |x| f(x.idle_pct, 1)),
+        ]);
+    }
+    println!("pacing (after warm-up), sender limits (writes in flight at the NIC, ring-slot credits), concurrent senders per compute node:");
+    print!("{}", t.render());
     let be = datas.iter().find(|d| d.config.mode == Mode::BestEffort);
     let dfs = datas.iter().find(|d| d.config.mode == Mode::Dfs);
     if let (Some(be), Some(dfs)) = (be, dfs) {

@@ -5,9 +5,32 @@ use super::{Sim, GB};
 use crate::compute::ComputeCounters;
 use crate::dde::{Dde, DdeCounters};
 use crate::ie::IeCounters;
-use crate::sim::data::{BlockRow, FiveNum, IntervalRow, SimData, SimOutcome, Trend};
+use crate::sim::data::{
+    BlockRow, FiveNum, IntervalRow, Limits, Senders, SimData, SimOutcome, Trend,
+};
 
 impl Sim<'_> {
+    /// The occupancy of the writes-in-flight cap and the credit refusals.
+    fn limits(&self) -> Limits {
+        let total: i64 = self.inflight_ns.iter().sum();
+        let inflight_share: Vec<f64> = self
+            .inflight_ns
+            .iter()
+            .map(|&t| {
+                if total > 0 {
+                    t as f64 / total as f64
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        Limits {
+            at_cap_pct: 100.0 * inflight_share.last().copied().unwrap_or(0.0),
+            inflight_share,
+            credit_refusals: self.credit_refusals,
+        }
+    }
+
     pub(super) fn finish(self) -> SimOutcome {
         let cfg = self.cfg;
         let mut compute = ComputeCounters::default();
@@ -110,6 +133,7 @@ impl Sim<'_> {
             .filter(|b| b.first_ts >= self.warmup_ts && b.count * 2 >= self.block_len)
             .map(|b| (b.end_ms, b.mean_ms))
             .collect();
+        let limits = self.limits();
         let data = SimData {
             config: cfg.clone(),
             nodes: cfg.topology.inputs + cfg.topology.computes,
@@ -139,6 +163,8 @@ impl Sim<'_> {
             completion_halves_ms: halves,
             discarded,
             trend: Trend::fit(&points),
+            limits: Some(limits),
+            senders: Senders::from_counts(self.senders.clone()),
             completion_blocks: blocks,
         };
         SimOutcome {

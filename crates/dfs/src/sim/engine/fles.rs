@@ -42,7 +42,7 @@ impl Sim<'_> {
         self.poll(i);
     }
 
-    pub(super) fn fles_arrive(&mut self, i: usize, ts: u64, b: usize) {
+    pub(super) fn fles_arrive(&mut self, ts: u64, b: usize) {
         let local = self.computes[b].clock.local(self.now);
         let ni = self.inputs.len();
         self.count_delivery();
@@ -60,8 +60,6 @@ impl Sim<'_> {
             let p = self.rng.exp(self.cfg.net.processing_ns).round() as i64;
             self.push(self.now + p, Ev::FlesRelease(b as u32));
         }
-        let d = self.msg_delay();
-        self.push(self.now + d, Ev::Ack(i as u32, ts));
     }
 
     pub(super) fn fles_release(&mut self, b: u32) {
