@@ -25,6 +25,7 @@
 #![deny(unsafe_code)]
 
 pub mod attribute;
+pub mod class;
 pub mod decode;
 pub mod filter;
 pub mod gaps;

@@ -216,7 +216,7 @@ pub fn advise(a: &Attribution, top: usize) -> Vec<Advice> {
         .into_iter()
         .take(top)
         .map(|c| Advice {
-            cause: crate::render::cause_label(c),
+            cause: crate::class::label(&c.class, &c.name),
             time_ns: c.time_ns,
             share: if a.excess_ns == 0 {
                 0.0

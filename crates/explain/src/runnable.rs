@@ -26,8 +26,8 @@
 //!   The tick period is the recording's own: the median spacing of consecutive tick
 //!   handler runs on CPUs running a task.
 
+use crate::class::{Class, Watch};
 use crate::decode::{EventKind, Task};
-use crate::timeline::{Class, Watch};
 
 /// The hrtimer callbacks of the scheduler tick (`tick_nohz_handler` since 6.7).
 pub const TICK_FUNCTIONS: [&str; 3] = [
