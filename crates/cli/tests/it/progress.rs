@@ -38,7 +38,19 @@ fn a_simulation_with_piped_output_writes_no_progress_anywhere() {
         }
         for f in std::fs::read_dir(dir.path()).unwrap() {
             let body = std::fs::read_to_string(f.unwrap().path()).unwrap();
-            assert_no_progress("a result file", &body);
+            assert_no_progress("a result file", &without_histogram_data(&body));
         }
     }
+}
+
+/// A result file's text less its histograms' encoded bytes: base64 may spell "ETA" or
+/// "=>" by chance, and a bar never writes there.
+fn without_histogram_data(body: &str) -> String {
+    let mut v: serde_json::Value = serde_json::from_str(body).expect("a result file is JSON");
+    if let Some(hs) = v["histograms"].as_array_mut() {
+        for h in hs {
+            h["data"] = serde_json::Value::Null;
+        }
+    }
+    v.to_string()
 }
