@@ -10,7 +10,7 @@ use latlab_core::hist::HistConfig;
 use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
 use latlab_net::calibrate::CalibrateConfig;
-use latlab_net::experiment::KillerUsConfig;
+use latlab_net::killer_us::KillerUsConfig;
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
 use latlab_net::probe::{Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};

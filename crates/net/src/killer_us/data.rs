@@ -1,6 +1,6 @@
-//! The data of `latlab experiment killer-us` ([`crate::experiment`]): its ladder, its
-//! methods, its configuration and the result's `data`. Kept apart from the run so that the
-//! summary's text ([`crate::headline`]) and the report's sections read it without
+//! The data of `latlab experiment killer-us` ([`super::run()`]): its ladder, its methods,
+//! its configuration and the result's `data`. Kept apart from the run so that the
+//! summary's text ([`super::headline`]) and the report's sections read it without
 //! importing the module that runs the experiment.
 
 use crate::fit::HostFit;
@@ -210,7 +210,7 @@ pub struct KillerUsConfig {
     pub warmup: Nanos,
     /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
     pub milli_pps: u64,
-    /// Choose the rate by trials before the ladder ([`crate::fit`]): the highest rate up
+    /// Choose the rate by trials before the ladder ([`super::fit`]): the highest rate up
     /// to `milli_pps` at which the generator keeps its schedule on this host.
     #[serde(default)]
     pub fit_rate: bool,
@@ -383,4 +383,48 @@ pub fn behind_warning(behind: &[BehindRun], runs: usize, milli_pps: u64) -> Stri
         },
         latlab_core::units::format_ns(1e12 / milli_pps.max(1) as f64)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_are_the_ladder() {
+        let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, LADDER);
+        let files: Vec<String> = STEPS.iter().map(Step::file_name).collect();
+        assert_eq!(
+            files,
+            [
+                "default",
+                "pinned",
+                "pinned-busy",
+                "pinned-busy-fifo",
+                "hog",
+                "testpmd-DPDK-busy",
+                "AF-XDP-latlab-busy"
+            ]
+        );
+        assert!(STEPS
+            .iter()
+            .filter(|s| s.testpmd)
+            .all(|s| s.busy && s.pinned));
+        // the AF_XDP rung's NF is latlab's forwarder over AF_XDP, pinned to the NF's CPU
+        let xdp: Vec<&Step> = STEPS.iter().filter(|s| s.xdp).collect();
+        assert_eq!(xdp.len(), 1);
+        let nf = xdp[0].nf_config(Placement::Testbed, 3);
+        assert_eq!(
+            (nf.io, nf.cpus.clone(), nf.fifo),
+            (IoMode::Xdp, vec![3], None)
+        );
+        assert_eq!(xdp[0].describe(false, 3)["io"], "xdp");
+        // every method reads a run the ladder makes
+        for (m, _, run, _) in METHODS {
+            assert!(
+                GEN_MODES.iter().any(|(g, _)| *g == run),
+                "{m} reads run {run}"
+            );
+        }
+    }
 }
