@@ -5,8 +5,8 @@
 use super::data::{KillerUsConfig, KillerUsData, LADDER, METHODS, RESULT_KIND};
 use super::ladder::Ladder;
 use super::outcome::{ExperimentError, Summary};
+use super::pace::HostFit;
 use super::tables::{disagreement, render_csv, render_table, summary_row};
-use crate::fit::HostFit;
 use latlab_core::doc::{Curve, Figure, PlotKind};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::results::{ResultFile, StoredHistogram};

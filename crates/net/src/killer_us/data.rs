@@ -3,7 +3,7 @@
 //! summary's text ([`super::headline`]) and the report's sections read it without
 //! importing the module that runs the experiment.
 
-use crate::fit::HostFit;
+use super::pace::HostFit;
 use crate::nf::IoMode;
 use crate::orchestrate::Placement;
 use crate::probe::series;
@@ -210,7 +210,7 @@ pub struct KillerUsConfig {
     pub warmup: Nanos,
     /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
     pub milli_pps: u64,
-    /// Choose the rate by trials before the ladder ([`super::fit`]): the highest rate up
+    /// Choose the rate by trials before the ladder ([`super::pace`]): the highest rate up
     /// to `milli_pps` at which the generator keeps its schedule on this host.
     #[serde(default)]
     pub fit_rate: bool,

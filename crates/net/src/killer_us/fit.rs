@@ -1,12 +1,14 @@
 //! What the host sustains, checked before the killer-us ladder: which CPUs are quiet, the
 //! generator's priority, the highest rate at which the generator keeps its schedule and
-//! each run's duration ([`crate::fit`] holds the checks and the pure decisions); each
+//! each run's duration (the quiet-CPU probe is [`crate::fit`]'s, the pure decisions
+//! [`super::pace`]'s); each
 //! choice with the reason the summary gives for it.
 
 use super::data::{KillerUsConfig, STEPS};
 use super::outcome::ExperimentError;
+use super::pace::{self, HostFit, RateTrial};
 use super::rung::RunPlan;
-use crate::fit::{self, CpuQuiet, HostFit, RateTrial};
+use crate::fit::{self, CpuQuiet};
 use crate::nf::IoMode;
 use crate::orchestrate::{self, Placement};
 use crate::probe::{series, Sources};
@@ -44,7 +46,7 @@ struct Rate {
 }
 
 /// Checks what the host can sustain and chooses the CPUs, the generator's priority, the
-/// rate and the duration ([`crate::fit`]); says what it chose on stderr unless quiet.
+/// rate and the duration ([`crate::fit`], [`super::pace`]); says what it chose on stderr unless quiet.
 pub(super) fn fit_host(
     cfg: &KillerUsConfig,
     exe: &Path,
@@ -73,7 +75,7 @@ pub(super) fn fit_host(
     // runs 0.8-1.0 s, testpmd's 1.6 s)
     let overhead = rate
         .overhead
-        .map_or(fit::DEFAULT_RUN_OVERHEAD, |o| Nanos(o.get() / 2 * 3));
+        .map_or(pace::DEFAULT_RUN_OVERHEAD, |o| Nanos(o.get() / 2 * 3));
     let duration = fit_duration(cfg, rate.milli_pps, overhead, started, runs, &mut reasons);
     for r in &reasons {
         say(cfg, r);
@@ -131,7 +133,7 @@ fn fit_cpus(cfg: &KillerUsConfig, reasons: &mut Vec<String>) -> Cpus {
     }
 }
 
-/// Chooses the rate by trials, from the asked rate down ([`fit::candidates`]), unless
+/// Chooses the rate by trials, from the asked rate down ([`pace::candidates`]), unless
 /// `--rate` fixed it; every trial's files go into `files`.
 fn fit_rate(
     cfg: &KillerUsConfig,
@@ -144,7 +146,7 @@ fn fit_rate(
     let mut overhead: Option<Nanos> = None;
     let trial_warmup = Nanos::from_millis(200);
     let milli_pps = if cfg.fit_rate {
-        for rate in fit::candidates(cfg.milli_pps) {
+        for rate in pace::candidates(cfg.milli_pps) {
             let name = format!("fit-{}pps", rate / 1000);
             let t = std::time::Instant::now();
             let (r, paths) = plan.run(
@@ -153,14 +155,14 @@ fn fit_rate(
                 &name,
                 IoMode::Busy,
                 rate,
-                fit::TRIAL,
+                pace::TRIAL,
                 trial_warmup,
                 Sources::USER,
             )?;
             let wall = Nanos::from(t.elapsed());
             let cost = Nanos(
                 wall.get()
-                    .saturating_sub(fit::TRIAL.get() + trial_warmup.get()),
+                    .saturating_sub(pace::TRIAL.get() + trial_warmup.get()),
             );
             overhead = Some(overhead.map_or(cost, |o| o.max(cost)));
             files.extend(paths);
@@ -172,14 +174,14 @@ fn fit_rate(
                 break;
             }
         }
-        match fit::choose_rate(&trials) {
+        match pace::choose_rate(&trials) {
             Some(r) => {
-                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a {} trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, format_ns(fit::TRIAL.get() as f64), fit::LATENESS_SHARE * 100.0, fit::LATE_SHARE * 100.0));
+                reasons.push(format!("{} pps is the highest rate (of at most {} pps) at which a {} trial kept the generator's lateness p99 within {:.0} % of the mean gap and fewer than {:.1} % of its probes a gap late; the ladder runs at it.", r / 1000, cfg.milli_pps / 1000, format_ns(pace::TRIAL.get() as f64), pace::LATENESS_SHARE * 100.0, pace::LATE_SHARE * 100.0));
                 r
             }
             None => {
                 let lowest = trials.last().map(|t| t.milli_pps).unwrap_or(cfg.milli_pps);
-                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a {} trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, format_ns(fit::TRIAL.get() as f64), lowest / 1000));
+                reasons.push(format!("No rate down to {} pps kept the generator on schedule in a {} trial: this host is too busy for a trustworthy run now, and the ladder runs at {} pps anyway. Rerun when the host is quieter.", lowest / 1000, format_ns(pace::TRIAL.get() as f64), lowest / 1000));
                 lowest
             }
         }
@@ -209,10 +211,10 @@ fn fit_duration(
 ) -> Nanos {
     match cfg.duration_cap {
         Some(cap) => {
-            let mut d = fit::quick_duration(milli_pps, cfg.duration, cap);
+            let mut d = pace::quick_duration(milli_pps, cfg.duration, cap);
             if let Some(budget) = cfg.budget {
                 let elapsed = Nanos::from(started.elapsed());
-                let share = fit::budget_share(budget, elapsed, runs, cfg.warmup, overhead, d);
+                let share = pace::budget_share(budget, elapsed, runs, cfg.warmup, overhead, d);
                 if share.duration < d {
                     reasons.push(if share.fits {
                         format!(
@@ -239,7 +241,7 @@ fn fit_duration(
                 (d.get() as u128 * milli_pps as u128 / 1_000_000_000_000) as u64,
                 milli_pps / 1000,
                 if d.get() as u128 * milli_pps as u128
-                    >= fit::SAMPLES_FOR_P9999 as u128 * 1_000_000_000_000
+                    >= pace::SAMPLES_FOR_P9999 as u128 * 1_000_000_000_000
                 {
                     ", enough for p99.99"
                 } else {

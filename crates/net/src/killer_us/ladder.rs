@@ -5,8 +5,9 @@
 use super::data::{BehindRun, KillerUsConfig, Step, TailShare};
 use super::fit::trial_of;
 use super::outcome::ExperimentError;
+use super::pace::{self, HostFit};
 use super::rung::RunPlan;
-use crate::fit::{self, HostFit};
+use crate::fit;
 use crate::nf::IoMode;
 use crate::probe::Sources;
 use latlab_core::results::ResultFile;
@@ -205,7 +206,7 @@ impl Ladder {
                 continue;
             }
             let in_budget = cfg.budget.map_or(true, |b| {
-                fit::budget_allows(
+                pace::budget_allows(
                     b,
                     Nanos::from(cx.started.elapsed()),
                     self.left,

@@ -11,12 +11,14 @@
 //! `pinned+busy+fifo`, plus `hog` (pinned+busy with a CPU hog on the NF's core), and
 //! `testpmd (DPDK, busy)`: the paper's DPDK NF ([`crate::testpmd`]) on the NF's core.
 //!
-//! [`run`] takes a [`KillerUsConfig`] and writes every run, the summary ([`KillerUsData`],
+//! [`run()`] takes a [`KillerUsConfig`] and writes every run, the summary ([`KillerUsData`],
 //! kind [`RESULT_KIND`]), `summary.md` and `summary.csv` into its directory; the report
 //! provider of the summary is [`KillerUsSections`]. The parts:
 //!
 //! - `data`: the ladder ([`STEPS`]), the methods, the configuration and the result's `data`;
 //! - `fit`: what the host sustains, checked before the ladder (CPUs, priority, rate, duration);
+//! - [`pace`]: the fit's pure rules (a rate trial's verdict, a quick run's length, the budget)
+//!   and what the result records of the fit ([`HostFit`]);
 //! - `rung`: one NF + probe run, and why a rung or generator mode cannot run here;
 //! - `ladder`: the ladder's runs, each repeated once when the generator fell behind;
 //! - `assemble`: the summary result, its histograms, rows and figures;
@@ -30,6 +32,7 @@ mod fit;
 pub mod headline;
 mod ladder;
 mod outcome;
+pub mod pace;
 mod run;
 mod rung;
 mod sections;
@@ -42,6 +45,7 @@ pub use data::{
 pub use fit::GEN_FIFO;
 pub use ladder::RETRIES;
 pub use outcome::{ExperimentError, Summary};
+pub use pace::{HostFit, RateTrial};
 pub use run::run;
 pub use sections::KillerUsSections;
 pub use tables::{
