@@ -1,4 +1,4 @@
-//! The pure rules of killer-us's host fit ([`super::fit`]): when a rate trial passes and
+//! The pure rules of killer-us's host fit (its `fit` step): when a rate trial passes and
 //! which rate wins, how long a quick run lasts, how a `--quick` budget shares out among the
 //! runs, and what the result records of it all ([`HostFit`]). The quiet-CPU probe and the
 //! placement they build on are shared with the other experiments in [`crate::fit`].
