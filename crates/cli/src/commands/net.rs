@@ -437,13 +437,10 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
         &exe,
         &dir,
         argv,
+        &latlab_report::FileFigures,
         &mut crate::output::Bar::new(a.quiet),
     )
     .context("killer-us")?;
-    for (path, fig) in &summary.figures {
-        latlab_report::write_figure(fig, path)
-            .with_context(|| format!("killer-us: drawing {}", path.display()))?;
-    }
     let report = super::report::experiment_report(
         &dir,
         "latlab experiment killer-us",

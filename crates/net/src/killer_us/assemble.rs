@@ -1,13 +1,15 @@
 //! The killer-us summary result from the ladder's runs: one histogram per method × NF
-//! configuration, the table's rows, where the methods disagree, the CCDF figures (as
-//! specifications; the caller draws them), and the files written from the saved result.
+//! configuration, the table's rows, where the methods disagree, the CCDF figures (drawn
+//! through the caller's [`FigureSink`] once the result is saved), and the files written
+//! from the saved result.
 
-use super::data::{KillerUsConfig, KillerUsData, LADDER, METHODS, RESULT_KIND};
+use super::config::KillerUsConfig;
+use super::data::{KillerUsData, LADDER, METHODS, RESULT_KIND};
 use super::ladder::Ladder;
 use super::outcome::{ExperimentError, Summary};
 use super::pace::HostFit;
 use super::tables::{disagreement, render_csv, render_table, summary_row};
-use latlab_core::doc::{Curve, Figure, PlotKind};
+use latlab_core::doc::{Curve, Figure, FigureSink, PlotKind};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::results::{ResultFile, StoredHistogram};
 use latlab_core::stats::ccdf;
@@ -17,16 +19,18 @@ use std::path::{Path, PathBuf};
 type MethodCurves<'a> = (&'a str, &'a str, Vec<(String, LatencyHistogram)>);
 
 /// Writes the summary result (`killer-us.json`), `summary.md` and `summary.csv` under
-/// `dir` from the ladder's runs; returns what the CLI prints and draws.
+/// `dir` from the ladder's runs (with its findings across runs), then draws the CCDFs through `sink`; returns what the CLI
+/// prints.
 pub(super) fn summary(
     cfg: &KillerUsConfig,
     dir: &Path,
     argv: Vec<String>,
     fit: &HostFit,
-    ladder: Ladder,
-    notes: Vec<String>,
+    mut ladder: Ladder,
     mut files: Vec<PathBuf>,
+    sink: &dyn FigureSink,
 ) -> Result<Summary, ExperimentError> {
+    let notes = ladder.finish(cfg, fit.milli_pps);
     let Ladder {
         runs,
         warnings,
@@ -82,11 +86,17 @@ pub(super) fn summary(
     files.push(summary_path);
     files.push(md);
     files.push(csv);
+    for (path, figure) in &figures {
+        sink.draw(figure, path)
+            .map_err(|error| ExperimentError::Figure {
+                path: path.clone(),
+                error,
+            })?;
+    }
     Ok(Summary {
         table_text,
         warnings,
         files,
-        figures,
     })
 }
 
@@ -149,8 +159,7 @@ fn disagreements(per_method: &[MethodCurves<'_>], data: &mut KillerUsData) {
     }
 }
 
-/// One CCDF figure per method, a line per NF configuration, with the file each belongs in
-/// (specifications; the caller draws them).
+/// One CCDF figure per method, a line per NF configuration, with the file each belongs in.
 fn figures(
     dir: &Path,
     per_method: &[MethodCurves<'_>],

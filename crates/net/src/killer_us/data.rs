@@ -1,5 +1,5 @@
-//! The data of `latlab experiment killer-us` ([`super::run()`]): its ladder, its methods,
-//! its configuration and the result's `data`. Kept apart from the run so that the
+//! The data of `latlab experiment killer-us` ([`super::run()`]): its ladder, its methods
+//! and the result's `data`. Kept apart from the run so that the
 //! summary's text ([`super::headline`]) and the report's sections read it without
 //! importing the module that runs the experiment.
 
@@ -7,7 +7,6 @@ use super::pace::HostFit;
 use crate::nf::IoMode;
 use crate::orchestrate::Placement;
 use crate::probe::series;
-use latlab_core::units::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// Result kind of the experiment's summary.
@@ -200,40 +199,6 @@ pub const METHODS: [(&str, &str, &str, &str); 5] = [
         series::HARDWARE,
     ),
 ];
-
-/// Experiment settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KillerUsConfig {
-    /// Measured duration per run.
-    pub duration: Nanos,
-    /// Warm-up per run.
-    pub warmup: Nanos,
-    /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
-    pub milli_pps: u64,
-    /// Choose the rate by trials before the ladder ([`super::pace`]): the highest rate up
-    /// to `milli_pps` at which the generator keeps its schedule on this host.
-    #[serde(default)]
-    pub fit_rate: bool,
-    /// Stretch `duration` up to this, for enough samples for p99.99 at the chosen rate
-    /// (`--quick`).
-    #[serde(default)]
-    pub duration_cap: Option<Nanos>,
-    /// The whole experiment's time (`--quick`: 2 minutes): once the host is fitted, the
-    /// runs are shortened so that all of them fit in what is left, and a run whose
-    /// generator fell behind is repeated only while the budget lasts. `None`: no budget.
-    #[serde(default)]
-    pub budget: Option<Nanos>,
-    /// Reflector on loopback instead of the testbed.
-    pub loopback: bool,
-    /// No progress output.
-    pub quiet: bool,
-    /// Notes to record (e.g. why loopback was used).
-    pub notes: Vec<String>,
-    /// Each rung's probe attributes its samples above p99 (`--explain`; on by default as
-    /// root, absent in older files: off).
-    #[serde(default)]
-    pub explain: crate::explain::ExplainSpec,
-}
 
 /// The generator's modes, one run each per rung: (name, receive and send path). `xdp`
 /// needs the testbed and root.

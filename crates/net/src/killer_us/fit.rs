@@ -4,7 +4,8 @@
 //! [`super::pace`]'s); each
 //! choice with the reason the summary gives for it.
 
-use super::data::{KillerUsConfig, STEPS};
+use super::config::KillerUsConfig;
+use super::data::STEPS;
 use super::outcome::ExperimentError;
 use super::pace::{self, HostFit, RateTrial};
 use super::rung::RunPlan;

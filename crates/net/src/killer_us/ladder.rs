@@ -2,7 +2,8 @@
 //! whose generator fell behind (or whose probes bypassed testpmd) repeated once, and what
 //! each run adds to the summary's warnings and notes.
 
-use super::data::{BehindRun, KillerUsConfig, Step, TailShare};
+use super::config::KillerUsConfig;
+use super::data::{BehindRun, Step, TailShare};
 use super::fit::trial_of;
 use super::outcome::ExperimentError;
 use super::pace::{self, HostFit};

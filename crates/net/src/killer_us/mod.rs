@@ -15,7 +15,9 @@
 //! kind [`RESULT_KIND`]), `summary.md` and `summary.csv` into its directory; the report
 //! provider of the summary is [`KillerUsSections`]. The parts:
 //!
-//! - `data`: the ladder ([`STEPS`]), the methods, the configuration and the result's `data`;
+//! - `config`: the settings and their defaults, resolved from what the command line asks
+//!   ([`KillerUsConfig::resolve`]);
+//! - `data`: the ladder ([`STEPS`]), the methods and the result's `data`;
 //! - `fit`: what the host sustains, checked before the ladder (CPUs, priority, rate, duration);
 //! - [`pace`]: the fit's pure rules (a rate trial's verdict, a quick run's length, the budget)
 //!   and what the result records of the fit ([`HostFit`]);
@@ -27,6 +29,7 @@
 //! - `sections`: what the HTML report shows.
 
 mod assemble;
+mod config;
 mod data;
 mod fit;
 pub mod headline;
@@ -38,9 +41,13 @@ mod rung;
 mod sections;
 mod tables;
 
+pub use config::{
+    KillerUsAsk, KillerUsConfig, CEILING_MILLI_PPS, DURATION, NOT_ROOT_NOTE, QUICK_BUDGET,
+    QUICK_DURATION, QUICK_DURATION_CAP, QUICK_WARMUP, WARMUP,
+};
 pub use data::{
-    behind_warning, BehindRun, KillerUsConfig, KillerUsData, Step, SummaryRow, TailShare,
-    GEN_MODES, LADDER, METHODS, RESULT_KIND, STEPS, TESTPMD_RUNG, XDP_RUNG,
+    behind_warning, BehindRun, KillerUsData, Step, SummaryRow, TailShare, GEN_MODES, LADDER,
+    METHODS, RESULT_KIND, STEPS, TESTPMD_RUNG, XDP_RUNG,
 };
 pub use fit::GEN_FIFO;
 pub use ladder::RETRIES;

@@ -1,7 +1,6 @@
 //! What `latlab experiment killer-us` hands back: its summary for the CLI, or its error.
 
 use crate::orchestrate;
-use latlab_core::doc::Figure;
 use std::path::PathBuf;
 
 /// What the CLI prints.
@@ -11,12 +10,8 @@ pub struct Summary {
     pub table_text: String,
     /// Warnings.
     pub warnings: Vec<String>,
-    /// Files written, and the figure files the caller draws (see `figures`).
+    /// Files written, the figures among them.
     pub files: Vec<PathBuf>,
-    /// The CCDF figures, one per method, with the file each belongs in. The library does
-    /// not draw (measuring crates carry no plotting code): the caller renders each with
-    /// `latlab_report::write_figure`.
-    pub figures: Vec<(PathBuf, Figure)>,
 }
 
 /// Errors.
@@ -35,6 +30,14 @@ pub enum ExperimentError {
     /// DPDK's testpmd failed on its rung.
     #[error(transparent)]
     Testpmd(#[from] crate::testpmd::TestpmdError),
+    /// A CCDF figure could not be drawn.
+    #[error("drawing {}: {error}", path.display())]
+    Figure {
+        /// The figure's file.
+        path: PathBuf,
+        /// Why the sink could not draw it.
+        error: latlab_core::doc::DrawError,
+    },
     /// SIGINT or SIGTERM arrived; everything the experiment changed was put back.
     #[error("interrupted (real-time throttling and the testbed were restored)")]
     Interrupted,

@@ -2,16 +2,19 @@
 //! the summary, with the interruption that stops it between runs.
 
 use super::assemble;
-use super::data::{KillerUsConfig, GEN_MODES, STEPS};
+use super::config::KillerUsConfig;
+use super::data::{GEN_MODES, STEPS};
 use super::fit::fit_host;
 use super::ladder::{Context, Ladder};
 use super::outcome::{ExperimentError, Summary};
 use super::rung::{mode_unavailable, rung_unavailable, RunPlan};
 use crate::orchestrate::{self, Placement};
+use latlab_core::doc::FigureSink;
 use std::path::Path;
 
 /// Runs the experiment, writing everything under `dir`; `progress` is told as each run
-/// (configuration × receive mode) starts. Call
+/// (configuration × receive mode) starts, and `figures` draws its CCDFs (the CLI passes
+/// `latlab_report::FileFigures`; this crate never draws). Call
 /// [`latlab_sys::signal::install_stop_handler`] first for Ctrl-C to stop it cleanly: it
 /// stops between runs, and whatever it changed (real-time throttling, the testbed) is put
 /// back on every way out (error, panic, interruption).
@@ -20,11 +23,12 @@ pub fn run(
     exe: &Path,
     dir: &Path,
     argv: Vec<String>,
+    figures: &dyn FigureSink,
     progress: &mut dyn latlab_core::progress::Progress,
 ) -> Result<Summary, ExperimentError> {
     // Ctrl-C reaches the children too (one process group): a run that failed because its
     // probe was interrupted is the interruption, not the probe's (empty) failure.
-    run_inner(cfg, exe, dir, argv, progress).map_err(|e| {
+    run_inner(cfg, exe, dir, argv, figures, progress).map_err(|e| {
         if latlab_sys::signal::stop_requested() {
             ExperimentError::Interrupted
         } else {
@@ -38,6 +42,7 @@ fn run_inner(
     exe: &Path,
     dir: &Path,
     argv: Vec<String>,
+    figures: &dyn FigureSink,
     progress: &mut dyn latlab_core::progress::Progress,
 ) -> Result<Summary, ExperimentError> {
     let placement = if cfg.loopback {
@@ -93,6 +98,5 @@ fn run_inner(
     for (step, why) in STEPS.into_iter().zip(rung_why) {
         ladder.rung(&cx, step, why, &modes, &mut files, progress)?;
     }
-    let notes = ladder.finish(cfg, fit.milli_pps);
-    assemble::summary(cfg, dir, argv, &fit, ladder, notes, files)
+    assemble::summary(cfg, dir, argv, &fit, ladder, files, figures)
 }
