@@ -20,24 +20,23 @@
 //! - [`run`]: the NF and probe runs behind the commands and their child jobs;
 //! - [`testbed`]: namespaces and veth pairs (`latlab net testbed`);
 //! - [`testpmd`]: DPDK's testpmd as the testbed's network function (`--engine testpmd`);
-//! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`experiment`];
+//! - [`orchestrate`]: NF and probe child processes for [`calibrate`] and [`killer_us`];
 //! - [`rng`]: seeded draws for arrivals and delays;
 //! - [`fit`]: what the host can sustain (quiet CPUs, a rate the generator keeps), checked
-//!   before the experiment;
-//! - [`headline`]: the experiment's answer in sentences and one table;
-//! - [`sections`]: what the HTML report shows for net results.
+//!   before an experiment;
+//! - [`killer_us`]: `latlab experiment killer-us`, the methods against the OS ladder: its
+//!   configuration, runs, fit, data, headline and report sections;
+//! - [`sections`]: what the HTML report shows for net probe results.
 #![deny(unsafe_code)]
 
 pub mod agents;
 pub mod calibrate;
 pub mod decompose;
 pub mod delay;
-pub mod experiment;
 pub mod explain;
 pub mod fit;
-pub mod headline;
 pub mod iface;
-pub mod killer_data;
+pub mod killer_us;
 pub mod netinfo;
 pub mod nf;
 pub mod orchestrate;

@@ -4,7 +4,7 @@
 //! Kinds: [`crate::probe::RESULT_KIND`] (`net.probe`, data [`ProbeData`]),
 //! [`crate::nf::NF_RESULT_KIND`] (`net.nf`, data [`crate::nf::NfData`]),
 //! [`crate::calibrate::RESULT_KIND`] (`net.calibrate`) and
-//! [`crate::experiment::RESULT_KIND`] (`net.killer_us`).
+//! [`crate::killer_us::RESULT_KIND`] (`net.killer_us`).
 
 use crate::probe::{fell_behind, series, ProbeConfig, ProbeData, ProbeOutcome};
 use latlab_core::hist::LatencyHistogram;

@@ -10,7 +10,7 @@ use latlab_core::hist::HistConfig;
 use latlab_core::parse::{parse_rate, Rate};
 use latlab_core::units::Nanos;
 use latlab_net::calibrate::CalibrateConfig;
-use latlab_net::experiment::KillerUsConfig;
+use latlab_net::killer_us::{KillerUsAsk, KillerUsConfig};
 use latlab_net::nf::{Directions, IoMode, NfConfig, Role};
 use latlab_net::probe::{Mode, ProbeConfig};
 use latlab_net::run::{NfJob, ProbeJob};
@@ -539,9 +539,6 @@ pub struct KillerUsArgs {
     pub idle: super::common::IdleArgs,
 }
 
-/// `--quick`'s budget for the whole experiment (issue 14: under 2 minutes).
-const QUICK_BUDGET: Nanos = Nanos(120_000_000_000);
-
 /// Bytes of a default probe on the wire: a 64-byte frame and its 4-byte FCS (what a
 /// bit rate given to `--rate` is divided by).
 const PROBE_WIRE_BYTES: u64 = 68;
@@ -707,38 +704,22 @@ impl TryFrom<&CalibrateArgs> for CalibrateConfig {
 impl TryFrom<&KillerUsArgs> for KillerUsConfig {
     type Error = anyhow::Error;
 
-    /// Resolves the options; without root the experiment runs on loopback, and the
+    /// Resolves the options with the experiment's defaults
+    /// ([`KillerUsConfig::resolve`]); without root the experiment runs on loopback, and the
     /// configuration's notes say what that loses.
     fn try_from(a: &KillerUsArgs) -> anyhow::Result<KillerUsConfig> {
-        let (duration, warmup) = if a.quick {
-            (Nanos::from_secs(5), Nanos::from_millis(500))
-        } else {
-            (Nanos::from_secs(60), Nanos::from_secs(10))
-        };
-        let mut loopback = a.loopback;
-        let mut notes = Vec::new();
-        if !loopback && !latlab_sys::netns::is_root() {
-            loopback = true;
-            notes.push("not root: the testbed cannot be built, so this runs on loopback with a reflector. Lost: the one-way path over veth pairs between separate namespaces (the NF shares the host's loopback and stack with the generator, and latencies are round trips)".to_string());
-        }
-        let ceiling = Rate::MilliPps(20_000_000);
-        Ok(KillerUsConfig {
-            duration: a.duration.unwrap_or(duration),
-            duration_cap: (a.quick && a.duration.is_none()).then(|| Nanos::from_secs(20)),
-            budget: (a.quick && a.duration.is_none()).then_some(QUICK_BUDGET),
-            warmup,
-            milli_pps: milli_pps(a.rate.as_ref().unwrap_or(&ceiling), PROBE_WIRE_BYTES)?,
-            fit_rate: a.rate.is_none(),
-            loopback,
+        let ask = KillerUsAsk {
+            quick: a.quick,
+            duration: a.duration,
+            milli_pps: a
+                .rate
+                .as_ref()
+                .map(|r| milli_pps(r, PROBE_WIRE_BYTES))
+                .transpose()?,
+            loopback: a.loopback,
             quiet: a.quiet,
-            notes,
-            // on by default where kernel events can be had (root); --no-explain turns it off
-            explain: latlab_net::explain::ExplainSpec {
-                enabled: !a.no_explain && latlab_sys::netns::is_root(),
-                above: None,
-                all_events: false,
-                tracefs: false,
-            },
-        })
+            explain: !a.no_explain,
+        };
+        Ok(KillerUsConfig::resolve(ask, latlab_sys::netns::is_root()))
     }
 }

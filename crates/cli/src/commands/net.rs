@@ -13,7 +13,7 @@ use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
 use latlab_core::text::{estimate, ns, Table};
 use latlab_net::calibrate::CalibrateConfig;
-use latlab_net::experiment::KillerUsConfig;
+use latlab_net::killer_us::KillerUsConfig;
 use latlab_net::nf::Role;
 use latlab_net::orchestrate;
 use latlab_net::probe;
@@ -432,18 +432,15 @@ pub fn killer_us(a: KillerUsArgs, argv: Vec<String>) -> anyhow::Result<()> {
     // Ctrl-C stops between runs, so that real-time throttling and the testbed are put
     // back by the experiment's guards instead of being left as a killed process left them.
     latlab_sys::signal::install_stop_handler().context("installing the Ctrl-C handler")?;
-    let summary = latlab_net::experiment::run(
+    let summary = latlab_net::killer_us::run(
         &cfg,
         &exe,
         &dir,
         argv,
+        &latlab_report::FileFigures,
         &mut crate::output::Bar::new(a.quiet),
     )
     .context("killer-us")?;
-    for (path, fig) in &summary.figures {
-        latlab_report::write_figure(fig, path)
-            .with_context(|| format!("killer-us: drawing {}", path.display()))?;
-    }
     let report = super::report::experiment_report(
         &dir,
         "latlab experiment killer-us",

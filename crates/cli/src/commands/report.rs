@@ -19,7 +19,7 @@ fn providers() -> Vec<Box<dyn SectionProvider>> {
     vec![
         Box::new(latlab_host::report::ClocksSections),
         Box::new(latlab_net::sections::ProbeSections),
-        Box::new(latlab_net::sections::KillerUsSections),
+        Box::new(latlab_net::killer_us::KillerUsSections),
         Box::new(latlab_net::rpc::sections::LoadSections),
         Box::new(latlab_dfs::report::SimSections),
         #[cfg(feature = "mpi")]

@@ -260,10 +260,10 @@ fn killer_us_measures_every_rung_by_the_af_xdp_generator_and_leaves_nothing_behi
         .unwrap();
     ok(&out);
     let r = ResultFile::load(&dir.path().join("killer-us.json")).unwrap();
-    let d: latlab_net::experiment::KillerUsData = serde_json::from_value(r.data.clone()).unwrap();
+    let d: latlab_net::killer_us::KillerUsData = serde_json::from_value(r.data.clone()).unwrap();
     let skipped: Vec<&str> = d.not_measured.iter().map(|(c, _)| c.as_str()).collect();
-    for conf in latlab_net::experiment::LADDER {
-        if conf == latlab_net::killer_data::TESTPMD_RUNG && skipped.contains(&conf) {
+    for conf in latlab_net::killer_us::LADDER {
+        if conf == latlab_net::killer_us::TESTPMD_RUNG && skipped.contains(&conf) {
             continue; // not installed, or its known intermittent bypass (docs/net.md)
         }
         assert!(!skipped.contains(&conf), "{conf}: {:?}", d.not_measured);
@@ -274,7 +274,7 @@ fn killer_us_measures_every_rung_by_the_af_xdp_generator_and_leaves_nothing_behi
         }
         // the AF_XDP generator's runs went over AF_XDP (copy mode on veth), with user
         // stamps only
-        let file = latlab_net::experiment::STEPS
+        let file = latlab_net::killer_us::STEPS
             .iter()
             .find(|s| s.name == conf)
             .unwrap()

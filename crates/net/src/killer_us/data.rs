@@ -1,13 +1,12 @@
-//! The data of `latlab experiment killer-us` ([`crate::experiment`]): its ladder, its
-//! methods, its configuration and the result's `data`. Kept apart from the run so that the
-//! summary's text ([`crate::headline`]) and the report's sections read it without
+//! The data of `latlab experiment killer-us` ([`super::run()`]): its ladder, its methods
+//! and the result's `data`. Kept apart from the run so that the
+//! summary's text ([`super::headline`]) and the report's sections read it without
 //! importing the module that runs the experiment.
 
-use crate::fit::HostFit;
+use super::pace::HostFit;
 use crate::nf::IoMode;
 use crate::orchestrate::Placement;
 use crate::probe::series;
-use latlab_core::units::Nanos;
 use serde::{Deserialize, Serialize};
 
 /// Result kind of the experiment's summary.
@@ -201,40 +200,6 @@ pub const METHODS: [(&str, &str, &str, &str); 5] = [
     ),
 ];
 
-/// Experiment settings.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct KillerUsConfig {
-    /// Measured duration per run.
-    pub duration: Nanos,
-    /// Warm-up per run.
-    pub warmup: Nanos,
-    /// Probe rate, milli-pps: the rate used, or with `fit_rate` the highest one tried.
-    pub milli_pps: u64,
-    /// Choose the rate by trials before the ladder ([`crate::fit`]): the highest rate up
-    /// to `milli_pps` at which the generator keeps its schedule on this host.
-    #[serde(default)]
-    pub fit_rate: bool,
-    /// Stretch `duration` up to this, for enough samples for p99.99 at the chosen rate
-    /// (`--quick`).
-    #[serde(default)]
-    pub duration_cap: Option<Nanos>,
-    /// The whole experiment's time (`--quick`: 2 minutes): once the host is fitted, the
-    /// runs are shortened so that all of them fit in what is left, and a run whose
-    /// generator fell behind is repeated only while the budget lasts. `None`: no budget.
-    #[serde(default)]
-    pub budget: Option<Nanos>,
-    /// Reflector on loopback instead of the testbed.
-    pub loopback: bool,
-    /// No progress output.
-    pub quiet: bool,
-    /// Notes to record (e.g. why loopback was used).
-    pub notes: Vec<String>,
-    /// Each rung's probe attributes its samples above p99 (`--explain`; on by default as
-    /// root, absent in older files: off).
-    #[serde(default)]
-    pub explain: crate::explain::ExplainSpec,
-}
-
 /// The generator's modes, one run each per rung: (name, receive and send path). `xdp`
 /// needs the testbed and root.
 pub const GEN_MODES: [(&str, IoMode); 3] = [
@@ -383,4 +348,48 @@ pub fn behind_warning(behind: &[BehindRun], runs: usize, milli_pps: u64) -> Stri
         },
         latlab_core::units::format_ns(1e12 / milli_pps.max(1) as f64)
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_are_the_ladder() {
+        let names: Vec<&str> = STEPS.iter().map(|s| s.name).collect();
+        assert_eq!(names, LADDER);
+        let files: Vec<String> = STEPS.iter().map(Step::file_name).collect();
+        assert_eq!(
+            files,
+            [
+                "default",
+                "pinned",
+                "pinned-busy",
+                "pinned-busy-fifo",
+                "hog",
+                "testpmd-DPDK-busy",
+                "AF-XDP-latlab-busy"
+            ]
+        );
+        assert!(STEPS
+            .iter()
+            .filter(|s| s.testpmd)
+            .all(|s| s.busy && s.pinned));
+        // the AF_XDP rung's NF is latlab's forwarder over AF_XDP, pinned to the NF's CPU
+        let xdp: Vec<&Step> = STEPS.iter().filter(|s| s.xdp).collect();
+        assert_eq!(xdp.len(), 1);
+        let nf = xdp[0].nf_config(Placement::Testbed, 3);
+        assert_eq!(
+            (nf.io, nf.cpus.clone(), nf.fifo),
+            (IoMode::Xdp, vec![3], None)
+        );
+        assert_eq!(xdp[0].describe(false, 3)["io"], "xdp");
+        // every method reads a run the ladder makes
+        for (m, _, run, _) in METHODS {
+            assert!(
+                GEN_MODES.iter().any(|(g, _)| *g == run),
+                "{m} reads run {run}"
+            );
+        }
+    }
 }

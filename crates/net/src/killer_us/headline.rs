@@ -5,7 +5,7 @@
 //! measured here and why. Pure: from the result file alone; the report's first section
 //! and the summary's first lines.
 
-use crate::killer_data::{BehindRun, KillerUsData, TailShare, LADDER, METHODS};
+use super::data::{BehindRun, KillerUsData, TailShare, LADDER, METHODS};
 use latlab_core::hist::LatencyHistogram;
 use latlab_core::parse::Percentile;
 use latlab_core::results::ResultFile;
@@ -392,8 +392,8 @@ fn unrankable_reason(below: &str, s: &TailShare) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::data::RESULT_KIND;
     use super::*;
-    use crate::killer_data::RESULT_KIND;
     use latlab_core::results::StoredHistogram;
     use latlab_core::units::Nanos;
 
