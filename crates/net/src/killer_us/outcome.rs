@@ -30,8 +30,8 @@ pub enum ExperimentError {
     /// DPDK's testpmd failed on its rung.
     #[error(transparent)]
     Testpmd(#[from] crate::testpmd::TestpmdError),
-    /// A CCDF figure could not be drawn.
-    #[error("drawing {}: {error}", path.display())]
+    /// A CCDF figure could not be drawn (the sink's error names the file).
+    #[error("{error}")]
     Figure {
         /// The figure's file.
         path: PathBuf,
