@@ -2,8 +2,8 @@
 //! (as root; a SKIP line otherwise), ping-pong and bad input.
 
 use crate::util::{
-    assert_usage_error, is_root, latlab, latlab_bin, latlab_line, ok, require_root, run_ok,
-    signal_and_wait, system_test, system_turn, text,
+    assert_stopped_at_its_duration, assert_usage_error, is_root, latlab, latlab_bin, latlab_line,
+    ok, require_root, run_ok, signal_and_wait, system_test, system_turn, text,
 };
 use latlab_core::results::ResultFile;
 use std::io::{BufRead, BufReader};
@@ -595,12 +595,7 @@ fn a_probe_beyond_its_generator_ends_at_its_duration_and_counts_the_unsent() {
         d.achieved_pps,
         c("sent")
     );
-    let v = r
-        .self_checks
-        .iter()
-        .find(|v| v.check == "schedule")
-        .unwrap();
-    assert!(!v.passed(), "{}", v.line());
+    assert_stopped_at_its_duration(&r);
     assert!(
         r.warnings[0].starts_with("STOPPED AT ITS DURATION"),
         "{:?}",

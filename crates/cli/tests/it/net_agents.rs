@@ -129,26 +129,33 @@ fn forwarder(j: usize, out: &Path) -> Child {
     )
 }
 
-#[test]
-fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_rank() {
-    let _turn = system_test!("the namespace testbed");
-    require_mpi!();
-    let (_down, dir) = two_generators();
+/// Runs `line` on 3 ranks (rank 0 and one agent in each generator namespace) through a
+/// forwarder per generator (their results in `dir`), and asserts that every process
+/// succeeded.
+fn agents_through_both_forwarders(dir: &Path, line: &str, env: &[(&str, &str)], out: &Path) {
     let nfs: Vec<Child> = (0..2)
-        .map(|j| forwarder(j, &dir.path().join(format!("nf{j}.json"))))
+        .map(|j| forwarder(j, &dir.join(format!("nf{j}.json"))))
         .collect();
-    let out = dir.path().join("agents.json");
-    let o = agents(
-        3,
-        "net probe --agents --testbed --rate 2kpps --flows 3 --arrivals poisson --duration 1s --warmup 200ms -q",
-        &[("LATLAB_TEST_AGENT_CLOCK", "2:5000000:20")],
-        &out,
-    );
+    let o = agents(3, line, env, out);
     for mut nf in nfs {
         drop(nf.stdin.take());
         assert!(nf.wait().unwrap().success());
     }
     ok(&o);
+}
+
+#[test]
+fn agents_in_two_generator_namespaces_merge_exactly_and_one_without_stops_every_rank() {
+    let _turn = system_test!("the namespace testbed");
+    require_mpi!();
+    let (_down, dir) = two_generators();
+    let out = dir.path().join("agents.json");
+    agents_through_both_forwarders(
+        dir.path(),
+        "net probe --agents --testbed --rate 2kpps --flows 3 --arrivals poisson --duration 1s --warmup 200ms -q",
+        &[("LATLAB_TEST_AGENT_CLOCK", "2:5000000:20")],
+        &out,
+    );
 
     let merged = ResultFile::load(&out).unwrap();
     assert_eq!(merged.kind, "net.probe");
@@ -226,21 +233,13 @@ fn agents_without_flows_get_one_flow_each() {
     let _turn = system_test!("the namespace testbed");
     require_mpi!();
     let (_down, dir) = two_generators();
-    let nfs: Vec<Child> = (0..2)
-        .map(|j| forwarder(j, &dir.path().join(format!("nf{j}.json"))))
-        .collect();
     let out = dir.path().join("agents.json");
-    let o = agents(
-        3,
+    agents_through_both_forwarders(
+        dir.path(),
         "net probe --agents --testbed --rate 2kpps --duration 1s --warmup 200ms -q",
         &[],
         &out,
     );
-    for mut nf in nfs {
-        drop(nf.stdin.take());
-        assert!(nf.wait().unwrap().success());
-    }
-    ok(&o);
     let merged = ResultFile::load(&out).unwrap();
     assert_eq!(merged.config["flows"], 2, "{}", merged.config);
     let d = latlab_net::agents::agents_data(&merged).unwrap();

@@ -2,7 +2,7 @@
 //! each on loopback for a short run at a small rate. The counts must add up; nothing is
 //! asserted about latencies or rates.
 
-use crate::util::{assert_one_line_error, latlab, ok, skip};
+use crate::util::{assert_one_line_error, assert_stopped_at_its_duration, latlab, ok, skip};
 use latlab_core::results::ResultFile;
 use latlab_net::serve::{ServeSpec, ServerKind};
 use std::path::Path;
@@ -204,19 +204,7 @@ fn a_load_beyond_its_server_ends_at_its_duration_and_counts_the_unsent() {
     assert_eq!(c("scheduled"), 2_400_000, "{:?}", r.counters);
     assert_eq!(c("sent") + c("unsent"), c("scheduled"));
     assert!(c("unsent") > 0 && c("answered") > 0, "{:?}", r.counters);
-    let v = r
-        .self_checks
-        .iter()
-        .find(|v| v.check == "schedule")
-        .unwrap();
-    assert!(!v.passed(), "{}", v.line());
-    assert!(
-        r.warnings
-            .iter()
-            .any(|w| w.starts_with("STOPPED AT ITS DURATION")),
-        "{:?}",
-        r.warnings
-    );
+    assert_stopped_at_its_duration(&r);
     assert!(
         stdout.contains(&format!("unsent {}", c("unsent"))),
         "{stdout}"

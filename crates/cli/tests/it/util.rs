@@ -335,3 +335,21 @@ pub fn signal_and_wait(
     }
     (status, err)
 }
+
+/// Asserts that a run that could not keep its schedule stopped at its duration and said so:
+/// its `schedule` self-check failed and a warning says STOPPED AT ITS DURATION.
+pub fn assert_stopped_at_its_duration(r: &latlab_core::results::ResultFile) {
+    let v = r
+        .self_checks
+        .iter()
+        .find(|v| v.check == "schedule")
+        .expect("a schedule self-check");
+    assert!(!v.passed(), "{}", v.line());
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("STOPPED AT ITS DURATION")),
+        "{:?}",
+        r.warnings
+    );
+}
