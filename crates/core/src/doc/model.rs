@@ -49,6 +49,17 @@ impl Section {
         self
     }
 
+    /// The section's paragraphs, in order.
+    pub fn paragraphs(&self) -> Vec<&str> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Paragraph(p) => Some(p.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The section's tables, in order.
     pub fn tables(&self) -> Vec<&Table> {
         self.blocks

@@ -58,14 +58,7 @@ fn figures(s: &Section) -> Vec<(&str, String)> {
 }
 
 fn paragraphs(s: &Section) -> String {
-    s.blocks
-        .iter()
-        .filter_map(|b| match b {
-            Block::Paragraph(p) => Some(p.as_str()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    s.paragraphs().join("\n")
 }
 
 /// The row of `t` whose first cell is `first`, as texts.

@@ -587,14 +587,7 @@ mod tests {
             (free[10].text.as_str(), free[10].style),
             ("+4.0 %", CellStyle::Number)
         );
-        let text: String = s[0]
-            .blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Paragraph(p) => Some(p.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text: String = s[0].paragraphs().concat();
         assert!(
             text.contains("(within 10 % in 0 of 1); from each request's actual send"),
             "{text}"
@@ -645,14 +638,7 @@ mod tests {
             )
         );
         // 104.5 µs for 100 µs misses by more than 2 µs: said in the section.
-        let text: Vec<&str> = s[0]
-            .blocks
-            .iter()
-            .filter_map(|b| match b {
-                Block::Paragraph(p) => Some(p.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = s[0].paragraphs();
         assert!(
             text.iter()
                 .any(|p| p.starts_with("The injector check missed") && p.contains("missed by +")),

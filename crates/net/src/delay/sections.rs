@@ -460,6 +460,24 @@ mod tests {
         out
     }
 
+    /// Stores a check's four histograms under the names the check writes them.
+    fn push_check_histograms(
+        r: &mut ResultFile,
+        direct: &LatencyHistogram,
+        zero: &LatencyHistogram,
+        delayed: &LatencyHistogram,
+        excess: &LatencyHistogram,
+    ) {
+        for (n, x) in [
+            ("direct", direct),
+            ("zero", zero),
+            ("delayed", delayed),
+            ("engine.excess", excess),
+        ] {
+            r.histograms.push(StoredHistogram::new(n, x));
+        }
+    }
+
     fn check_result() -> ResultFile {
         let mut r = ResultFile::new(
             CHECK_KIND,
@@ -471,14 +489,7 @@ mod tests {
         let zero = h(&[(50_000, 1_970), (60_000, 30)]);
         let delayed = h(&[(70_000, 1_970), (90_000, 30)]);
         let excess = h(&[(11_000, 100)]);
-        for (n, x) in [
-            ("direct", &direct),
-            ("zero", &zero),
-            ("delayed", &delayed),
-            ("engine.excess", &excess),
-        ] {
-            r.histograms.push(StoredHistogram::new(n, x));
-        }
+        push_check_histograms(&mut r, &direct, &zero, &delayed, &excess);
         r.counters.insert("delayed.sent".into(), 2_003);
         r.counters.insert("delayed.lost".into(), 3);
         r.data = serde_json::to_value(CheckData {
@@ -567,14 +578,7 @@ mod tests {
             serde_json::json!({}),
             Provenance::default(),
         );
-        for (n, x) in [
-            ("direct", &direct),
-            ("zero", &zero),
-            ("delayed", &delayed),
-            ("engine.excess", &excess),
-        ] {
-            r.histograms.push(StoredHistogram::new(n, x));
-        }
+        push_check_histograms(&mut r, &direct, &zero, &delayed, &excess);
         let summary = summarize_check(&direct, &zero, &delayed, None, &excess, &spec, &[]);
         r.self_checks
             .push(distribution_verdict(summary.distribution.as_ref().unwrap()));
